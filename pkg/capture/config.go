@@ -1,0 +1,113 @@
+package capture
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/iptables"
+)
+
+// InterceptionMode is how inbound traffic reaches the proxy.
+type InterceptionMode string
+
+// The inbound interception modes.
+const (
+	Redirect InterceptionMode = "REDIRECT"
+	TProxy   InterceptionMode = "TPROXY"
+)
+
+// Ports is a set of ports to capture: all of them, or a list of ranges.
+// The zero value captures nothing.
+type Ports struct {
+	All    bool
+	Ranges []iptables.PortRange
+}
+
+// CIDRs is a set of destinations to capture: all of them, or a list of prefixes.
+// The zero value captures nothing.
+type CIDRs struct {
+	All      bool
+	Prefixes []netip.Prefix
+}
+
+// Config is the whole interception policy of one pod, typed and validated.
+// It is built by Parse (istio-iptables flags and env) or by the CNI plugin.
+type Config struct {
+	ProxyPort          uint16 // outbound capture port (15001)
+	InboundCapturePort uint16 // inbound capture port (15006)
+	InboundTunnelPort  uint16 // HBONE tunnel port, never captured inbound (15008)
+	ProxyUIDs          []uint32
+	ProxyGIDs          []uint32
+	InboundMode        InterceptionMode
+
+	InboundPorts         Ports
+	InboundExcludePorts  []iptables.PortRange
+	OutboundCIDRs        CIDRs
+	OutboundExcludeCIDR  []netip.Prefix
+	OutboundPorts        []iptables.PortRange // always captured
+	OutboundExcludePorts []iptables.PortRange
+	ExcludeInterfaces    []string
+	VirtualInterfaces    []string
+
+	TProxyMark       uint32
+	TProxyRouteTable uint32
+
+	RedirectDNS   bool
+	CaptureAllDNS bool
+	// DNSServersV4 and DNSServersV6 are the resolv.conf nameservers whose DNS
+	// is captured when CaptureAllDNS is off.
+	DNSServersV4 []netip.Addr
+	DNSServersV6 []netip.Addr
+	DropInvalid  bool
+
+	// OwnerGroupsInclude, when set, limits capture to sockets of these gids;
+	// OwnerGroupsExclude exempts sockets of these gids. At most one is set.
+	OwnerGroupsInclude []uint32
+	OwnerGroupsExclude []uint32
+	IPv4LoopbackCIDR   netip.Prefix
+
+	// EnableIPv6 programs ip6tables too (the pod has a global IPv6 address or
+	// DualStack is set). IPv4 is always programmed.
+	EnableIPv6 bool
+	DualStack  bool
+
+	DryRun           bool
+	RunValidation    bool
+	SkipRuleApply    bool
+	ProbePort        uint16
+	ProbeTimeout     time.Duration
+	Reconcile        bool
+	CleanupOnly      bool
+	ForceApply       bool
+	NetworkNamespace string
+	NativeNFTables   bool
+	// Backend forces the iptables flavour; Plain means detect.
+	Backend iptables.Mode
+}
+
+// Default returns the configuration of istio-iptables with no flags or env set.
+func Default() Config {
+	return Config{
+		ProxyPort:          15001,
+		InboundCapturePort: 15006,
+		InboundTunnelPort:  15008,
+		ProxyUIDs:          []uint32{1337},
+		ProxyGIDs:          []uint32{1337},
+		InboundMode:        Redirect,
+		TProxyMark:         1337,
+		TProxyRouteTable:   133,
+		ProbePort:          15002,
+		ProbeTimeout:       5 * time.Second,
+		IPv4LoopbackCIDR:   netip.MustParsePrefix("127.0.0.1/32"),
+	}
+}
+
+// Injector returns the configuration the sidecar injector passes to istio-iptables:
+// -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -x "" -b '*' -d 15090,15021,15020.
+func Injector() Config {
+	c := Default()
+	c.OutboundCIDRs = CIDRs{All: true}
+	c.InboundPorts = Ports{All: true}
+	c.InboundExcludePorts = []iptables.PortRange{iptables.Port(15090), iptables.Port(15021), iptables.Port(15020)}
+	return c
+}

@@ -1,0 +1,153 @@
+package iptables
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// Runner reads and writes one network namespace's rules. Implementations run
+// in the namespace of the calling OS thread.
+type Runner interface {
+	// Save returns what iptables-save prints for the family.
+	Save(ctx context.Context, f Family) (string, error)
+	// Restore applies an iptables-restore --noflush transaction for the family.
+	Restore(ctx context.Context, f Family, text string) error
+}
+
+// Mode is the iptables flavour: the legacy xtables kernel interface, or
+// nf_tables through the iptables-nft compatibility layer.
+type Mode string
+
+// The modes. Plain uses whatever "iptables" resolves to on the PATH.
+const (
+	Legacy Mode = "legacy"
+	NFT    Mode = "nft"
+	Plain  Mode = ""
+)
+
+// ParseMode reads the value of --force-iptables-binary.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case Legacy, NFT:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("want %q or %q", Legacy, NFT)
+}
+
+// Exec is the Runner that runs the iptables-save and iptables-restore binaries.
+type Exec struct {
+	Mode Mode
+	// Wait is how long legacy writes wait for the xtables lock, in seconds.
+	Wait int
+	// Spawned counts the child processes started, for benchmarks and logs.
+	Spawned int
+}
+
+var _ Runner = (*Exec)(nil)
+
+func (e *Exec) binary(f Family, verb string) string {
+	name := "iptables"
+	if f == IPv6 {
+		name = "ip6tables"
+	}
+	if e.Mode != Plain {
+		name += "-" + string(e.Mode)
+	}
+	return name + "-" + verb
+}
+
+// Save runs iptables-save (or its legacy, nft or IPv6 twin).
+func (e *Exec) Save(ctx context.Context, f Family) (string, error) {
+	return e.run(ctx, e.binary(f, "save"), nil)
+}
+
+// Restore runs iptables-restore --noflush with text on stdin. Legacy writes
+// wait for the xtables lock; nft writes need no lock.
+func (e *Exec) Restore(ctx context.Context, f Family, text string) error {
+	args := []string{"--noflush"}
+	if e.Mode != NFT {
+		wait := e.Wait
+		if wait <= 0 {
+			wait = 30
+		}
+		args = append(args, fmt.Sprintf("--wait=%d", wait))
+	}
+	_, err := e.run(ctx, e.binary(f, "restore"), strings.NewReader(text), args...)
+	return err
+}
+
+func (e *Exec) run(ctx context.Context, bin string, stdin *strings.Reader, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	e.Spawned++
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s: %w: %s", bin, err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// Detect picks the mode for the calling thread's network namespace without
+// changing it: legacy when legacy xtables already hold rules or chains there
+// (so we join whoever programmed them), else nft when iptables-nft is
+// installed, else plain iptables. Reading which legacy tables exist costs no
+// process; iptables-legacy-save runs only when some exist. Istio's detection
+// lists tables with the legacy binary, which instantiates an empty legacy nat
+// table, so its next run sees "legacy in use" and duplicates every rule there.
+func Detect(ctx context.Context) (Mode, error) {
+	for _, f := range []Family{IPv4, IPv6} {
+		used, err := legacyInUse(ctx, f)
+		if err != nil {
+			return "", err
+		}
+		if used {
+			return Legacy, nil
+		}
+	}
+	if _, err := exec.LookPath("iptables-nft-restore"); err == nil {
+		return NFT, nil
+	}
+	return Plain, nil
+}
+
+func legacyInUse(ctx context.Context, f Family) (bool, error) {
+	names := "/proc/thread-self/net/ip_tables_names"
+	if f == IPv6 {
+		names = "/proc/thread-self/net/ip6_tables_names"
+	}
+	b, err := os.ReadFile(names)
+	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+		// No legacy table exists in this namespace (or legacy is not built in).
+		return false, nil
+	}
+	if _, err := exec.LookPath("iptables-legacy-save"); err != nil {
+		return false, nil
+	}
+	legacy := &Exec{Mode: Legacy}
+	out, err := legacy.Save(ctx, f)
+	if err != nil {
+		return false, err
+	}
+	st, err := ParseSave(out)
+	if err != nil {
+		return false, fmt.Errorf("read legacy rules: %w", err)
+	}
+	if st.RuleCount() > 0 {
+		return true, nil
+	}
+	for name, t := range st.Tables {
+		for _, c := range t.Chains {
+			if !IsBuiltin(name, c) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
