@@ -117,13 +117,29 @@ func Detect(ctx context.Context) (Mode, error) {
 	return Plain, nil
 }
 
-func legacyInUse(ctx context.Context, f Family) (bool, error) {
+// LegacyTablesExist reports whether any legacy xtables table, even an empty
+// one, exists in the calling thread's network namespace. It reads /proc and
+// has no side effects.
+func LegacyTablesExist() (bool, error) {
+	for _, f := range []Family{IPv4, IPv6} {
+		if legacyTables(f) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func legacyTables(f Family) bool {
 	names := "/proc/thread-self/net/ip_tables_names"
 	if f == IPv6 {
 		names = "/proc/thread-self/net/ip6_tables_names"
 	}
 	b, err := os.ReadFile(names)
-	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+	return err == nil && len(bytes.TrimSpace(b)) > 0
+}
+
+func legacyInUse(ctx context.Context, f Family) (bool, error) {
+	if !legacyTables(f) {
 		// No legacy table exists in this namespace (or legacy is not built in).
 		return false, nil
 	}

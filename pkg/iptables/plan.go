@@ -36,14 +36,24 @@ func (o Ownership) ownsRule(table, chain, spec string) bool {
 // that want no longer has are deleted: rules not owned are never touched.
 // An empty want plans the removal of everything owned.
 func Plan(want *Ruleset, cur *State, own Ownership) string {
+	return plan(want, cur, own, false)
+}
+
+// PlanRewrite is Plan without the up-to-date shortcut: every table that want
+// uses, or that holds something owned, is rewritten (--force-apply).
+func PlanRewrite(want *Ruleset, cur *State, own Ownership) string {
+	return plan(want, cur, own, true)
+}
+
+func plan(want *Ruleset, cur *State, own Ownership, force bool) string {
 	var b strings.Builder
 	for _, table := range Tables {
-		planTable(&b, table, want, cur.Table(table), own)
+		planTable(&b, table, want, cur.Table(table), own, force)
 	}
 	return b.String()
 }
 
-func planTable(b *strings.Builder, table string, want *Ruleset, cur *TableState, own Ownership) {
+func planTable(b *strings.Builder, table string, want *Ruleset, cur *TableState, own Ownership, force bool) {
 	var wantChains []string
 	for _, c := range want.Chains {
 		if c.Table == table {
@@ -86,7 +96,10 @@ func planTable(b *strings.Builder, table string, want *Ruleset, cur *TableState,
 			}
 		}
 	}
-	if upToDate(table, wantChains, haveChains, wantRules, haveBuiltin, cur) {
+	if force && len(wantChains)+len(haveChains)+len(wantRules)+len(haveBuiltin) == 0 {
+		return
+	}
+	if !force && upToDate(table, wantChains, haveChains, wantRules, haveBuiltin, cur) {
 		return
 	}
 
