@@ -88,13 +88,69 @@ func DialAs(dst netip.AddrPort, uid, gid uint32, timeout time.Duration) (*net.TC
 	return c.(*net.TCPConn), nil
 }
 
+// DialUDPAs returns a connected UDP socket that netfilter's owner match
+// attributes to uid and gid, made like DialAs.
+func DialUDPAs(dst netip.AddrPort, uid, gid uint32) (*net.UDPConn, error) {
+	domain := unix.AF_INET
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(dst.Port()), Addr: dst.Addr().Unmap().As4()}
+	if dst.Addr().Is6() && !dst.Addr().Is4In6() {
+		domain = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: int(dst.Port()), Addr: dst.Addr().As16()}
+	}
+	fd, err := socketTypeAs(domain, unix.SOCK_DGRAM, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Connect(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("connect %s as uid %d: %w", dst, uid, err)
+	}
+	f := fileFromFD(fd)
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UDPConn), nil
+}
+
+// ListenUDPAs binds a UDP socket that netfilter's owner match attributes to
+// uid and gid, as the DNS proxy's socket is when the agent runs as the proxy user.
+func ListenUDPAs(addr netip.AddrPort, uid, gid uint32) (*net.UDPConn, error) {
+	domain := unix.AF_INET
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().Unmap().As4()}
+	if addr.Addr().Is6() && !addr.Addr().Is4In6() {
+		domain = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
+	}
+	fd, err := socketTypeAs(domain, unix.SOCK_DGRAM, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind %s: %w", addr, err)
+	}
+	f := fileFromFD(fd)
+	defer f.Close()
+	c, err := net.FilePacketConn(f)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UDPConn), nil
+}
+
 func socketAs(domain int, uid, gid uint32) (int, error) {
+	return socketTypeAs(domain, unix.SOCK_STREAM, uid, gid)
+}
+
+func socketTypeAs(domain, typ int, uid, gid uint32) (int, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	// setfsuid/setfsgid are per thread; Go's syscall.Setuid would change every thread.
 	oldGID, _, _ := syscall.RawSyscall(syscall.SYS_SETFSGID, uintptr(gid), 0, 0)
 	oldUID, _, _ := syscall.RawSyscall(syscall.SYS_SETFSUID, uintptr(uid), 0, 0)
-	fd, err := unix.Socket(domain, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(domain, typ|unix.SOCK_CLOEXEC, 0)
 	syscall.RawSyscall(syscall.SYS_SETFSUID, oldUID, 0, 0)
 	syscall.RawSyscall(syscall.SYS_SETFSGID, oldGID, 0, 0)
 	if err != nil {
