@@ -1,0 +1,54 @@
+# Skiff: make help lists the targets.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin
+# Debian packages the tests, benchmarks and demo use, by the command that proves each is there.
+DEB_PKGS := iptables:iptables nft:nftables ip:iproute2 conntrack:conntrack dig:dnsutils \
+	dnsmasq:dnsmasq-base dnsperf:dnsperf setpriv:util-linux hyperfine:hyperfine strace:strace jq:jq
+BINARIES := istio-iptables
+
+.PHONY: help deps build test test-short bench demo lint golden e2e fuzz clean
+
+help: ## list the targets
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+deps: ## install the Debian packages and Go modules the tests need (as root)
+	@missing=""; for p in $(DEB_PKGS); do command -v $${p%%:*} >/dev/null || missing="$$missing $${p##*:}"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	$(GO) mod download
+
+build: ## build every binary into bin/
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/ ./cmd/... ./examples/...
+
+test: deps ## run every test, privileged ones included (run as root, as CI does)
+	@[ "$$(id -u)" = 0 ] || echo "warning: not root: privileged tests will skip"
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	$(GO) vet ./...
+
+golden: ## rewrite golden files from the current code
+	$(GO) test ./pkg/... -run Golden -update
+
+fuzz: ## run each fuzz target for 30 s
+	$(GO) test ./pkg/capture -run XXX -fuzz FuzzParse -fuzztime 30s
+	$(GO) test ./pkg/iptables -run XXX -fuzz FuzzParseSave -fuzztime 30s
+
+bench: deps build ## benchmarks; figures go to docs/benchmarks.md
+	$(GO) test -run XXX -bench . -benchtime 50x ./pkg/capture/
+	BIN=$(BIN)/istio-iptables bash tools/bench/istio-iptables.sh
+
+demo: deps build ## show capture in a pod namespace: outbound, inbound and DNS (as root)
+	BIN=$(BIN) bash tools/demo/capture.sh
+
+e2e: deps build ## end-to-end tests (the binaries together in namespaces)
+	$(GO) test -count=1 ./cmd/...
+
+clean: ## remove build output
+	rm -rf $(BIN)
