@@ -1,0 +1,27 @@
+package dnsproxy
+
+import (
+	"net/http"
+
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// NDSZHandler returns an http.Handler that dumps the current NameTable as
+// JSON, for the status server's /debug/ndsz. Before the first table it
+// answers 503.
+func (s *Server) NDSZHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := s.table.Load()
+		if t == nil {
+			http.Error(w, "no name table received yet", http.StatusServiceUnavailable)
+			return
+		}
+		b, err := protojson.MarshalOptions{Multiline: true, Indent: "  ", UseProtoNames: true}.Marshal(t.nt)
+		if err != nil {
+			http.Error(w, "marshal name table: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	})
+}

@@ -1,0 +1,243 @@
+package dnsproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+)
+
+// upstreamPenalty is how long an upstream that timed out or refused is
+// tried only after the healthy ones.
+const upstreamPenalty = 30 * time.Second
+
+// errNoUpstream means there is no nameserver to forward to.
+var errNoUpstream = errors.New("no upstream nameservers configured")
+
+// errRcode marks an upstream answer whose rcode says "ask someone else".
+var errRcode = errors.New("upstream answered with a failure rcode")
+
+// upstream is one nameserver and what we know about its health.
+type upstream struct {
+	addr     netip.AddrPort
+	badUntil atomic.Int64 // server clock, nanoseconds
+	reqUDP   prometheus.Counter
+	reqTCP   prometheus.Counter
+	duration prometheus.Observer
+	failures *prometheus.CounterVec
+}
+
+// forwarder sends questions the proxy cannot answer to the upstreams:
+// in order with fast failover (or all at once when parallel), bounded by
+// an overall timeout, with identical concurrent questions coalesced.
+type forwarder struct {
+	ups            []*upstream
+	parallel       bool
+	timeout        time.Duration
+	attemptTimeout time.Duration
+	attempts       int
+	now            func() time.Duration
+	flight         singleflight.Group
+}
+
+func newForwarder(cfg Config, m *metrics, now func() time.Duration) *forwarder {
+	f := &forwarder{
+		parallel: cfg.ForwardParallel, timeout: cfg.Timeout, attemptTimeout: min(cfg.AttemptTimeout, cfg.Timeout),
+		attempts: cfg.Attempts, now: now,
+	}
+	for _, a := range cfg.Upstreams {
+		s := a.String()
+		f.ups = append(f.ups, &upstream{
+			addr:     a,
+			reqUDP:   m.upRequests.WithLabelValues(s, "udp"),
+			reqTCP:   m.upRequests.WithLabelValues(s, "tcp"),
+			duration: m.upDuration.WithLabelValues(s),
+			failures: m.upFailures.MustCurryWith(prometheus.Labels{"server": s}),
+		})
+	}
+	return f
+}
+
+// query builds the message sent upstream for q.
+func upstreamQuery(q dns.Question, rd, cd, do bool, udpSize uint16) *dns.Msg {
+	m := new(dns.Msg)
+	m.Id = dns.Id()
+	m.RecursionDesired, m.CheckingDisabled = rd, cd
+	m.Question = []dns.Question{q}
+	m.SetEdns0(udpSize, do)
+	return m
+}
+
+// forward returns an upstream's answer to m. When every upstream fails it
+// returns the last failure answer (e.g. SERVFAIL) if there was one, else an
+// error; either way within f.timeout.
+func (f *forwarder) forward(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
+	if len(f.ups) == 0 {
+		return nil, errNoUpstream
+	}
+	packed, err := m.Pack()
+	if err != nil {
+		return nil, fmt.Errorf("pack upstream query: %w", err)
+	}
+	// Keep a little of the budget for answering the client, so its
+	// SERVFAIL arrives within the configured timeout.
+	ctx, cancel := context.WithTimeout(ctx, f.timeout-min(f.timeout/20, 100*time.Millisecond))
+	defer cancel()
+	var last *dns.Msg
+	var lastErr error
+	for range f.attempts {
+		var r *dns.Msg
+		if f.parallel {
+			r, err = f.race(ctx, m, packed)
+		} else {
+			r, err = f.serial(ctx, m, packed)
+		}
+		if err == nil {
+			return r, nil
+		}
+		if r != nil {
+			last = r
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if last != nil {
+		return last, nil
+	}
+	return nil, lastErr
+}
+
+// serial tries each upstream in turn, healthy ones first.
+func (f *forwarder) serial(ctx context.Context, m *dns.Msg, packed []byte) (*dns.Msg, error) {
+	var last *dns.Msg
+	var lastErr error
+	for _, u := range f.order() {
+		if ctx.Err() != nil {
+			break
+		}
+		actx, cancel := context.WithTimeout(ctx, f.attemptTimeout)
+		r, err := f.try(actx, u, m, packed)
+		cancel()
+		if err == nil {
+			return r, nil
+		}
+		if r != nil {
+			last = r
+		}
+		lastErr = err
+	}
+	if lastErr == nil {
+		lastErr = ctx.Err()
+	}
+	return last, lastErr
+}
+
+// race asks every upstream at once and returns the first good answer,
+// after the others have been cancelled and have returned.
+func (f *forwarder) race(ctx context.Context, m *dns.Msg, packed []byte) (*dns.Msg, error) {
+	actx, cancel := context.WithTimeout(ctx, f.attemptTimeout)
+	defer cancel()
+	type result struct {
+		r   *dns.Msg
+		err error
+	}
+	results := make(chan result, len(f.ups))
+	for _, u := range f.ups {
+		go func() {
+			r, err := f.try(actx, u, m, packed)
+			results <- result{r, err}
+		}()
+	}
+	var win, last *dns.Msg
+	var lastErr error
+	for range f.ups {
+		res := <-results
+		switch {
+		case res.err == nil && win == nil:
+			win = res.r
+			cancel()
+		case res.err != nil:
+			lastErr = res.err
+			if res.r != nil {
+				last = res.r
+			}
+		}
+	}
+	if win != nil {
+		return win, nil
+	}
+	return last, lastErr
+}
+
+// try asks one upstream over UDP, then over TCP if the answer was truncated.
+// A failure rcode returns the answer together with errRcode.
+func (f *forwarder) try(ctx context.Context, u *upstream, m *dns.Msg, packed []byte) (*dns.Msg, error) {
+	start := time.Now()
+	u.reqUDP.Inc()
+	r, err := exchange(ctx, "udp", u.addr, packed, m)
+	if err == nil && r.Truncated {
+		u.reqTCP.Inc()
+		r, err = exchange(ctx, "tcp", u.addr, packed, m)
+	}
+	if err != nil {
+		reason := failureReason(err)
+		if reason != "canceled" {
+			u.failures.WithLabelValues(reason).Inc()
+			u.badUntil.Store(int64(f.now() + upstreamPenalty))
+		}
+		return nil, err
+	}
+	u.duration.Observe(time.Since(start).Seconds())
+	switch r.Rcode {
+	case dns.RcodeServerFailure, dns.RcodeRefused, dns.RcodeNotImplemented, dns.RcodeFormatError:
+		u.failures.WithLabelValues("rcode_" + dns.RcodeToString[r.Rcode]).Inc()
+		return r, fmt.Errorf("%s: %w %s", u.addr, errRcode, dns.RcodeToString[r.Rcode])
+	}
+	u.badUntil.Store(0)
+	return r, nil
+}
+
+// order returns the upstreams to try: healthy ones first, each group in
+// configuration order.
+func (f *forwarder) order() []*upstream {
+	now := int64(f.now())
+	out := slices.Clone(f.ups)
+	slices.SortStableFunc(out, func(a, b *upstream) int {
+		ab, bb := a.badUntil.Load() > now, b.badUntil.Load() > now
+		switch {
+		case ab == bb:
+			return 0
+		case ab:
+			return 1
+		default:
+			return -1
+		}
+	})
+	return out
+}
+
+// failureReason classifies an exchange error for the failures metric.
+func failureReason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	default:
+		return "error"
+	}
+}

@@ -1,0 +1,317 @@
+package dnsproxy
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/skiff-mesh/skiff/pkg/nds"
+)
+
+// meshTTL is the TTL of every answer made from the NameTable (as Istio).
+const meshTTL = 30
+
+// registryKubernetes is the NameInfo.Registry of Kubernetes services.
+const registryKubernetes = "Kubernetes"
+
+// ServicePort is one port of a mesh service, used for SRV answers. The
+// NameTable has no ports; the agent takes them from its clusters.
+type ServicePort struct {
+	// Name is the port name ("http"); it may be empty.
+	Name string
+	// Port is the service port number.
+	Port uint16
+	// Protocol is "tcp" or "udp"; empty means "tcp".
+	Protocol string
+}
+
+// hostRec is one NameTable host and its addresses by family.
+type hostRec struct {
+	fqdn   string // canonical: lower case with the trailing dot
+	v4, v6 []netip.Addr
+	names  []string // every name answered for it (fqdn first)
+}
+
+// table is an immutable snapshot of everything the proxy answers locally.
+type table struct {
+	nt        *nds.NameTable
+	answers   map[string]*answer  // key: lower wire name + qtype
+	wildcards map[string]*hostRec // key: "*.example.com."
+	search0   string              // first search domain, canonical, or ""
+	hosts     int
+}
+
+// tableOptions are the pod facts that shape the table.
+type tableOptions struct {
+	namespace string
+	svcDomain string // "svc.cluster.local"
+	search    []string
+	ports     map[string][]ServicePort
+}
+
+// buildTable precomputes every mesh answer of nt. Bad entries are logged
+// and skipped; they never fail the whole table.
+func buildTable(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
+	t := &table{nt: nt, answers: map[string]*answer{}, wildcards: map[string]*hostRec{}}
+	if len(o.search) > 0 {
+		t.search0 = canonicalName(o.search[0])
+	}
+	owner := map[string]*hostRec{}
+	var recs []*hostRec
+	var infos []*nds.NameTable_NameInfo
+	for _, h := range sortedKeys(nt.GetTable()) {
+		ni := nt.GetTable()[h]
+		name := canonicalName(h)
+		if _, ok := dns.IsDomainName(name); !ok || name == "." {
+			log.Warn("skipping invalid host in name table", "host", h)
+			continue
+		}
+		rec := &hostRec{fqdn: name}
+		for _, s := range ni.GetIps() {
+			ip, err := netip.ParseAddr(s)
+			if err != nil {
+				log.Warn("skipping invalid address in name table", "host", h, "ip", s)
+				continue
+			}
+			if ip = ip.Unmap(); ip.Is4() {
+				rec.v4 = append(rec.v4, ip)
+			} else {
+				rec.v6 = append(rec.v6, ip)
+			}
+		}
+		if strings.HasPrefix(name, "*.") {
+			t.wildcards[name] = rec
+			continue
+		}
+		if _, dup := owner[name]; dup {
+			continue
+		}
+		owner[name] = rec
+		rec.names = append(rec.names, name)
+		recs, infos = append(recs, rec), append(infos, ni)
+	}
+	t.hosts = len(recs)
+	// Alternative names never override a host's own name; among themselves
+	// the first host in name order wins, so the table is deterministic.
+	for i, rec := range recs {
+		for _, alt := range altHosts(rec.fqdn, infos[i], o) {
+			if _, taken := owner[alt]; !taken {
+				owner[alt] = rec
+				rec.names = append(rec.names, alt)
+			}
+		}
+	}
+	for _, rec := range recs {
+		for _, name := range rec.names {
+			t.addAddrs(name, "", rec, log)
+			if t.search0 != "" {
+				expanded := name + t.search0
+				if _, taken := owner[expanded]; !taken && len(expanded) <= 254 {
+					t.addAddrs(expanded, name, rec, log)
+				}
+			}
+		}
+		t.addSRV(rec, o.ports[strings.TrimSuffix(rec.fqdn, ".")], log)
+	}
+	t.addPTR(recs, log)
+	return t
+}
+
+// addAddrs adds the A and AAAA answers for qname; with a target, qname is a
+// CNAME to it.
+func (t *table) addAddrs(qname, target string, rec *hostRec, log *slog.Logger) {
+	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		addrs := rec.v4
+		if qt == dns.TypeAAAA {
+			addrs = rec.v6
+		}
+		m := meshMsg(qname, qt)
+		owner := qname
+		if target != "" {
+			m.Answer = append(m.Answer, &dns.CNAME{Hdr: meshHdr(qname, dns.TypeCNAME), Target: target})
+			owner = target
+		}
+		m.Answer = append(m.Answer, addrRRs(owner, addrs)...)
+		t.add(m, len(addrs), log)
+	}
+}
+
+// addSRV adds SRV answers for the service name (all ports) and for
+// _port._proto.name per port, for every name of rec.
+func (t *table) addSRV(rec *hostRec, ports []ServicePort, log *slog.Logger) {
+	if len(ports) == 0 {
+		return
+	}
+	extra := append(addrRRs(rec.fqdn, rec.v4), addrRRs(rec.fqdn, rec.v6)...)
+	srv := func(qname string, ps []ServicePort) {
+		m := meshMsg(qname, dns.TypeSRV)
+		for _, p := range ps {
+			m.Answer = append(m.Answer, &dns.SRV{Hdr: meshHdr(qname, dns.TypeSRV), Weight: 100, Port: p.Port, Target: rec.fqdn})
+		}
+		m.Extra = extra
+		t.add(m, 0, log)
+	}
+	for _, name := range rec.names {
+		srv(name, ports)
+		for _, p := range ports {
+			proto := strings.ToLower(p.Protocol)
+			if proto == "" {
+				proto = "tcp"
+			}
+			labels := []string{strconv.Itoa(int(p.Port))}
+			if p.Name != "" {
+				labels = append(labels, strings.ToLower(p.Name))
+			}
+			for _, l := range labels {
+				srv("_"+l+"._"+proto+"."+name, []ServicePort{p})
+			}
+		}
+	}
+}
+
+// addPTR adds reverse answers for every mesh address, naming each host
+// that has it.
+func (t *table) addPTR(recs []*hostRec, log *slog.Logger) {
+	byIP := map[netip.Addr][]string{}
+	for _, rec := range recs {
+		for _, ip := range slices.Concat(rec.v4, rec.v6) {
+			if !slices.Contains(byIP[ip], rec.fqdn) {
+				byIP[ip] = append(byIP[ip], rec.fqdn)
+			}
+		}
+	}
+	for ip, names := range byIP {
+		rev, err := dns.ReverseAddr(ip.String())
+		if err != nil {
+			continue
+		}
+		m := meshMsg(rev, dns.TypePTR)
+		slices.Sort(names)
+		for _, n := range names {
+			m.Answer = append(m.Answer, &dns.PTR{Hdr: meshHdr(rev, dns.TypePTR), Ptr: n})
+		}
+		t.add(m, 0, log)
+	}
+}
+
+// add packs m and stores it under its question, unless something else
+// already answers that question.
+func (t *table) add(m *dns.Msg, rotate int, log *slog.Logger) {
+	q := m.Question[0]
+	key, err := nameKey(q.Name, q.Qtype)
+	if err != nil {
+		log.Warn("skipping unanswerable mesh name", "name", q.Name, "err", err)
+		return
+	}
+	if _, dup := t.answers[key]; dup {
+		return
+	}
+	a, err := packAnswer(m, rotate, false)
+	if err != nil {
+		log.Warn("skipping unanswerable mesh name", "name", q.Name, "err", err)
+		return
+	}
+	t.answers[key] = a
+}
+
+// wildcard returns the most specific wildcard host covering qname.
+func (t *table) wildcard(qname string) *hostRec {
+	for name := qname; ; {
+		i := strings.IndexByte(name, '.')
+		if i < 0 || i == len(name)-1 {
+			return nil
+		}
+		name = name[i+1:]
+		if rec := t.wildcards["*."+name]; rec != nil {
+			return rec
+		}
+	}
+}
+
+// altHosts lists the other names of a host: the NameTable's alt_hosts and,
+// for a Kubernetes service in this cluster's domain, name.ns., name. (same
+// namespace only) and name.ns.svc., name.ns.svc.cluster. and so on.
+func altHosts(fqdn string, ni *nds.NameTable_NameInfo, o tableOptions) []string {
+	var out []string
+	for _, h := range ni.GetAltHosts() {
+		out = append(out, canonicalName(h))
+	}
+	short, ns := strings.ToLower(ni.GetShortname()), strings.ToLower(ni.GetNamespace())
+	if !strings.EqualFold(ni.GetRegistry(), registryKubernetes) || short == "" || ns == "" ||
+		o.svcDomain == "" || !strings.HasSuffix(fqdn, "."+o.svcDomain+".") {
+		return out
+	}
+	base := short + "." + ns
+	out = append(out, base+".")
+	if ns == strings.ToLower(o.namespace) {
+		out = append(out, short+".")
+	}
+	parts := strings.Split(o.svcDomain, ".")
+	for _, p := range parts[:len(parts)-1] {
+		base += "." + p
+		out = append(out, base+".")
+	}
+	return out
+}
+
+// meshMsg starts an authoritative answer for qname/qtype.
+func meshMsg(qname string, qtype uint16) *dns.Msg {
+	m := new(dns.Msg)
+	m.Response, m.Authoritative, m.RecursionAvailable = true, true, true
+	m.Question = []dns.Question{{Name: qname, Qtype: qtype, Qclass: dns.ClassINET}}
+	return m
+}
+
+// meshHdr is the header of a mesh record.
+func meshHdr(name string, rrtype uint16) dns.RR_Header {
+	return dns.RR_Header{Name: name, Rrtype: rrtype, Class: dns.ClassINET, Ttl: meshTTL}
+}
+
+// addrRRs makes A or AAAA records for addrs (all of one family).
+func addrRRs(owner string, addrs []netip.Addr) []dns.RR {
+	out := make([]dns.RR, 0, len(addrs))
+	for _, ip := range addrs {
+		if ip.Is4() {
+			out = append(out, &dns.A{Hdr: meshHdr(owner, dns.TypeA), A: ip.AsSlice()})
+		} else {
+			out = append(out, &dns.AAAA{Hdr: meshHdr(owner, dns.TypeAAAA), AAAA: ip.AsSlice()})
+		}
+	}
+	return out
+}
+
+// canonicalName lower-cases name and adds the trailing dot.
+func canonicalName(name string) string {
+	return dns.Fqdn(strings.ToLower(strings.TrimSpace(name)))
+}
+
+// nameKey is the lookup key of a question: its wire-format name in lower
+// case followed by the type.
+func nameKey(name string, qtype uint16) (string, error) {
+	buf := make([]byte, maxNameLen+2)
+	n, err := dns.PackDomainName(dns.Fqdn(name), buf, 0, nil, false)
+	if err != nil {
+		return "", fmt.Errorf("pack name %q: %w", name, err)
+	}
+	for i, c := range buf[:n] {
+		if 'A' <= c && c <= 'Z' {
+			buf[i] = c + 'a' - 'A'
+		}
+	}
+	return string(append(buf[:n], byte(qtype>>8), byte(qtype))), nil
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
