@@ -7,7 +7,7 @@ DEB_PKGS := iptables:iptables nft:nftables ip:iproute2 conntrack:conntrack dig:d
 	dnsmasq:dnsmasq-base dnsperf:dnsperf setpriv:util-linux hyperfine:hyperfine strace:strace jq:jq
 BINARIES := istio-iptables
 
-.PHONY: help deps build test test-short bench demo lint golden e2e fuzz clean
+.PHONY: help deps k8s-assets build test test-short bench demo lint golden e2e fuzz clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -24,7 +24,10 @@ build: ## build every binary into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ ./cmd/... ./examples/...
 
-test: deps ## run every test, privileged ones included (run as root, as CI does)
+k8s-assets: ## build kube-apiserver and etcd once per machine, cached outside the repo (first time: 20+ min)
+	bash tools/k8sassets/build.sh
+
+test: deps k8s-assets ## run every test, privileged ones included (run as root, as CI does)
 	@[ "$$(id -u)" = 0 ] || echo "warning: not root: privileged tests will skip"
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
