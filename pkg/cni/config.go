@@ -1,0 +1,129 @@
+package cni
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
+)
+
+// KubeconfigName is the kubeconfig the node agent writes into cni_agent_run_dir.
+const KubeconfigName = "istio-cni-kubeconfig"
+
+// Config is the plugin's entry in the conflist. It accepts Istio's current
+// flat keys and the legacy "kubernetes" block.
+type Config struct {
+	types.PluginConf
+
+	LogLevel          string   `json:"plugin_log_level,omitempty"`
+	AgentRunDir       string   `json:"cni_agent_run_dir,omitempty"`
+	ExcludeNamespaces []string `json:"exclude_namespaces,omitempty"`
+	PodNamespace      string   `json:"pod_namespace,omitempty"`
+	NativeNFTables    bool     `json:"native_nftables,omitempty"`
+
+	LegacyLogLevel string     `json:"log_level,omitempty"`
+	Kubernetes     LegacyKube `json:"kubernetes,omitempty"`
+
+	// Skiff's own knobs for the pod lookup (Istio: 30 tries, 1 s apart).
+	PodLookupTries    int    `json:"pod_lookup_tries,omitempty"`
+	PodLookupInterval string `json:"pod_lookup_interval,omitempty"`
+	// LogFile, when set, receives the plugin's logs as well as stderr.
+	LogFile string `json:"log_file,omitempty"`
+	// IPTablesBackend forces "legacy" or "nft" instead of detecting per pod.
+	IPTablesBackend string `json:"iptables_backend,omitempty"`
+}
+
+// LegacyKube is the "kubernetes" block of older Istio CNI configurations.
+type LegacyKube struct {
+	Kubeconfig        string   `json:"kubeconfig,omitempty"`
+	CNIBinDir         string   `json:"cni_bin_dir,omitempty"`
+	ExcludeNamespaces []string `json:"exclude_namespaces,omitempty"`
+}
+
+// ParseConfig reads the plugin configuration from stdin's bytes.
+func ParseConfig(b []byte) (*Config, error) {
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("parse network configuration: %w", err)
+	}
+	if err := c.normalise(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Config) normalise() error {
+	if c.LogLevel == "" {
+		c.LogLevel = c.LegacyLogLevel
+	}
+	c.ExcludeNamespaces = append(c.ExcludeNamespaces, c.Kubernetes.ExcludeNamespaces...)
+	if c.PodLookupTries == 0 {
+		c.PodLookupTries = 30
+	}
+	if c.PodLookupTries < 0 {
+		return fmt.Errorf("pod_lookup_tries: %d is negative", c.PodLookupTries)
+	}
+	if _, err := c.lookupInterval(); err != nil {
+		return err
+	}
+	if c.IPTablesBackend != "" {
+		if _, err := ipt.ParseMode(c.IPTablesBackend); err != nil {
+			return fmt.Errorf("iptables_backend: %q: %w", c.IPTablesBackend, err)
+		}
+	}
+	if c.PodNamespace == "" {
+		c.PodNamespace = "istio-system"
+	}
+	return nil
+}
+
+func (c *Config) lookupInterval() (time.Duration, error) {
+	if c.PodLookupInterval == "" {
+		return time.Second, nil
+	}
+	d, err := time.ParseDuration(c.PodLookupInterval)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("pod_lookup_interval: %q is not a duration", c.PodLookupInterval)
+	}
+	return d, nil
+}
+
+// KubeconfigPath is where the plugin finds its kubeconfig.
+func (c *Config) KubeconfigPath() string {
+	if c.AgentRunDir != "" {
+		return filepath.Join(c.AgentRunDir, KubeconfigName)
+	}
+	return c.Kubernetes.Kubeconfig
+}
+
+// excluded reports whether pods of the namespace are never captured.
+func (c *Config) excluded(ns string) bool {
+	for _, x := range c.ExcludeNamespaces {
+		if x == ns {
+			return true
+		}
+	}
+	return false
+}
+
+// PodArgs are the Kubernetes CNI_ARGS the runtime passes.
+type PodArgs struct {
+	types.CommonArgs
+	K8S_POD_NAME               types.UnmarshallableString //nolint:revive // CNI_ARGS key
+	K8S_POD_NAMESPACE          types.UnmarshallableString //nolint:revive // CNI_ARGS key
+	K8S_POD_INFRA_CONTAINER_ID types.UnmarshallableString //nolint:revive // CNI_ARGS key
+	K8S_POD_UID                types.UnmarshallableString //nolint:revive // CNI_ARGS key
+}
+
+// ParseArgs reads CNI_ARGS.
+func ParseArgs(s string) (*PodArgs, error) {
+	var a PodArgs
+	if err := types.LoadArgs(s, &a); err != nil {
+		return nil, fmt.Errorf("parse CNI_ARGS: %w", err)
+	}
+	return &a, nil
+}

@@ -1,0 +1,237 @@
+package cni
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/skiff-mesh/skiff/pkg/capture"
+	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
+)
+
+// Plugin implements the CNI commands. Its fields are the seams tests replace.
+type Plugin struct {
+	// Stdout receives the CNI result; logs never go there.
+	Stdout io.Writer
+	// Stderr receives logs.
+	Stderr io.Writer
+	// Pods builds the pod lookup from a kubeconfig path; nil uses client-go.
+	Pods func(kubeconfig string) (PodGetter, error)
+	// Apply programs a namespace; nil uses capture.Run.
+	Apply func(ctx context.Context, cfg *capture.Config, log *slog.Logger) error
+}
+
+// Funcs returns the commands for skel.PluginMainFuncs.
+func (p *Plugin) Funcs() skel.CNIFuncs {
+	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
+}
+
+// Versions are the CNI spec versions the plugin speaks.
+var Versions = version.All
+
+func (p *Plugin) logger(conf *Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(strings.ToUpper(conf.LogLevel)))
+	w := p.Stderr
+	if conf.LogFile != "" {
+		if f, err := os.OpenFile(conf.LogFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			w = io.MultiWriter(w, f) // closed when the process exits
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})).With("component", "istio-cni")
+}
+
+// cniError is a CNI error with a code, printed by skel as the error JSON.
+func cniError(code uint, msg string, err error) *types.Error {
+	return types.NewError(code, msg, err.Error())
+}
+
+// target is what ADD and CHECK work on: the pod, if it is to be captured.
+type target struct {
+	conf     *Config
+	log      *slog.Logger
+	decision Decision
+	pod      string
+}
+
+// resolve parses the configuration and CNI_ARGS and decides about the pod.
+// A nil decision.Capture means the pod is passed through.
+func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
+	conf, err := ParseConfig(args.StdinData)
+	if err != nil {
+		return nil, cniError(types.ErrDecodingFailure, "bad network configuration", err)
+	}
+	t := &target{conf: conf, log: p.logger(conf)}
+	pa, err := ParseArgs(args.Args)
+	if err != nil {
+		return nil, cniError(types.ErrInvalidEnvironmentVariables, "bad CNI_ARGS", err)
+	}
+	name, ns := string(pa.K8S_POD_NAME), string(pa.K8S_POD_NAMESPACE)
+	t.pod = ns + "/" + name
+	switch {
+	case name == "" || ns == "":
+		t.decision.Reason = "no Kubernetes pod in CNI_ARGS"
+		return t, nil
+	case conf.excluded(ns):
+		t.decision.Reason = "namespace " + ns + " is excluded"
+		return t, nil
+	case ns == conf.PodNamespace && strings.HasPrefix(name, "istio-cni-node-"):
+		// Checked before any client exists: after a node reboot the
+		// kubeconfig may not be written yet, and waiting for it would deadlock.
+		t.decision.Reason = "the CNI node agent's own pod"
+		return t, nil
+	}
+	newPods := p.Pods
+	if newPods == nil {
+		newPods = NewPodGetter
+	}
+	pods, err := newPods(conf.KubeconfigPath())
+	if err != nil {
+		return nil, cniError(types.ErrInvalidNetworkConfig, "kubeconfig", err)
+	}
+	interval, _ := conf.lookupInterval()
+	pod, err := getPodWithRetry(context.Background(), pods, ns, name, conf.PodLookupTries, interval)
+	if err != nil {
+		return nil, cniError(types.ErrTryAgainLater, "pod lookup failed", err)
+	}
+	if t.decision, err = Decide(pod); err != nil {
+		return nil, cniError(types.ErrInvalidNetworkConfig, "bad pod annotation", fmt.Errorf("pod %s: %w", t.pod, err))
+	}
+	if c := t.decision.Capture; c != nil {
+		c.NetworkNamespace = args.Netns
+		c.NativeNFTables = conf.NativeNFTables
+		c.Backend = ipt.Mode(conf.IPTablesBackend)
+	}
+	return t, nil
+}
+
+// Add programs the pod's namespace when its sidecar needs capture, then
+// passes the previous result through unchanged.
+func (p *Plugin) Add(args *skel.CmdArgs) error {
+	t, err := p.resolve(args)
+	if err != nil {
+		return err
+	}
+	if t.decision.Redirect {
+		if err := p.applyCapture(t); err != nil {
+			return err
+		}
+		t.log.Info("traffic capture installed", "pod", t.pod, "netns", args.Netns)
+	} else {
+		t.log.Debug("pod passed through", "pod", t.pod, "reason", t.decision.Reason)
+	}
+	return p.printPrevResult(t.conf)
+}
+
+func (p *Plugin) applyCapture(t *target) error {
+	cfg := t.decision.Capture
+	if t.conf.RawPrevResult != nil {
+		if err := version.ParsePrevResult(&t.conf.PluginConf); err != nil {
+			return cniError(types.ErrDecodingFailure, "bad prevResult", err)
+		}
+		if res, err := current.NewResultFromResult(t.conf.PrevResult); err == nil {
+			var ips []netip.Prefix
+			for _, ip := range res.IPs {
+				if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
+					ips = append(ips, netip.PrefixFrom(a.Unmap(), 0))
+				}
+			}
+			cfg.EnableIPv6 = hasIPv6(ips)
+		}
+	}
+	apply := p.Apply
+	if apply == nil {
+		apply = func(ctx context.Context, cfg *capture.Config, log *slog.Logger) error {
+			return capture.Run(ctx, cfg, log, capture.Env{Out: io.Discard})
+		}
+	}
+	if err := apply(context.Background(), cfg, t.log); err != nil {
+		return cniError(types.ErrInternal, "install traffic capture", fmt.Errorf("pod %s: %w", t.pod, err))
+	}
+	return nil
+}
+
+func (p *Plugin) printPrevResult(conf *Config) error {
+	if conf.RawPrevResult == nil {
+		return printTo(p.Stdout, &current.Result{CNIVersion: current.ImplementedSpecVersion}, conf.CNIVersion)
+	}
+	if conf.PrevResult == nil {
+		if err := version.ParsePrevResult(&conf.PluginConf); err != nil {
+			return cniError(types.ErrDecodingFailure, "bad prevResult", err)
+		}
+	}
+	return printTo(p.Stdout, conf.PrevResult, conf.CNIVersion)
+}
+
+// printTo writes the result, converted to the configuration's version, to w (stdout if nil).
+func printTo(w io.Writer, r types.Result, ver string) error {
+	if w == nil {
+		w = os.Stdout
+	}
+	conv, err := r.GetAsVersion(ver)
+	if err != nil {
+		return cniError(types.ErrIncompatibleCNIVersion, "convert result", err)
+	}
+	return conv.PrintTo(w)
+}
+
+// Check verifies that a captured pod's namespace holds every rule its
+// annotations call for, naming what is missing.
+func (p *Plugin) Check(args *skel.CmdArgs) error {
+	t, err := p.resolve(args)
+	if err != nil || !t.decision.Redirect {
+		return err
+	}
+	drift, err := capture.Check(context.Background(), t.decision.Capture)
+	if err != nil {
+		return cniError(types.ErrInternal, "check traffic capture", fmt.Errorf("pod %s: %w", t.pod, err))
+	}
+	if len(drift) > 0 {
+		return cniError(types.ErrInternal, "traffic capture rules are not intact",
+			fmt.Errorf("pod %s: %s", t.pod, strings.Join(drift, "; ")))
+	}
+	return nil
+}
+
+// Del succeeds whatever the state: the rules live in the pod's namespace and
+// go with it, and the pod or the namespace may already be gone.
+func (p *Plugin) Del(args *skel.CmdArgs) error {
+	if _, err := ParseConfig(args.StdinData); err != nil {
+		return cniError(types.ErrDecodingFailure, "bad network configuration", err)
+	}
+	return nil
+}
+
+// Status reports whether the plugin can serve ADDs: its kubeconfig must be readable.
+func (p *Plugin) Status(args *skel.CmdArgs) error {
+	conf, err := ParseConfig(args.StdinData)
+	if err != nil {
+		return cniError(types.ErrDecodingFailure, "bad network configuration", err)
+	}
+	path := conf.KubeconfigPath()
+	if path == "" {
+		return cniError(types.ErrPluginNotAvailable, "no kubeconfig configured", errors.New("set cni_agent_run_dir"))
+	}
+	if _, err := os.Stat(path); err != nil {
+		return cniError(types.ErrPluginNotAvailable, "kubeconfig not ready", err)
+	}
+	return nil
+}
+
+// GC has nothing to collect: the plugin keeps no state outside pod namespaces.
+func (p *Plugin) GC(args *skel.CmdArgs) error {
+	if _, err := ParseConfig(args.StdinData); err != nil {
+		return cniError(types.ErrDecodingFailure, "bad network configuration", err)
+	}
+	return nil
+}
