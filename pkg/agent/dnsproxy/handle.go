@@ -52,7 +52,7 @@ func (s *Server) fast(msg, out []byte, keyBuf *[]byte, tcp bool) ([]byte, source
 // forwarding timeout.
 func (s *Server) slow(ctx context.Context, msg []byte, tcp bool) []byte {
 	req := new(dns.Msg)
-	if err := req.Unpack(msg); err != nil {
+	if err := req.Unpack(msg); err != nil || !countsMatch(msg, req) {
 		s.m.malformed.Inc()
 		return formErr(msg)
 	}
@@ -140,7 +140,9 @@ func (s *Server) resolve(ctx context.Context, req *dns.Msg) *dns.Msg {
 		s.log.Debug("forwarding failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
 		return reply(req, dns.RcodeServerFailure)
 	}
-	return v.(*dns.Msg).Copy()
+	r := v.(*dns.Msg).Copy()
+	r.Authoritative = false // we are not the authority, whatever the upstream was
+	return r
 }
 
 // wildcardAnswer answers A or AAAA for a name covered by a wildcard host,
@@ -222,6 +224,15 @@ func (a *answer) msg(age time.Duration) *dns.Msg {
 		m.Rcode = dns.RcodeServerFailure
 	}
 	return m
+}
+
+// countsMatch reports whether the section counts in the header of msg
+// match what was unpacked into m (miekg/dns forgives missing records).
+func countsMatch(msg []byte, m *dns.Msg) bool {
+	return int(binary.BigEndian.Uint16(msg[4:])) == len(m.Question) &&
+		int(binary.BigEndian.Uint16(msg[6:])) == len(m.Answer) &&
+		int(binary.BigEndian.Uint16(msg[8:])) == len(m.Ns) &&
+		int(binary.BigEndian.Uint16(msg[10:])) == len(m.Extra)
 }
 
 // reply starts a response to req with rcode.

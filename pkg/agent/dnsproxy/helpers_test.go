@@ -241,4 +241,3 @@ func requireTool(t testing.TB, name string) string {
 	}
 	return p
 }
-

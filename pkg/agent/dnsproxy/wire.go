@@ -40,7 +40,7 @@ const (
 type query struct {
 	id      uint16
 	flags   uint16
-	qEnd    int    // offset just past the question section
+	qEnd    int // offset just past the question section
 	qtype   uint16
 	qclass  uint16
 	key     []byte // lowercased wire name + qtype, in the caller's buffer
