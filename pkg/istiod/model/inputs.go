@@ -1,0 +1,54 @@
+package model
+
+import (
+	"fmt"
+
+	networking "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// Kind names a type of object istiod reads.
+type Kind string
+
+// The kinds istiod reads, by their Kubernetes kind names.
+const (
+	KindService         Kind = "Service"
+	KindEndpointSlice   Kind = "EndpointSlice"
+	KindPod             Kind = "Pod"
+	KindServiceEntry    Kind = "ServiceEntry"
+	KindWorkloadEntry   Kind = "WorkloadEntry"
+	KindVirtualService  Kind = "VirtualService"
+	KindDestinationRule Kind = "DestinationRule"
+	KindSidecar         Kind = "Sidecar"
+)
+
+// Key identifies one object.
+type Key struct {
+	Kind      Kind
+	Namespace string
+	Name      string
+}
+
+// String returns "Kind ns/name".
+func (k Key) String() string { return fmt.Sprintf("%s %s/%s", k.Kind, k.Namespace, k.Name) }
+
+// Inputs is one consistent set of registry and configuration objects. A
+// registry hands over a new Inputs on every change and never mutates one it
+// has handed over; objects that did not change keep their pointers.
+type Inputs struct {
+	Services         []*corev1.Service
+	EndpointSlices   []*discoveryv1.EndpointSlice
+	Pods             []*corev1.Pod
+	ServiceEntries   []*networking.ServiceEntry
+	WorkloadEntries  []*networking.WorkloadEntry
+	VirtualServices  []*networking.VirtualService
+	DestinationRules []*networking.DestinationRule
+	Sidecars         []*networking.Sidecar
+}
+
+// Count returns the number of objects in in.
+func (in *Inputs) Count() int {
+	return len(in.Services) + len(in.EndpointSlices) + len(in.Pods) + len(in.ServiceEntries) +
+		len(in.WorkloadEntries) + len(in.VirtualServices) + len(in.DestinationRules) + len(in.Sidecars)
+}

@@ -1,0 +1,289 @@
+package model
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+	networking "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PushContext is an immutable snapshot of the mesh for one push: services,
+// endpoints and Istio configuration, indexed for the generators. Nothing in
+// it changes after BuildPushContext returns, except the memo, which only
+// caches values derived from it.
+type PushContext struct {
+	// Version names this snapshot; it is the version_info of responses.
+	Version string
+	// Services are all services, sorted by host name.
+	Services []*Service
+	// ServiceByHost indexes Services.
+	ServiceByHost map[string]*Service
+	// Endpoints are the endpoints of each service, by host name.
+	Endpoints map[string][]Endpoint
+	// VirtualServices bound to the mesh (gateways empty or "mesh"), oldest first.
+	VirtualServices []*networking.VirtualService
+	// DestinationRules, oldest first.
+	DestinationRules []*networking.DestinationRule
+	// Sidecars by namespace, those with a workload selector first.
+	Sidecars map[string][]*networking.Sidecar
+	// Pods indexes pods by IP, for proxy identity.
+	Pods map[string]*corev1.Pod
+	// WorkloadEntries indexes workload entries by address, for proxy identity.
+	WorkloadEntries map[string]*networking.WorkloadEntry
+	// ConfigHash fingerprints everything except endpoints.
+	ConfigHash uint64
+	// EndpointHash fingerprints each service's endpoints, by host name.
+	EndpointHash map[string]uint64
+
+	memoMu sync.Mutex
+	memo   map[any]*memoEntry
+}
+
+type memoEntry struct {
+	once sync.Once
+	v    any
+}
+
+// Memo returns the value cached under key, computing it once with build.
+// Generators use it to share work between proxies of one push.
+func (pc *PushContext) Memo(key any, build func() any) any {
+	pc.memoMu.Lock()
+	if pc.memo == nil {
+		pc.memo = map[any]*memoEntry{}
+	}
+	e, ok := pc.memo[key]
+	if !ok {
+		e = &memoEntry{}
+		pc.memo[key] = e
+	}
+	pc.memoMu.Unlock()
+	e.once.Do(func() { e.v = build() })
+	return e.v
+}
+
+// InheritMemo copies prev's cached values into pc. Only valid when pc and
+// prev differ in endpoints alone and the keys cache endpoint-free values.
+func (pc *PushContext) InheritMemo(prev *PushContext, keep func(key any) bool) {
+	prev.memoMu.Lock()
+	defer prev.memoMu.Unlock()
+	pc.memoMu.Lock()
+	defer pc.memoMu.Unlock()
+	if pc.memo == nil {
+		pc.memo = map[any]*memoEntry{}
+	}
+	for k, e := range prev.memo {
+		if keep(k) {
+			pc.memo[k] = e
+		}
+	}
+}
+
+// Change says what differs between two push contexts.
+type Change struct {
+	// Full is set when anything but endpoints changed.
+	Full bool
+	// Hosts are the services whose endpoints changed (when not Full).
+	Hosts map[string]struct{}
+}
+
+// Empty reports whether nothing changed.
+func (c Change) Empty() bool { return !c.Full && len(c.Hosts) == 0 }
+
+// Diff returns what changed from prev to pc; a nil prev is a full change.
+func (pc *PushContext) Diff(prev *PushContext) Change {
+	if prev == nil || prev.ConfigHash != pc.ConfigHash {
+		return Change{Full: true}
+	}
+	hosts := map[string]struct{}{}
+	for h, v := range pc.EndpointHash {
+		if prev.EndpointHash[h] != v {
+			hosts[h] = struct{}{}
+		}
+	}
+	for h := range prev.EndpointHash {
+		if _, ok := pc.EndpointHash[h]; !ok {
+			hosts[h] = struct{}{}
+		}
+	}
+	return Change{Hosts: hosts}
+}
+
+// BuildPushContext indexes in. Conflicts (two objects defining one host) are
+// resolved deterministically: Kubernetes services win over ServiceEntries,
+// then the oldest object wins.
+func BuildPushContext(in *Inputs, version string) *PushContext {
+	pc := &PushContext{
+		Version:         version,
+		ServiceByHost:   map[string]*Service{},
+		Endpoints:       map[string][]Endpoint{},
+		Sidecars:        map[string][]*networking.Sidecar{},
+		WorkloadEntries: map[string]*networking.WorkloadEntry{},
+		EndpointHash:    map[string]uint64{},
+	}
+	pods := indexPods(in.Pods)
+	pc.Pods = pods.byIP
+	kubeByHost := map[string]*corev1.Service{}
+	for _, s := range sortedByAge(in.Services) {
+		svc := serviceFromKube(s)
+		if _, dup := pc.ServiceByHost[svc.Hostname]; dup {
+			continue
+		}
+		pc.ServiceByHost[svc.Hostname] = svc
+		kubeByHost[svc.Hostname] = s
+	}
+	entryByHost := map[string]*networking.ServiceEntry{}
+	for _, se := range sortedByAge(in.ServiceEntries) {
+		for _, svc := range servicesFromEntry(se) {
+			if _, dup := pc.ServiceByHost[svc.Hostname]; dup {
+				continue
+			}
+			pc.ServiceByHost[svc.Hostname] = svc
+			entryByHost[svc.Hostname] = se
+		}
+	}
+	for _, svc := range pc.ServiceByHost {
+		pc.Services = append(pc.Services, svc)
+	}
+	slices.SortFunc(pc.Services, func(a, b *Service) int { return strings.Compare(a.Hostname, b.Hostname) })
+
+	// Endpoints.
+	slicesBySvc := map[string][]int{}
+	for i, sl := range in.EndpointSlices {
+		name := sl.Labels["kubernetes.io/service-name"]
+		slicesBySvc[sl.Namespace+"/"+name] = append(slicesBySvc[sl.Namespace+"/"+name], i)
+	}
+	wes := sortedByAge(in.WorkloadEntries)
+	for _, we := range wes {
+		pc.WorkloadEntries[we.Spec.GetAddress()] = we
+	}
+	for _, svc := range pc.Services {
+		var eps []Endpoint
+		if k := kubeByHost[svc.Hostname]; k != nil {
+			if svc.Resolution == DNSLB && k.Spec.ExternalName != "" {
+				for _, p := range svc.Ports {
+					eps = append(eps, Endpoint{Address: k.Spec.ExternalName, DNSName: true, Port: p.Port, ServicePort: p.Port, Healthy: true, Weight: 1})
+				}
+			}
+			for _, i := range slicesBySvc[k.Namespace+"/"+k.Name] {
+				eps = append(eps, sliceEndpoints(svc, k, in.EndpointSlices[i], pods)...)
+			}
+		} else if se := entryByHost[svc.Hostname]; se != nil {
+			for _, we := range se.Spec.GetEndpoints() {
+				eps = append(eps, workloadEndpoints(svc, we, true)...)
+			}
+			if svc.Resolution == DNSLB && len(se.Spec.GetEndpoints()) == 0 && !strings.HasPrefix(svc.Hostname, "*") {
+				for _, p := range svc.Ports {
+					target := p.Port
+					if p.TargetPort != 0 {
+						target = p.TargetPort
+					}
+					eps = append(eps, Endpoint{Address: svc.Hostname, DNSName: true, Port: target, ServicePort: p.Port, Healthy: true, Weight: 1})
+				}
+			}
+		}
+		if len(svc.Selector) > 0 {
+			for _, we := range wes {
+				if we.Namespace == svc.Namespace && LabelsMatch(svc.Selector, we.Spec.GetLabels()) {
+					eps = append(eps, workloadEndpoints(svc, &we.Spec, true)...)
+				}
+			}
+		}
+		slices.SortStableFunc(eps, func(a, b Endpoint) int {
+			return cmp.Or(cmp.Compare(a.ServicePort, b.ServicePort), strings.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
+		})
+		if len(eps) > 0 {
+			pc.Endpoints[svc.Hostname] = eps
+		}
+		pc.EndpointHash[svc.Hostname] = hashEndpoints(eps)
+	}
+
+	// Configuration.
+	for _, vs := range sortedByAge(in.VirtualServices) {
+		gws := vs.Spec.GetGateways()
+		if len(gws) == 0 || slices.Contains(gws, "mesh") {
+			pc.VirtualServices = append(pc.VirtualServices, vs)
+		}
+	}
+	pc.DestinationRules = sortedByAge(in.DestinationRules)
+	for _, sc := range sortedByAge(in.Sidecars) {
+		pc.Sidecars[sc.Namespace] = append(pc.Sidecars[sc.Namespace], sc)
+	}
+	for ns, list := range pc.Sidecars {
+		slices.SortStableFunc(list, func(a, b *networking.Sidecar) int {
+			return cmp.Compare(boolInt(a.Spec.GetWorkloadSelector() == nil), boolInt(b.Spec.GetWorkloadSelector() == nil))
+		})
+		pc.Sidecars[ns] = list
+	}
+	pc.ConfigHash = pc.hashConfig(in.Pods)
+	return pc
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// hashConfig fingerprints services, Istio config and pod identity.
+func (pc *PushContext) hashConfig(pods []*corev1.Pod) uint64 {
+	h := fnv.New64a()
+	for _, s := range pc.Services {
+		fmt.Fprintf(h, "%+v\n", *s)
+	}
+	mo := proto.MarshalOptions{Deterministic: true}
+	put := func(kind, ns, name string, m proto.Message) {
+		b, _ := mo.Marshal(m)
+		fmt.Fprintf(h, "%s/%s/%s:", kind, ns, name)
+		h.Write(b)
+	}
+	for _, v := range pc.VirtualServices {
+		put("vs", v.Namespace, v.Name, &v.Spec)
+	}
+	for _, v := range pc.DestinationRules {
+		put("dr", v.Namespace, v.Name, &v.Spec)
+	}
+	for _, ns := range sortedKeys(pc.Sidecars) {
+		for _, v := range pc.Sidecars[ns] {
+			put("sc", v.Namespace, v.Name, &v.Spec)
+		}
+	}
+	ps := slices.Clone(pods)
+	slices.SortFunc(ps, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
+	for _, p := range ps {
+		fmt.Fprintf(h, "pod %s/%s %s %s %v\n", p.Namespace, p.Name, p.Status.PodIP, p.Spec.ServiceAccountName, sortedPairs(p.Labels))
+	}
+	return h.Sum64()
+}
+
+func hashEndpoints(eps []Endpoint) uint64 {
+	h := fnv.New64a()
+	for _, e := range eps {
+		fmt.Fprintf(h, "%s %t %d %d %v %s %s %t %d\n", e.Address, e.DNSName, e.Port, e.ServicePort,
+			sortedPairs(e.Labels), e.ServiceAccount, e.Locality, e.Healthy, e.Weight)
+	}
+	return h.Sum64()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func sortedPairs(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		out = append(out, k+"="+m[k])
+	}
+	return out
+}

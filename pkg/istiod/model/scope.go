@@ -1,0 +1,170 @@
+package model
+
+import (
+	"strings"
+
+	networking "istio.io/client-go/pkg/apis/networking/v1"
+)
+
+// Scope is what one class of proxies sees: the services their Sidecar (or,
+// without one, exportTo alone) makes visible, with the VirtualService and
+// DestinationRule that apply to each. Proxies in one namespace under the same
+// Sidecar share a Scope.
+type Scope struct {
+	// Key identifies the scope within a push ("ns/sidecar-name").
+	Key string
+	// Namespace is the proxies' namespace.
+	Namespace string
+	// Sidecar is the Sidecar resource in effect, or nil.
+	Sidecar *networking.Sidecar
+	// Services are the visible services, sorted by host name.
+	Services []*Service
+	// VirtualService maps a visible host to the VirtualService that routes it.
+	VirtualService map[string]*networking.VirtualService
+	// DestinationRule maps a visible host to its DestinationRule.
+	DestinationRule map[string]*networking.DestinationRule
+
+	visible map[string]bool
+}
+
+// Visible reports whether host is in the scope.
+func (s *Scope) Visible(host string) bool { return s.visible[host] }
+
+type scopeKey string
+
+// ScopeFor returns the scope of proxy p, shared by proxies like it.
+func (pc *PushContext) ScopeFor(p *Proxy) *Scope {
+	sc := pc.sidecarFor(p)
+	key := p.Namespace + "/"
+	if sc != nil {
+		key += sc.Name
+	}
+	return pc.Memo(scopeKey(key), func() any { return pc.buildScope(key, p.Namespace, sc) }).(*Scope)
+}
+
+// IsScopeKey reports whether a memo key holds a Scope (endpoint-free).
+func IsScopeKey(k any) bool { _, ok := k.(scopeKey); return ok }
+
+func (pc *PushContext) sidecarFor(p *Proxy) *networking.Sidecar {
+	list := pc.Sidecars[p.Namespace]
+	if len(list) == 0 {
+		return nil
+	}
+	labels := p.WorkloadLabels(pc)
+	for _, sc := range list {
+		sel := sc.Spec.GetWorkloadSelector()
+		if sel == nil || (len(sel.GetLabels()) > 0 && LabelsMatch(sel.GetLabels(), labels)) {
+			return sc
+		}
+	}
+	return nil
+}
+
+func (pc *PushContext) buildScope(key, ns string, sc *networking.Sidecar) *Scope {
+	s := &Scope{Key: key, Namespace: ns, Sidecar: sc, visible: map[string]bool{},
+		VirtualService: map[string]*networking.VirtualService{}, DestinationRule: map[string]*networking.DestinationRule{}}
+	var egress []string
+	if sc != nil {
+		for _, l := range sc.Spec.GetEgress() {
+			egress = append(egress, l.GetHosts()...)
+		}
+	}
+	for _, svc := range pc.Services {
+		if !svc.VisibleTo(ns) {
+			continue
+		}
+		if sc != nil && !egressAllows(egress, sc.Namespace, svc) {
+			continue
+		}
+		s.Services = append(s.Services, svc)
+		s.visible[svc.Hostname] = true
+	}
+	for _, svc := range s.Services {
+		for _, vs := range pc.VirtualServices {
+			if !exportedTo(vs.Spec.GetExportTo(), vs.Namespace, ns) {
+				continue
+			}
+			if hostsMatch(vs.Spec.GetHosts(), vs.Namespace, svc.Hostname) {
+				s.VirtualService[svc.Hostname] = vs
+				break
+			}
+		}
+		if dr := pc.destinationRule(ns, svc); dr != nil {
+			s.DestinationRule[svc.Hostname] = dr
+		}
+	}
+	return s
+}
+
+// destinationRule picks the rule for svc as seen from ns: the proxy's
+// namespace first, then the service's, then any other exported to ns.
+func (pc *PushContext) destinationRule(ns string, svc *Service) *networking.DestinationRule {
+	var best *networking.DestinationRule
+	rank := 4
+	for _, dr := range pc.DestinationRules {
+		if !exportedTo(dr.Spec.GetExportTo(), dr.Namespace, ns) || !hostsMatch([]string{dr.Spec.GetHost()}, dr.Namespace, svc.Hostname) {
+			continue
+		}
+		r := 3
+		switch dr.Namespace {
+		case ns:
+			r = 1
+		case svc.Namespace:
+			r = 2
+		}
+		if r < rank {
+			best, rank = dr, r
+		}
+	}
+	return best
+}
+
+// egressAllows reports whether a Sidecar egress host list ("ns/host") in
+// namespace scNS admits svc.
+func egressAllows(hosts []string, scNS string, svc *Service) bool {
+	for _, h := range hosts {
+		ns, host, ok := strings.Cut(h, "/")
+		if !ok {
+			ns, host = "*", h
+		}
+		if ns == "." {
+			ns = scNS
+		}
+		if ns != "*" && ns != svc.Namespace {
+			continue
+		}
+		if HostMatches(host, svc.Hostname) {
+			return true
+		}
+	}
+	return false
+}
+
+// ResolveHost expands a short host name ("reviews") relative to namespace ns.
+func ResolveHost(host, ns string) string {
+	if host == "*" || strings.Contains(host, ".") {
+		return host
+	}
+	return KubeHostname(host, ns)
+}
+
+// HostMatches reports whether pattern ("*", "*.example.com" or a name)
+// matches host.
+func HostMatches(pattern, host string) bool {
+	switch {
+	case pattern == "*":
+		return true
+	case strings.HasPrefix(pattern, "*."):
+		return strings.HasSuffix(host, pattern[1:])
+	}
+	return pattern == host
+}
+
+func hostsMatch(patterns []string, ns, host string) bool {
+	for _, p := range patterns {
+		if HostMatches(ResolveHost(p, ns), host) {
+			return true
+		}
+	}
+	return false
+}
