@@ -44,14 +44,16 @@ type LegacyKube struct {
 	ExcludeNamespaces []string `json:"exclude_namespaces,omitempty"`
 }
 
-// ParseConfig reads the plugin configuration from stdin's bytes.
+// ParseConfig reads the plugin configuration from stdin's bytes. Its errors
+// are CNI errors: a decoding failure, or an invalid configuration naming the
+// key and value.
 func ParseConfig(b []byte) (*Config, error) {
 	var c Config
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("parse network configuration: %w", err)
+		return nil, types.NewError(types.ErrDecodingFailure, "parse network configuration", err.Error())
 	}
 	if err := c.normalise(); err != nil {
-		return nil, err
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, "bad network configuration", err.Error())
 	}
 	return &c, nil
 }

@@ -69,7 +69,7 @@ type target struct {
 func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 	conf, err := ParseConfig(args.StdinData)
 	if err != nil {
-		return nil, cniError(types.ErrDecodingFailure, "bad network configuration", err)
+		return nil, err
 	}
 	t := &target{conf: conf, log: p.logger(conf)}
 	pa, err := ParseArgs(args.Args)
@@ -206,17 +206,15 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 // Del succeeds whatever the state: the rules live in the pod's namespace and
 // go with it, and the pod or the namespace may already be gone.
 func (p *Plugin) Del(args *skel.CmdArgs) error {
-	if _, err := ParseConfig(args.StdinData); err != nil {
-		return cniError(types.ErrDecodingFailure, "bad network configuration", err)
-	}
-	return nil
+	_, err := ParseConfig(args.StdinData)
+	return err
 }
 
 // Status reports whether the plugin can serve ADDs: its kubeconfig must be readable.
 func (p *Plugin) Status(args *skel.CmdArgs) error {
 	conf, err := ParseConfig(args.StdinData)
 	if err != nil {
-		return cniError(types.ErrDecodingFailure, "bad network configuration", err)
+		return err
 	}
 	path := conf.KubeconfigPath()
 	if path == "" {
@@ -230,8 +228,6 @@ func (p *Plugin) Status(args *skel.CmdArgs) error {
 
 // GC has nothing to collect: the plugin keeps no state outside pod namespaces.
 func (p *Plugin) GC(args *skel.CmdArgs) error {
-	if _, err := ParseConfig(args.StdinData); err != nil {
-		return cniError(types.ErrDecodingFailure, "bad network configuration", err)
-	}
-	return nil
+	_, err := ParseConfig(args.StdinData)
+	return err
 }
