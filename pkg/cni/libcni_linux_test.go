@@ -209,11 +209,15 @@ func TestAddCapturesAsAnnotated(t *testing.T) {
 	default:
 	}
 
-	if err := n.do(t, func(ctx context.Context) error { return n.cni.CheckNetworkList(ctx, n.conflist, n.rt(pod, "reviews-v1")) }); err != nil {
+	if err := n.do(t, func(ctx context.Context) error {
+		return n.cni.CheckNetworkList(ctx, n.conflist, n.rt(pod, "reviews-v1"))
+	}); err != nil {
 		t.Errorf("CHECK on an intact pod: %v", err)
 	}
 	pod.Exec(t, "iptables", "-t", "nat", "-D", "ISTIO_OUTPUT", "-j", "ISTIO_REDIRECT")
-	err = n.do(t, func(ctx context.Context) error { return n.cni.CheckNetworkList(ctx, n.conflist, n.rt(pod, "reviews-v1")) })
+	err = n.do(t, func(ctx context.Context) error {
+		return n.cni.CheckNetworkList(ctx, n.conflist, n.rt(pod, "reviews-v1"))
+	})
 	if err == nil || !strings.Contains(err.Error(), "missing -A ISTIO_OUTPUT -j ISTIO_REDIRECT") {
 		t.Errorf("CHECK after removing a rule: %v, want it named", err)
 	}
