@@ -1,0 +1,155 @@
+// Package install is the CNI node agent's installer: it puts the plugin
+// binary and a kubeconfig on the node, chains the plugin into the node's CNI
+// configuration, keeps both intact while it runs, and removes them when it
+// stops.
+package install
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// PluginType is the "type" of our entry in the conflist.
+const PluginType = "istio-cni"
+
+// FindConfFile returns the lexically first CNI configuration file in dir
+// (.conf, .conflist or .json), which is the one the runtime uses.
+func FindConfFile(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("read CNI net dir: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		ext := filepath.Ext(e.Name())
+		if !e.IsDir() && (ext == ".conf" || ext == ".conflist" || ext == ".json") {
+			names = append(names, e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("no CNI configuration in %s yet", dir)
+	}
+	slices.Sort(names)
+	return filepath.Join(dir, names[0]), nil
+}
+
+// conflist is a decoded configuration list; plugin entries stay generic so
+// other components' fields survive a rewrite untouched.
+type conflist map[string]any
+
+// parseConf decodes a .conf or .conflist file as a conflist: a single
+// network configuration is wrapped into a list of one plugin.
+func parseConf(data []byte) (conflist, error) {
+	var raw map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("parse CNI configuration: %w", err)
+	}
+	if _, ok := raw["plugins"]; ok {
+		if _, ok := raw["plugins"].([]any); !ok {
+			return nil, errors.New(`CNI configuration: "plugins" is not a list`)
+		}
+		return raw, nil
+	}
+	if _, ok := raw["type"]; !ok {
+		return nil, errors.New(`CNI configuration has neither "plugins" nor "type"`)
+	}
+	list := conflist{"cniVersion": raw["cniVersion"], "name": raw["name"]}
+	delete(raw, "cniVersion")
+	delete(raw, "name")
+	list["plugins"] = []any{raw}
+	return list, nil
+}
+
+func (c conflist) plugins() []any { p, _ := c["plugins"].([]any); return p }
+
+func isOurs(p any) bool {
+	m, ok := p.(map[string]any)
+	return ok && m["type"] == PluginType
+}
+
+// Check reports why the configuration does not hold exactly one intact copy
+// of entry as its last plugin, or "" when it does. The whole entry is
+// compared, not just its type: Istio misses mangled entries.
+func Check(data []byte, entry map[string]any) string {
+	c, err := parseConf(data)
+	if err != nil {
+		return err.Error()
+	}
+	plugins := c.plugins()
+	n := 0
+	for _, p := range plugins {
+		if isOurs(p) {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return "our plugin entry is missing"
+	case n > 1:
+		return fmt.Sprintf("our plugin entry appears %d times", n)
+	case !isOurs(plugins[len(plugins)-1]):
+		return "our plugin entry is not last"
+	case !reflect.DeepEqual(normalise(plugins[len(plugins)-1]), normalise(entry)):
+		return "our plugin entry was changed"
+	}
+	return ""
+}
+
+// normalise round-trips through JSON so numbers and nested values compare alike.
+func normalise(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// Insert returns the configuration with every copy of our entry removed and
+// entry appended last, as a conflist.
+func Insert(data []byte, entry map[string]any) ([]byte, error) {
+	c, err := parseConf(data)
+	if err != nil {
+		return nil, err
+	}
+	plugins := slices.DeleteFunc(slices.Clone(c.plugins()), isOurs)
+	c["plugins"] = append(plugins, entry)
+	return marshal(c)
+}
+
+// Remove returns the configuration without our entry, and whether it had one.
+func Remove(data []byte) ([]byte, bool, error) {
+	c, err := parseConf(data)
+	if err != nil {
+		return nil, false, err
+	}
+	before := len(c.plugins())
+	plugins := slices.DeleteFunc(slices.Clone(c.plugins()), isOurs)
+	if len(plugins) == before {
+		return data, false, nil
+	}
+	c["plugins"] = plugins
+	out, err := marshal(c)
+	return out, true, err
+}
+
+func marshal(c conflist) ([]byte, error) {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// ConflistPath is where a configuration file's conflist form lives: a .conf
+// (or .json) file is replaced by a .conflist of the same base name.
+func ConflistPath(path string) string {
+	if strings.HasSuffix(path, ".conflist") {
+		return path
+	}
+	return strings.TrimSuffix(path, filepath.Ext(path)) + ".conflist"
+}

@@ -1,0 +1,272 @@
+package install
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/skiff-mesh/skiff/pkg/cni"
+)
+
+// Config is what the installer needs to know about the node.
+type Config struct {
+	NetDir       string // CNI configuration dir (/etc/cni/net.d)
+	BinDir       string // CNI plugin dir (/opt/cni/bin)
+	AgentRunDir  string // where the plugin's kubeconfig goes (/var/run/istio-cni)
+	PluginSource string // the plugin binary to install
+	// Service-account credentials and the API server address for the kubeconfig.
+	TokenPath string
+	CAPath    string
+	KubeHost  string
+	KubePort  string
+	// Entry is our plugin's entry in the conflist ("type" is set to istio-cni).
+	Entry map[string]any
+	// MaxRewrites within RewriteWindow, beyond which the installer backs off
+	// and warns that another component keeps rewriting the configuration.
+	MaxRewrites   int
+	RewriteWindow time.Duration
+}
+
+// Installer installs and guards the plugin. Ready reports whether everything is in place.
+type Installer struct {
+	cfg      Config
+	log      *slog.Logger
+	ready    atomic.Bool
+	rewrites []time.Time
+	// Repairs counts configuration rewrites after the first install.
+	Repairs atomic.Int64
+}
+
+// New checks the configuration and returns an Installer.
+func New(cfg Config, log *slog.Logger) (*Installer, error) {
+	for name, v := range map[string]string{"net dir": cfg.NetDir, "bin dir": cfg.BinDir, "agent run dir": cfg.AgentRunDir, "plugin binary": cfg.PluginSource} {
+		if v == "" {
+			return nil, fmt.Errorf("install: %s not set", name)
+		}
+	}
+	if cfg.Entry == nil {
+		cfg.Entry = map[string]any{}
+	}
+	cfg.Entry["type"] = PluginType
+	if _, ok := cfg.Entry["cni_agent_run_dir"]; !ok {
+		cfg.Entry["cni_agent_run_dir"] = cfg.AgentRunDir
+	}
+	if cfg.MaxRewrites == 0 {
+		cfg.MaxRewrites = 10
+	}
+	if cfg.RewriteWindow == 0 {
+		cfg.RewriteWindow = time.Minute
+	}
+	return &Installer{cfg: cfg, log: log.With("component", "install-cni")}, nil
+}
+
+// Ready reports whether the binary, kubeconfig and conflist entry are installed.
+func (in *Installer) Ready() bool { return in.ready.Load() }
+
+// Run installs, then watches the bin dir, the net dir and the token and
+// repairs what another component changes, until ctx ends; then it removes
+// its entry, binary and kubeconfig.
+func (in *Installer) Run(ctx context.Context) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	defer w.Close()
+	for _, d := range []string{in.cfg.NetDir, in.cfg.BinDir, filepath.Dir(in.cfg.TokenPath)} {
+		if d == "." || d == "" {
+			continue
+		}
+		if err := w.Add(d); err != nil {
+			return fmt.Errorf("watch %s: %w", d, err)
+		}
+	}
+	if err := in.installAll(); err != nil {
+		in.log.Warn("install incomplete, waiting for changes", "err", err)
+	}
+	tick := time.NewTicker(30 * time.Second) // a safety net for missed events
+	defer tick.Stop()
+	var pending <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			in.ready.Store(false)
+			return in.Uninstall()
+		case ev := <-w.Events:
+			in.log.Debug("file event", "path", ev.Name, "op", ev.Op.String())
+			if pending == nil {
+				pending = time.After(100 * time.Millisecond) // let bursts of writes settle
+			}
+		case err := <-w.Errors:
+			in.log.Warn("watch error", "err", err)
+		case <-tick.C:
+			pending = time.After(0)
+		case <-pending:
+			pending = nil
+			if wait := in.throttle(); wait > 0 {
+				pending = time.After(wait)
+				continue
+			}
+			if err := in.installAll(); err != nil {
+				in.log.Warn("repair failed", "err", err)
+			}
+		}
+	}
+}
+
+// throttle returns how long to wait before the next rewrite when too many happened recently.
+func (in *Installer) throttle() time.Duration {
+	now := time.Now()
+	cut := 0
+	for cut < len(in.rewrites) && now.Sub(in.rewrites[cut]) > in.cfg.RewriteWindow {
+		cut++
+	}
+	in.rewrites = in.rewrites[cut:]
+	if len(in.rewrites) < in.cfg.MaxRewrites {
+		return 0
+	}
+	wait := in.cfg.RewriteWindow - now.Sub(in.rewrites[0])
+	in.log.Warn("the CNI configuration keeps being rewritten by another component (another CNI installer, Multus or Cilium?); "+
+		"backing off: configure it to leave our chained entry in place, or chain it yourself",
+		"rewrites", len(in.rewrites), "window", in.cfg.RewriteWindow, "retry_in", wait)
+	return wait
+}
+
+// installAll makes every installed file right, touching only what is wrong.
+func (in *Installer) installAll() error {
+	err := errors.Join(in.installBinary(), in.installKubeconfig(), in.installEntry())
+	in.ready.Store(err == nil)
+	return err
+}
+
+func (in *Installer) installBinary() error {
+	dst := filepath.Join(in.cfg.BinDir, PluginType)
+	want, err := os.ReadFile(in.cfg.PluginSource)
+	if err != nil {
+		return fmt.Errorf("read plugin binary: %w", err)
+	}
+	if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	if err := writeAtomic(dst, want, 0o755); err != nil {
+		return err
+	}
+	in.log.Info("plugin binary installed", "path", dst)
+	return nil
+}
+
+// Kubeconfig renders the plugin's kubeconfig from the service-account token and CA.
+func (in *Installer) Kubeconfig() ([]byte, error) {
+	token, err := os.ReadFile(in.cfg.TokenPath)
+	if err != nil {
+		return nil, fmt.Errorf("read service account token: %w", err)
+	}
+	ca, err := os.ReadFile(in.cfg.CAPath)
+	if err != nil {
+		return nil, fmt.Errorf("read service account CA: %w", err)
+	}
+	server := "https://" + net.JoinHostPort(in.cfg.KubeHost, in.cfg.KubePort)
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: istio-cni
+  user:
+    token: %s
+contexts:
+- name: istio-cni-context
+  context:
+    cluster: local
+    user: istio-cni
+current-context: istio-cni-context
+`, server, base64.StdEncoding.EncodeToString(ca), bytes.TrimSpace(token)), nil
+}
+
+func (in *Installer) installKubeconfig() error {
+	want, err := in.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(in.cfg.AgentRunDir, cni.KubeconfigName)
+	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	if err := os.MkdirAll(in.cfg.AgentRunDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", in.cfg.AgentRunDir, err)
+	}
+	if err := writeAtomic(path, want, 0o600); err != nil {
+		return err
+	}
+	in.log.Info("kubeconfig written", "path", path)
+	return nil
+}
+
+func (in *Installer) installEntry() error {
+	path, err := FindConfFile(in.cfg.NetDir)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	reason := Check(data, in.cfg.Entry)
+	if reason == "" && path == ConflistPath(path) {
+		return nil
+	}
+	out, err := Insert(data, in.cfg.Entry)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	dst := ConflistPath(path)
+	if err := writeAtomic(dst, out, 0o644); err != nil {
+		return err
+	}
+	if dst != path {
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("replace %s with %s: %w", path, dst, err)
+		}
+	}
+	if in.ready.Load() || len(in.rewrites) > 0 {
+		in.Repairs.Add(1)
+	}
+	in.rewrites = append(in.rewrites, time.Now())
+	in.log.Info("plugin chained into the CNI configuration", "path", dst, "why", reason)
+	return nil
+}
+
+// Uninstall removes our conflist entry, the binary and the kubeconfig.
+func (in *Installer) Uninstall() error {
+	var errs []error
+	if path, err := FindConfFile(in.cfg.NetDir); err == nil {
+		if data, err := os.ReadFile(path); err == nil {
+			out, had, err := Remove(data)
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			case had:
+				errs = append(errs, writeAtomic(path, out, 0o644))
+			}
+		}
+	}
+	for _, p := range []string{filepath.Join(in.cfg.BinDir, PluginType), filepath.Join(in.cfg.AgentRunDir, cni.KubeconfigName)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	in.log.Info("uninstalled")
+	return errors.Join(errs...)
+}

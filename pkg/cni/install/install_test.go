@@ -1,0 +1,245 @@
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const bridgeConf = `{"cniVersion":"1.0.0","name":"k8s","type":"bridge","bridge":"cni0","ipam":{"type":"host-local","subnet":"10.1.0.0/16"}}`
+
+func entry() map[string]any {
+	return map[string]any{"type": PluginType, "cni_agent_run_dir": "/var/run/istio-cni", "exclude_namespaces": []string{"kube-system"}}
+}
+
+func TestConflistEdits(t *testing.T) {
+	out, err := Insert([]byte(bridgeConf), entry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Check(out, entry()); r != "" {
+		t.Fatalf("after Insert: %s", r)
+	}
+	var c map[string]any
+	_ = json.Unmarshal(out, &c)
+	if c["name"] != "k8s" || len(c["plugins"].([]any)) != 2 || c["plugins"].([]any)[0].(map[string]any)["bridge"] != "cni0" {
+		t.Errorf(".conf not wrapped faithfully:\n%s", out)
+	}
+	twice, _ := Insert(out, entry())
+	if r := Check(twice, entry()); r != "" {
+		t.Errorf("Insert twice: %s", r)
+	}
+	mangled := strings.Replace(string(out), "/var/run/istio-cni", "/tmp/elsewhere", 1)
+	if r := Check([]byte(mangled), entry()); r != "our plugin entry was changed" {
+		t.Errorf("mangled entry: %q", r)
+	}
+	dup := strings.Replace(string(out), `"plugins": [`, `"plugins": [{"type":"istio-cni"},`, 1)
+	if r := Check([]byte(dup), entry()); !strings.Contains(r, "2 times") {
+		t.Errorf("duplicate entry: %q", r)
+	}
+	removed, had, err := Remove(out)
+	if err != nil || !had || Check(removed, entry()) != "our plugin entry is missing" {
+		t.Errorf("Remove: had=%v err=%v\n%s", had, err, removed)
+	}
+	for _, bad := range []string{`{`, `{"plugins":3}`, `{"name":"x"}`} {
+		if _, err := Insert([]byte(bad), entry()); err == nil {
+			t.Errorf("Insert(%s) succeeded", bad)
+		}
+	}
+}
+
+// tree is a fake node: a CNI net dir and bin dir, a service-account token and CA.
+type tree struct {
+	cfg  Config
+	conf string // the runtime's chosen file, as a conflist
+}
+
+func newTree(t *testing.T) *tree {
+	d := t.TempDir()
+	cfg := Config{
+		NetDir: filepath.Join(d, "net.d"), BinDir: filepath.Join(d, "bin"), AgentRunDir: filepath.Join(d, "run"),
+		PluginSource: filepath.Join(d, "plugin"), TokenPath: filepath.Join(d, "sa", "token"), CAPath: filepath.Join(d, "sa", "ca.crt"),
+		KubeHost: "10.0.0.1", KubePort: "443", Entry: entry(), MaxRewrites: 5, RewriteWindow: 3 * time.Second,
+	}
+	for _, dir := range []string{cfg.NetDir, cfg.BinDir, filepath.Dir(cfg.TokenPath)} {
+		must(t, os.MkdirAll(dir, 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(cfg.NetDir, "10-bridge.conf"), []byte(bridgeConf), 0o644))
+	must(t, os.WriteFile(filepath.Join(cfg.NetDir, "99-other.conflist"), []byte(`{"cniVersion":"1.0.0","name":"other","plugins":[{"type":"ptp"}]}`), 0o644))
+	must(t, os.WriteFile(cfg.PluginSource, []byte("#!/bin/true\nplugin v1"), 0o755))
+	must(t, os.WriteFile(cfg.TokenPath, []byte("token-1\n"), 0o600))
+	must(t, os.WriteFile(cfg.CAPath, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644))
+	return &tree{cfg: cfg, conf: filepath.Join(cfg.NetDir, "10-bridge.conflist")}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start runs the installer until the test ends (or stop is called) and waits until it is ready.
+func (tr *tree) start(t *testing.T) (*Installer, func()) {
+	in, err := New(tr.cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			stop()
+		}
+	})
+	eventually(t, "ready", in.Ready)
+	return in, stop
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func (tr *tree) intact() bool {
+	b, err := os.ReadFile(tr.conf)
+	return err == nil && Check(b, tr.cfg.Entry) == ""
+}
+
+func TestInstallRepairAndUninstall(t *testing.T) {
+	tr := newTree(t)
+	in, stop := tr.start(t)
+
+	if !tr.intact() {
+		t.Fatal("entry not installed")
+	}
+	if _, err := os.Stat(filepath.Join(tr.cfg.NetDir, "10-bridge.conf")); !os.IsNotExist(err) {
+		t.Error("the .conf was not replaced by its .conflist")
+	}
+	st, err := os.Stat(filepath.Join(tr.cfg.BinDir, PluginType))
+	if err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("plugin binary: %v %v", st, err)
+	}
+	kc := filepath.Join(tr.cfg.AgentRunDir, "istio-cni-kubeconfig")
+	st, err = os.Stat(kc)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("kubeconfig: %v %v", st, err)
+	}
+	if b, _ := os.ReadFile(kc); !strings.Contains(string(b), "token: token-1") || !strings.Contains(string(b), "server: https://10.0.0.1:443") {
+		t.Errorf("kubeconfig:\n%s", b)
+	}
+
+	// Another component rewrites the file without us.
+	must(t, os.WriteFile(tr.conf, []byte(bridgeConf), 0o644))
+	eventually(t, "repair of a removed entry", tr.intact)
+	// A mangled entry: same type, other settings.
+	b, _ := os.ReadFile(tr.conf)
+	must(t, os.WriteFile(tr.conf, []byte(strings.Replace(string(b), "kube-system", "default", 1)), 0o644))
+	eventually(t, "repair of a mangled entry", tr.intact)
+	// A duplicated entry.
+	b, _ = os.ReadFile(tr.conf)
+	must(t, os.WriteFile(tr.conf, []byte(strings.Replace(string(b), `"plugins": [`, `"plugins": [{"type":"istio-cni"},`, 1)), 0o644))
+	eventually(t, "repair of a duplicated entry", tr.intact)
+	// The binary is replaced by something else.
+	must(t, os.WriteFile(filepath.Join(tr.cfg.BinDir, PluginType), []byte("junk"), 0o755))
+	eventually(t, "binary restored", func() bool {
+		b, _ := os.ReadFile(filepath.Join(tr.cfg.BinDir, PluginType))
+		return string(b) == "#!/bin/true\nplugin v1"
+	})
+	// Token rotation.
+	must(t, os.WriteFile(tr.cfg.TokenPath, []byte("token-2\n"), 0o600))
+	eventually(t, "kubeconfig rewritten for the new token", func() bool {
+		b, _ := os.ReadFile(kc)
+		return strings.Contains(string(b), "token: token-2")
+	})
+	if in.Repairs.Load() < 3 {
+		t.Errorf("repairs = %d, want at least 3", in.Repairs.Load())
+	}
+
+	// Health.
+	rec := httptest.NewRecorder()
+	in.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if rec.Code != 200 {
+		t.Errorf("/readyz = %d", rec.Code)
+	}
+	rec = httptest.NewRecorder()
+	in.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), "istio_cni_install_ready 1") {
+		t.Errorf("metrics:\n%s", rec.Body)
+	}
+
+	stop()
+	b, _ = os.ReadFile(tr.conf)
+	if r := Check(b, tr.cfg.Entry); r != "our plugin entry is missing" {
+		t.Errorf("after stop: %q\n%s", r, b)
+	}
+	if !strings.Contains(string(b), `"cni0"`) {
+		t.Errorf("the bridge entry did not survive uninstall:\n%s", b)
+	}
+	for _, p := range []string{filepath.Join(tr.cfg.BinDir, PluginType), kc} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left behind", p)
+		}
+	}
+	if other, _ := os.ReadFile(filepath.Join(tr.cfg.NetDir, "99-other.conflist")); strings.Contains(string(other), PluginType) {
+		t.Error("a file other than the first was touched")
+	}
+}
+
+// TestThrottlesAFight: a component that keeps removing our entry gets at
+// most MaxRewrites answers per window, not a write storm.
+func TestThrottlesAFight(t *testing.T) {
+	tr := newTree(t)
+	in, _ := tr.start(t)
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		must(t, os.WriteFile(tr.conf, []byte(bridgeConf), 0o644))
+		time.Sleep(30 * time.Millisecond)
+	}
+	if n := in.Repairs.Load(); n > int64(tr.cfg.MaxRewrites) {
+		t.Errorf("%d rewrites in 2 s, want at most %d", n, tr.cfg.MaxRewrites)
+	}
+	eventually(t, "repair after the fight", tr.intact)
+}
+
+func TestWaitsForAConfiguration(t *testing.T) {
+	tr := newTree(t)
+	for _, f := range []string{"10-bridge.conf", "99-other.conflist"} {
+		must(t, os.Remove(filepath.Join(tr.cfg.NetDir, f)))
+	}
+	in, err := New(tr.cfg, slog.New(slog.DiscardHandler))
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	time.Sleep(200 * time.Millisecond)
+	if in.Ready() {
+		t.Error("ready with no CNI configuration on the node")
+	}
+	must(t, os.WriteFile(filepath.Join(tr.cfg.NetDir, "05-primary.conflist"), []byte(`{"cniVersion":"1.0.0","name":"p","plugins":[{"type":"ptp"}]}`), 0o644))
+	eventually(t, "install once the primary plugin writes its configuration", in.Ready)
+	cancel()
+	<-done
+}
