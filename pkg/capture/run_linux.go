@@ -42,11 +42,10 @@ func Run(ctx context.Context, cfg *Config, log *slog.Logger, env Env) error {
 	}
 	return netns.Do(cfg.NetworkNamespace, func() error {
 		if !cfg.SkipRuleApply {
-			if cfg.NativeNFTables {
-				return errors.New("--native-nftables: the nftables backend is not available in this build; use the iptables backends")
-			}
 			var err error
-			if cfg.CleanupOnly {
+			if cfg.NativeNFTables {
+				err = runNFTables(ctx, cfg, log, env)
+			} else if cfg.CleanupOnly {
 				err = cleanup(ctx, cfg, log, env)
 			} else {
 				err = apply(ctx, cfg, log, env)
