@@ -69,7 +69,7 @@ type node struct {
 	conflist *libcni.NetworkConfigList
 }
 
-func newNode(t *testing.T, extra map[string]any) *node {
+func newNode(t testing.TB, extra map[string]any) *node {
 	t.Helper()
 	netnstest.RequireRoot(t)
 	n := &node{ns: netnstest.New(t), dir: t.TempDir()}
@@ -105,7 +105,7 @@ func newNode(t *testing.T, extra map[string]any) *node {
 }
 
 // createPod makes a real Pod object in the API server.
-func createPod(t *testing.T, name string, annotations map[string]string, proxyEnv ...corev1.EnvVar) {
+func createPod(t testing.TB, name string, annotations map[string]string, proxyEnv ...corev1.EnvVar) {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: annotations},
