@@ -1,0 +1,223 @@
+// Package status is pilot-agent's status server (15020): readiness, merged
+// Prometheus metrics, the app's rewritten probes, and quit/drain hooks.
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/skiff-mesh/skiff/pkg/agent/config"
+)
+
+// Check is one readiness condition; nil means satisfied.
+type Check struct {
+	Name  string
+	Check func(context.Context) error
+}
+
+// Options configure the server.
+type Options struct {
+	Probers map[string]*config.Prober
+	// AppHost is where probes go by default (the pod IP).
+	AppHost string
+	// Ready lists what must hold before the pod is ready.
+	Ready []Check
+	// ProxyMetrics and AppMetrics are scraped and merged into /stats/prometheus ("" to skip).
+	ProxyMetrics, AppMetrics string
+	// Registry holds the agent's own metrics.
+	Registry *prometheus.Registry
+	// Quit is called by POST /quitquitquit; Drain by POST /drain. Both localhost only.
+	Quit, Drain func()
+	// Extra handlers mounted as they are (e.g. /debug/ndsz).
+	Extra map[string]http.Handler
+}
+
+// Server is the status server.
+type Server struct {
+	opts   Options
+	log    *slog.Logger
+	prober *prober
+	mu     sync.Mutex
+	ready  bool
+}
+
+// New builds the server.
+func New(opts Options, log *slog.Logger) *Server {
+	host := opts.AppHost
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	return &Server{opts: opts, log: log.With("component", "status"), prober: &prober{host: host}}
+}
+
+// Handler returns the status endpoints.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz/ready", s.handleReady)
+	mux.HandleFunc("/app-health/", s.handleAppHealth)
+	mux.HandleFunc("/stats/prometheus", s.handleMetrics)
+	mux.HandleFunc("/quitquitquit", s.localPost(s.opts.Quit))
+	mux.HandleFunc("/drain", s.localPost(s.opts.Drain))
+	for p, h := range s.opts.Extra {
+		mux.Handle(p, h)
+	}
+	return mux
+}
+
+// Ready evaluates every readiness check and returns the first failure.
+func (s *Server) Ready(ctx context.Context) error {
+	for _, c := range s.opts.Ready {
+		if err := c.Check(ctx); err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	err := s.Ready(r.Context())
+	s.mu.Lock()
+	changed := s.ready != (err == nil)
+	s.ready = err == nil
+	s.mu.Unlock()
+	if changed {
+		s.log.Info("readiness changed", "ready", err == nil, "reason", err)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+func (s *Server) handleAppHealth(w http.ResponseWriter, r *http.Request) {
+	pr, ok := s.opts.Probers[r.URL.Path]
+	if !ok {
+		http.Error(w, "no probe configured for "+r.URL.Path, http.StatusNotFound)
+		return
+	}
+	if err := s.prober.run(r.Context(), pr); err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// handleMetrics merges the proxy's, the app's and the agent's metrics.
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	var errs []error
+	for _, url := range []string{s.opts.ProxyMetrics, s.opts.AppMetrics} {
+		if url == "" {
+			continue
+		}
+		if err := scrape(r.Context(), url, w); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	if len(errs) > 0 {
+		s.log.Debug("metrics scrape failed", "err", errors.Join(errs...))
+	}
+}
+
+func scrape(ctx context.Context, url string, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("scrape %s: %s", url, resp.Status)
+	}
+	_, err = io.Copy(w, resp.Body)
+	if err == nil {
+		_, err = io.WriteString(w, "\n")
+	}
+	return err
+}
+
+// localPost allows only POSTs from loopback, as Istio's agent does.
+func (s *Server) localPost(fn func()) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			http.Error(w, "only from localhost", http.StatusForbidden)
+			return
+		}
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		if fn != nil {
+			go fn()
+		}
+		fmt.Fprintln(w, "OK")
+	}
+}
+
+// Serve runs h on addr until ctx ends.
+func Serve(ctx context.Context, addr string, h http.Handler) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return ServeListener(ctx, ln, h)
+}
+
+// ServeListener runs h on ln until ctx ends.
+func ServeListener(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// HTTPCheck is a readiness check that GETs url and wants 200.
+func HTTPCheck(name, url string) Check {
+	return Check{Name: name, Check: func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+		}
+		return nil
+	}}
+}
