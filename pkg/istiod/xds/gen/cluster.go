@@ -1,0 +1,172 @@
+package gen
+
+import (
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	apinet "istio.io/api/networking/v1alpha3"
+	networking "istio.io/client-go/pkg/apis/networking/v1"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+)
+
+// Names of Istio's fixed clusters.
+const (
+	BlackHoleCluster          = "BlackHoleCluster"
+	PassthroughCluster        = "PassthroughCluster"
+	InboundPassthroughCluster = "InboundPassthroughCluster"
+)
+
+const (
+	defaultConnectTimeout = 10 * time.Second
+	// inboundBindAddress is the source address of inbound connections to the
+	// app, so its own outbound capture can tell them apart (as Istio).
+	inboundBindAddress = "127.0.0.6"
+	httpOptionsKey     = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+)
+
+func adsSource() *corev3.ConfigSource {
+	return &corev3.ConfigSource{
+		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+		ResourceApiVersion:    corev3.ApiVersion_V3,
+	}
+}
+
+// subsetsOf returns the subsets of a DestinationRule (nil rule: none).
+func subsetsOf(dr *networking.DestinationRule) []*apinet.Subset {
+	if dr == nil {
+		return nil
+	}
+	return dr.Spec.GetSubsets()
+}
+
+// subsetLabels returns the labels of subset name, and whether it exists.
+func subsetLabels(dr *networking.DestinationRule, name string) (map[string]string, bool) {
+	if name == "" {
+		return nil, true
+	}
+	for _, s := range subsetsOf(dr) {
+		if s.GetName() == name {
+			return s.GetLabels(), true
+		}
+	}
+	return nil, false
+}
+
+// outboundClusters builds the clusters of one service port: the default
+// cluster and one per DestinationRule subset.
+func outboundClusters(svc *model.Service, port model.Port, dr *networking.DestinationRule, eps []model.Endpoint, grpc bool) []*clusterv3.Cluster {
+	var policy *apinet.TrafficPolicy
+	if dr != nil {
+		policy = dr.Spec.GetTrafficPolicy()
+	}
+	out := []*clusterv3.Cluster{outboundCluster(svc, port, "", policy, eps, grpc)}
+	for _, s := range subsetsOf(dr) {
+		p := policy
+		if s.GetTrafficPolicy() != nil {
+			p = s.GetTrafficPolicy()
+		}
+		out = append(out, outboundCluster(svc, port, s.GetName(), p, eps, grpc))
+	}
+	return out
+}
+
+func outboundCluster(svc *model.Service, port model.Port, subset string, policy *apinet.TrafficPolicy, eps []model.Endpoint, grpc bool) *clusterv3.Cluster {
+	name := model.ClusterName(port.Port, subset, svc.Hostname)
+	c := &clusterv3.Cluster{Name: name, ConnectTimeout: durationpb.New(defaultConnectTimeout)}
+	if t := policy.GetConnectionPool().GetTcp().GetConnectTimeout(); t != nil && t.AsDuration() > 0 {
+		c.ConnectTimeout = durationpb.New(t.AsDuration())
+	}
+	switch svc.Resolution {
+	case model.Passthrough:
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
+		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
+		return c
+	case model.DNSLB:
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
+		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
+		c.LoadAssignment = dnsAssignment(name, port.Port, eps)
+	default:
+		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
+		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource(), ServiceName: name}
+	}
+	c.LbPolicy = lbPolicy(policy.GetLoadBalancer().GetSimple(), grpc)
+	if !grpc && port.Protocol.IsHTTP2() {
+		c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpOptionsKey: mustAny(&httpv3.HttpProtocolOptions{
+			UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+				ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}},
+			}},
+		})}
+	}
+	return c
+}
+
+// lbPolicy maps a DestinationRule policy; gRPC clients support only round
+// robin and least request.
+func lbPolicy(simple apinet.LoadBalancerSettings_SimpleLB, grpc bool) clusterv3.Cluster_LbPolicy {
+	switch simple {
+	case apinet.LoadBalancerSettings_LEAST_REQUEST, apinet.LoadBalancerSettings_LEAST_CONN:
+		return clusterv3.Cluster_LEAST_REQUEST
+	case apinet.LoadBalancerSettings_RANDOM:
+		if !grpc {
+			return clusterv3.Cluster_RANDOM
+		}
+	}
+	return clusterv3.Cluster_ROUND_ROBIN
+}
+
+// dnsAssignment lists the host names a STRICT_DNS cluster resolves.
+func dnsAssignment(name string, port uint16, eps []model.Endpoint) *endpointv3.ClusterLoadAssignment {
+	var lbs []*endpointv3.LbEndpoint
+	for _, e := range eps {
+		if e.ServicePort == port {
+			lbs = append(lbs, lbEndpoint(e))
+		}
+	}
+	cla := &endpointv3.ClusterLoadAssignment{ClusterName: name}
+	if len(lbs) > 0 {
+		cla.Endpoints = []*endpointv3.LocalityLbEndpoints{{Locality: &corev3.Locality{}, LbEndpoints: lbs}}
+	}
+	return cla
+}
+
+// fixedClusters are Istio's BlackHole, Passthrough and InboundPassthrough.
+func fixedClusters() []*clusterv3.Cluster {
+	return []*clusterv3.Cluster{
+		{
+			Name:                 BlackHoleCluster,
+			ConnectTimeout:       durationpb.New(defaultConnectTimeout),
+			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
+			LoadAssignment:       &endpointv3.ClusterLoadAssignment{ClusterName: BlackHoleCluster},
+		},
+		originalDst(PassthroughCluster, ""),
+		originalDst(InboundPassthroughCluster, inboundBindAddress),
+	}
+}
+
+func originalDst(name, bind string) *clusterv3.Cluster {
+	c := &clusterv3.Cluster{
+		Name:                 name,
+		ConnectTimeout:       durationpb.New(defaultConnectTimeout),
+		ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST},
+		LbPolicy:             clusterv3.Cluster_CLUSTER_PROVIDED,
+	}
+	if bind != "" {
+		c.UpstreamBindConfig = &corev3.BindConfig{SourceAddress: socketAddress(bind, 0)}
+	}
+	return c
+}
+
+// inboundCluster forwards to the app on its own port, from 127.0.0.6.
+func inboundCluster(port uint16) *clusterv3.Cluster {
+	return originalDst(model.InboundClusterName(port), inboundBindAddress)
+}
+
+func socketAddress(addr string, port uint16) *corev3.SocketAddress {
+	return &corev3.SocketAddress{Address: addr, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(port)}}
+}

@@ -1,0 +1,130 @@
+package gen
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+)
+
+// memoKey caches a scope's resources of one kind in the push context.
+type memoKey struct {
+	kind  string // "cds", "lds", "rds", "nds", "grpc-lds", ...
+	scope string
+	name  string
+}
+
+// claKey caches one cluster's load assignment.
+type claKey struct {
+	cluster string
+	host    string
+	labels  string
+}
+
+// Inherit carries cached resources from prev into pc when only endpoints
+// changed between them: everything but the load assignments of the changed
+// hosts stays valid.
+func Inherit(pc, prev *model.PushContext, change model.Change) {
+	if prev == nil || change.Full {
+		return
+	}
+	pc.InheritMemo(prev, func(k any) bool {
+		switch k := k.(type) {
+		case memoKey:
+			return k.kind != "eds"
+		case claKey:
+			_, changed := change.Hosts[k.host]
+			return !changed
+		}
+		return model.IsScopeKey(k)
+	})
+}
+
+// Generate returns the resources of typeURL for proxy p. names restricts
+// the result to those names (nil or empty: all, for wildcard types); names
+// that do not exist are left out. Resources are sorted by name.
+func Generate(pc *model.PushContext, p *model.Proxy, typeURL string, names []string) ([]*Resource, error) {
+	if p.IsGRPC() {
+		return generateGRPC(pc, p, typeURL, names)
+	}
+	sc := pc.ScopeFor(p)
+	var out []*Resource
+	switch typeURL {
+	case ClusterType:
+		out = append(slices.Clone(scopeClusters(pc, sc)), inboundClusters(pc, p)...)
+	case ListenerType:
+		out = append(slices.Clone(scopeListeners(pc, sc)), inboundListener(pc, p))
+	case RouteType:
+		out = scopeRoutes(pc, sc)
+	case EndpointType:
+		return pick(scopeEndpoints(pc, sc), names), nil
+	case NameTableType:
+		out = []*Resource{nameTable(pc, sc)}
+	default:
+		return nil, fmt.Errorf("unsupported type %s", typeURL)
+	}
+	if len(names) > 0 && typeURL != NameTableType {
+		out = filter(out, names)
+	}
+	slices.SortFunc(out, func(a, b *Resource) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// filter keeps the resources named in names.
+func filter(rs []*Resource, names []string) []*Resource {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []*Resource
+	for _, r := range rs {
+		if want[r.Name] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// pick returns the named resources of m, sorted by name.
+func pick(m map[string]*Resource, names []string) []*Resource {
+	var out []*Resource
+	if len(names) == 0 {
+		for _, r := range m {
+			out = append(out, r)
+		}
+	} else {
+		for _, n := range names {
+			if r := m[n]; r != nil {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *Resource) int { return strings.Compare(a.Name, b.Name) })
+	return slices.CompactFunc(out, func(a, b *Resource) bool { return a.Name == b.Name })
+}
+
+// marshalAll turns messages into resources; name reads a message's name.
+func marshalAll[T proto.Message](ms []T, name func(T) string) []*Resource {
+	out := make([]*Resource, 0, len(ms))
+	for _, m := range ms {
+		r, err := newResource(name(m), m)
+		if err != nil {
+			continue // not reachable for well-formed messages
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// EndpointHosts returns the host of an outbound cluster name, for matching
+// endpoint changes to EDS subscriptions.
+func EndpointHosts(cluster string) string {
+	_, _, host, ok := model.ParseClusterName(cluster)
+	if !ok {
+		return ""
+	}
+	return host
+}

@@ -1,0 +1,177 @@
+package gen
+
+import (
+	"fmt"
+	"net/netip"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	origdstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+)
+
+// Istio's listener names and ports.
+const (
+	VirtualOutbound     = "virtualOutbound"
+	VirtualInbound      = "virtualInbound"
+	VirtualOutboundPort = 15001
+	VirtualInboundPort  = 15006
+)
+
+func address(ip string, port uint16) *corev3.Address {
+	return &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: socketAddress(ip, port)}}
+}
+
+func routerFilter() *hcmv3.HttpFilter {
+	return &hcmv3.HttpFilter{Name: "envoy.filters.http.router", ConfigType: &hcmv3.HttpFilter_TypedConfig{TypedConfig: mustAny(&routerv3.Router{})}}
+}
+
+// hcmFilter wraps a connection manager in a network filter.
+func hcmFilter(h *hcmv3.HttpConnectionManager) *listenerv3.Filter {
+	return &listenerv3.Filter{Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(h)}}
+}
+
+// rdsManager is an outbound connection manager fetching route config name.
+func rdsManager(statPrefix, routeName string) *hcmv3.HttpConnectionManager {
+	return &hcmv3.HttpConnectionManager{
+		StatPrefix: statPrefix,
+		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
+			ConfigSource: adsSource(), RouteConfigName: routeName,
+		}},
+		HttpFilters: []*hcmv3.HttpFilter{routerFilter()},
+	}
+}
+
+func tcpFilter(cluster string) *listenerv3.Filter {
+	return &listenerv3.Filter{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(&tcpv3.TcpProxy{
+		StatPrefix: cluster, ClusterSpecifier: &tcpv3.TcpProxy_Cluster{Cluster: cluster},
+	})}}
+}
+
+// outboundListeners builds virtualOutbound and the per-port listeners for
+// the services of a scope: HTTP ports share 0.0.0.0_PORT (routes by port
+// name over RDS), TCP ports with a VIP get VIP_PORT.
+func outboundListeners(sc *model.Scope) []*listenerv3.Listener {
+	var perPort []*listenerv3.Listener
+	httpPorts := map[uint16]bool{}
+	seen := map[string]bool{}
+	var chains []*listenerv3.FilterChain
+	for _, svc := range sc.Services {
+		if svc.Resolution == model.Passthrough && len(svc.Addresses) == 0 {
+			continue
+		}
+		for _, p := range svc.Ports {
+			if p.Protocol.IsHTTP() {
+				if !httpPorts[p.Port] {
+					httpPorts[p.Port] = true
+					name := fmt.Sprintf("0.0.0.0_%d", p.Port)
+					perPort = append(perPort, &listenerv3.Listener{
+						Name: name, Address: address("0.0.0.0", p.Port), BindToPort: wrapperspb.Bool(false),
+						TrafficDirection: corev3.TrafficDirection_OUTBOUND,
+						FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
+							hcmFilter(rdsManager("outbound_"+name, fmt.Sprint(p.Port)))}}},
+					})
+				}
+			}
+			for _, vip := range svc.Addresses {
+				key := fmt.Sprintf("%s_%d", vip, p.Port)
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				cluster := model.ClusterName(p.Port, "", svc.Hostname)
+				var f *listenerv3.Filter
+				if p.Protocol.IsHTTP() {
+					f = hcmFilter(rdsManager("outbound_"+key, fmt.Sprint(p.Port)))
+				} else {
+					f = tcpFilter(cluster)
+					perPort = append(perPort, &listenerv3.Listener{
+						Name: key, Address: address(vip, p.Port), BindToPort: wrapperspb.Bool(false),
+						TrafficDirection: corev3.TrafficDirection_OUTBOUND,
+						FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{f}}},
+					})
+				}
+				chains = append(chains, &listenerv3.FilterChain{
+					Name:             key,
+					FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{cidr(vip)}, DestinationPort: wrapperspb.UInt32(uint32(p.Port))},
+					Filters:          []*listenerv3.Filter{f},
+				})
+			}
+		}
+	}
+	vo := &listenerv3.Listener{
+		Name:             VirtualOutbound,
+		Address:          address("0.0.0.0", VirtualOutboundPort),
+		UseOriginalDst:   wrapperspb.Bool(true),
+		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
+		FilterChains:     chains,
+		DefaultFilterChain: &listenerv3.FilterChain{Name: "PassthroughFilterChain",
+			Filters: []*listenerv3.Filter{tcpFilter(PassthroughCluster)}},
+	}
+	return append([]*listenerv3.Listener{vo}, perPort...)
+}
+
+func cidr(ip string) *corev3.CidrRange {
+	bits := uint32(32)
+	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() {
+		bits = 128
+	}
+	return &corev3.CidrRange{AddressPrefix: ip, PrefixLen: wrapperspb.UInt32(bits)}
+}
+
+// inboundPort is one port the proxy's workload serves.
+type inboundPort struct {
+	port     uint16 // workload (target) port
+	protocol model.Protocol
+}
+
+// virtualInbound builds the 15006 listener: one filter chain per workload
+// port, then a passthrough chain.
+func virtualInbound(ports []inboundPort) *listenerv3.Listener {
+	var chains []*listenerv3.FilterChain
+	for _, p := range ports {
+		cluster := model.InboundClusterName(p.port)
+		var f *listenerv3.Filter
+		if p.protocol.IsHTTP() {
+			f = hcmFilter(&hcmv3.HttpConnectionManager{
+				StatPrefix: cluster,
+				RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
+					Name: cluster,
+					VirtualHosts: []*routev3.VirtualHost{{
+						Name: fmt.Sprintf("inbound|http|%d", p.port), Domains: []string{"*"},
+						Routes: []*routev3.Route{{
+							Name:   "default",
+							Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+							Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster}, Timeout: durationpb.New(0)}},
+						}},
+					}},
+				}},
+				HttpFilters: []*hcmv3.HttpFilter{routerFilter()},
+			})
+		} else {
+			f = tcpFilter(cluster)
+		}
+		chains = append(chains, &listenerv3.FilterChain{
+			Name:             cluster,
+			FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(uint32(p.port))},
+			Filters:          []*listenerv3.Filter{f},
+		})
+	}
+	return &listenerv3.Listener{
+		Name:             VirtualInbound,
+		Address:          address("0.0.0.0", VirtualInboundPort),
+		TrafficDirection: corev3.TrafficDirection_INBOUND,
+		ListenerFilters: []*listenerv3.ListenerFilter{{Name: "envoy.filters.listener.original_dst",
+			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&origdstv3.OriginalDst{})}}},
+		FilterChains: chains,
+		DefaultFilterChain: &listenerv3.FilterChain{Name: "InboundPassthroughFilterChain",
+			Filters: []*listenerv3.Filter{tcpFilter(InboundPassthroughCluster)}},
+	}
+}

@@ -1,0 +1,36 @@
+package gen
+
+import (
+	"slices"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/nds"
+)
+
+// nameTable lists the scope's hosts with their addresses: VIPs, or for
+// headless Kubernetes services the endpoint addresses.
+func nameTable(pc *model.PushContext, sc *model.Scope) *Resource {
+	return pc.Memo(memoKey{kind: "nds", scope: sc.Key}, func() any {
+		nt := &nds.NameTable{Table: map[string]*nds.NameTable_NameInfo{}}
+		for _, svc := range sc.Services {
+			ips := slices.Clone(svc.Addresses)
+			if len(ips) == 0 && svc.Registry == model.RegistryKubernetes && svc.Resolution == model.ClientSideLB {
+				for _, e := range pc.Endpoints[svc.Hostname] {
+					if !e.DNSName && !slices.Contains(ips, e.Address) {
+						ips = append(ips, e.Address)
+					}
+				}
+			}
+			if len(ips) == 0 {
+				continue
+			}
+			ni := &nds.NameTable_NameInfo{Ips: ips, Registry: svc.Registry}
+			if svc.Registry == model.RegistryKubernetes {
+				ni.Shortname, ni.Namespace = svc.Name, svc.Namespace
+			}
+			nt.Table[svc.Hostname] = ni
+		}
+		r, _ := newResource("", nt)
+		return r
+	}).(*Resource)
+}

@@ -1,0 +1,83 @@
+package gen
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Type URLs istiod serves.
+const (
+	ClusterType   = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	EndpointType  = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	ListenerType  = "type.googleapis.com/envoy.config.listener.v3.Listener"
+	RouteType     = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	NameTableType = "type.googleapis.com/istio.networking.nds.v1.NameTable"
+)
+
+// PushOrder is the order types are pushed in: clusters before their
+// endpoints, listeners before their routes.
+var PushOrder = []string{ClusterType, EndpointType, ListenerType, RouteType, NameTableType}
+
+// IsWildcard reports whether a type is subscribed to as a whole (CDS, LDS,
+// NDS) rather than by name (EDS, RDS) for Envoy sidecars.
+func IsWildcard(typeURL string) bool {
+	return typeURL == ClusterType || typeURL == ListenerType || typeURL == NameTableType
+}
+
+// ShortName returns "CDS", "EDS", ... for a type URL.
+func ShortName(typeURL string) string {
+	switch typeURL {
+	case ClusterType:
+		return "CDS"
+	case EndpointType:
+		return "EDS"
+	case ListenerType:
+		return "LDS"
+	case RouteType:
+		return "RDS"
+	case NameTableType:
+		return "NDS"
+	}
+	return typeURL
+}
+
+// Resource is one generated resource, marshaled once and immutable.
+type Resource struct {
+	// Name is the resource name.
+	Name string
+	// Any holds the marshaled resource.
+	Any *anypb.Any
+	// Version is a hash of the content, used as the delta resource version.
+	Version string
+}
+
+var deterministic = proto.MarshalOptions{Deterministic: true}
+
+// newResource marshals m (deterministically, so equal content has an equal
+// version).
+func newResource(name string, m proto.Message) (*Resource, error) {
+	b, err := deterministic.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s: %w", name, err)
+	}
+	h := fnv.New64a()
+	h.Write(b)
+	return &Resource{
+		Name:    name,
+		Any:     &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b},
+		Version: strconv.FormatUint(h.Sum64(), 36),
+	}, nil
+}
+
+// mustAny packs m for an Any field of another resource.
+func mustAny(m proto.Message) *anypb.Any {
+	b, err := deterministic.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("marshal %T: %v", m, err)) // only fails on invalid UTF-8 or cycles: a bug
+	}
+	return &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b}
+}

@@ -1,0 +1,179 @@
+package gen
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+)
+
+func clusterName(c *clusterv3.Cluster) string    { return c.GetName() }
+func listenerName(l *listenerv3.Listener) string { return l.GetName() }
+
+// scopeClusters are the outbound and fixed clusters of a scope.
+func scopeClusters(pc *model.PushContext, sc *model.Scope) []*Resource {
+	return pc.Memo(memoKey{kind: "cds", scope: sc.Key}, func() any {
+		cs := fixedClusters()
+		for _, svc := range sc.Services {
+			for _, p := range svc.Ports {
+				cs = append(cs, outboundClusters(svc, p, sc.DestinationRule[svc.Hostname], pc.Endpoints[svc.Hostname], false)...)
+			}
+		}
+		return marshalAll(cs, clusterName)
+	}).([]*Resource)
+}
+
+// scopeEndpoints are the load assignments of a scope's EDS clusters.
+func scopeEndpoints(pc *model.PushContext, sc *model.Scope) map[string]*Resource {
+	return pc.Memo(memoKey{kind: "eds", scope: sc.Key}, func() any {
+		m := map[string]*Resource{}
+		for _, svc := range sc.Services {
+			if svc.Resolution != model.ClientSideLB {
+				continue
+			}
+			dr := sc.DestinationRule[svc.Hostname]
+			for _, p := range svc.Ports {
+				subsets := []string{""}
+				for _, s := range subsetsOf(dr) {
+					subsets = append(subsets, s.GetName())
+				}
+				for _, s := range subsets {
+					name := model.ClusterName(p.Port, s, svc.Hostname)
+					labels, _ := subsetLabels(dr, s)
+					m[name] = clusterLoadAssignment(pc, svc, p.Port, name, labels)
+				}
+			}
+		}
+		return m
+	}).(map[string]*Resource)
+}
+
+// clusterLoadAssignment returns the (cached) assignment of one cluster.
+func clusterLoadAssignment(pc *model.PushContext, svc *model.Service, port uint16, name string, labels map[string]string) *Resource {
+	key := claKey{cluster: name, host: svc.Hostname, labels: fmt.Sprint(labelPairs(labels))}
+	return pc.Memo(key, func() any {
+		r, _ := newResource(name, loadAssignment(name, port, labels, pc.Endpoints[svc.Hostname]))
+		return r
+	}).(*Resource)
+}
+
+func labelPairs(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// scopeListeners are virtualOutbound and the per-port outbound listeners.
+func scopeListeners(pc *model.PushContext, sc *model.Scope) []*Resource {
+	return pc.Memo(memoKey{kind: "lds", scope: sc.Key}, func() any {
+		return marshalAll(outboundListeners(sc), listenerName)
+	}).([]*Resource)
+}
+
+// scopeRoutes are the outbound route configurations, one per HTTP port.
+func scopeRoutes(pc *model.PushContext, sc *model.Scope) []*Resource {
+	return pc.Memo(memoKey{kind: "rds", scope: sc.Key}, func() any {
+		b := &routeBuilder{pc: pc, scope: sc}
+		byPort := map[uint16]*routev3.RouteConfiguration{}
+		var ports []uint16
+		for _, svc := range sc.Services {
+			for _, p := range svc.Ports {
+				if !p.Protocol.IsHTTP() {
+					continue
+				}
+				rc := byPort[p.Port]
+				if rc == nil {
+					rc = &routev3.RouteConfiguration{Name: fmt.Sprint(p.Port)}
+					byPort[p.Port] = rc
+					ports = append(ports, p.Port)
+				}
+				rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
+					Name:    fmt.Sprintf("%s:%d", svc.Hostname, p.Port),
+					Domains: domains(svc, p.Port, sc.Namespace),
+					Routes:  b.routes(svc, p.Port),
+				})
+			}
+		}
+		slices.Sort(ports)
+		var rcs []*routev3.RouteConfiguration
+		for _, p := range ports {
+			rc := byPort[p]
+			dedupeDomains(rc)
+			rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
+				Name: "allow_any", Domains: []string{"*"},
+				Routes: []*routev3.Route{{
+					Name:   "allow_any",
+					Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+					Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: PassthroughCluster}}},
+				}},
+			})
+			rcs = append(rcs, rc)
+		}
+		return marshalAll(rcs, func(r *routev3.RouteConfiguration) string { return r.GetName() })
+	}).([]*Resource)
+}
+
+// dedupeDomains drops domains already claimed by an earlier virtual host:
+// Envoy rejects a route configuration with a domain twice.
+func dedupeDomains(rc *routev3.RouteConfiguration) {
+	seen := map[string]bool{}
+	for _, vh := range rc.VirtualHosts {
+		vh.Domains = slices.DeleteFunc(vh.Domains, func(d string) bool {
+			d = strings.ToLower(d)
+			if seen[d] {
+				return true
+			}
+			seen[d] = true
+			return false
+		})
+	}
+}
+
+// inboundPorts are the workload ports of the services selecting p's
+// workload, in its namespace.
+func inboundPorts(pc *model.PushContext, p *model.Proxy) []inboundPort {
+	labels := p.WorkloadLabels(pc)
+	if labels == nil {
+		return nil
+	}
+	seen := map[uint16]bool{}
+	var out []inboundPort
+	for _, svc := range pc.Services {
+		if svc.Namespace != p.Namespace || len(svc.Selector) == 0 || svc.Registry != model.RegistryKubernetes || !model.LabelsMatch(svc.Selector, labels) {
+			continue
+		}
+		for _, port := range svc.Ports {
+			t := port.TargetPort
+			if t == 0 {
+				t = port.Port
+			}
+			if !seen[t] {
+				seen[t] = true
+				out = append(out, inboundPort{port: t, protocol: port.Protocol})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b inboundPort) int { return int(a.port) - int(b.port) })
+	return out
+}
+
+func inboundClusters(pc *model.PushContext, p *model.Proxy) []*Resource {
+	var cs []*clusterv3.Cluster
+	for _, ip := range inboundPorts(pc, p) {
+		cs = append(cs, inboundCluster(ip.port))
+	}
+	return marshalAll(cs, clusterName)
+}
+
+func inboundListener(pc *model.PushContext, p *model.Proxy) *Resource {
+	r, _ := newResource(VirtualInbound, virtualInbound(inboundPorts(pc, p)))
+	return r
+}
