@@ -1,0 +1,91 @@
+package ca
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/skiff-mesh/skiff/pkg/pki"
+)
+
+// debounce is how long the watcher waits after the last file-system event
+// before re-reading the directory, so that a set of files written one after
+// the other is read once.
+const debounce = 100 * time.Millisecond
+
+// watch re-reads the key material directory when it changes (fsnotify, with
+// a poll every PollInterval in case an event is missed) until ctx ends.
+// Kubernetes Secret volumes swap a "..data" symlink: watching the directory
+// sees that as a create and a rename.
+func (c *CA) watch(ctx context.Context) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", c.dir, err)
+	}
+	defer w.Close()
+	if err := w.Add(c.dir); err != nil {
+		return fmt.Errorf("watch %s: %w", c.dir, err)
+	}
+	poll := time.NewTicker(c.cfg.PollInterval)
+	defer poll.Stop()
+	timer := time.NewTimer(0)
+	if !timer.Stop() {
+		<-timer.C
+	}
+	defer timer.Stop()
+	reload := func() {
+		if err := c.Reload(); err != nil {
+			c.log.Error("CA files changed but cannot be used; keeping the current issuer", "dir", c.dir, "err", err)
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return nil
+			}
+			c.log.Debug("CA directory event", "event", ev.String())
+			timer.Reset(debounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return nil
+			}
+			c.log.Warn("watching CA directory", "dir", c.dir, "err", err)
+		case <-timer.C:
+			reload()
+		case <-poll.C:
+			reload()
+		}
+	}
+}
+
+// publishFile writes the root bundle to RootCertPath now and whenever it
+// changes, until ctx ends.
+func (c *CA) publishFile(ctx context.Context) error {
+	path := c.cfg.RootCertPath
+	var last *pki.Bundle
+	for {
+		ch := c.Changed()
+		if roots := c.Roots(); !roots.Equal(last) {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return fmt.Errorf("publish root certificate: %w", err)
+			}
+			if err := writeFileAtomic(path, roots.PEM(), 0o644); err != nil {
+				return fmt.Errorf("publish root certificate: %w", err)
+			}
+			c.log.Info("published root certificate", "path", path, "roots", roots.Len())
+			last = roots
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ch:
+		}
+	}
+}
