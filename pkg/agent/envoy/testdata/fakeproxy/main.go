@@ -1,0 +1,66 @@
+// Command fakeproxy stands in for Envoy in the supervisor's tests: it takes
+// Envoy's flags, serves an admin API, and records what happens to it in the
+// file named by FAKEPROXY_LOG. FAKEPROXY_CRASH=N makes its first N runs exit 1.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+func record(format string, args ...any) {
+	f, err := os.OpenFile(os.Getenv("FAKEPROXY_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, format+"\n", args...)
+}
+
+func main() {
+	conf := flag.String("c", "", "bootstrap")
+	drain := flag.Int("drain-time-s", 0, "")
+	flag.String("drain-strategy", "", "")
+	flag.Bool("disable-hot-restart", false, "")
+	flag.String("local-address-ip-version", "", "")
+	flag.String("log-format", "", "")
+	flag.Int("concurrency", 0, "")
+	flag.Parse()
+	runs := 0
+	if b, err := os.ReadFile(os.Getenv("FAKEPROXY_LOG")); err == nil {
+		runs = strings.Count(string(b), "start ")
+	}
+	record("start c=%s drain=%d", *conf, *drain)
+	if n, _ := strconv.Atoi(os.Getenv("FAKEPROXY_CRASH")); runs < n {
+		record("crash")
+		os.Exit(1)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("FAKEPROXY_ADMIN_PORT"))
+	if err != nil {
+		record("admin listen: %v", err)
+		os.Exit(3)
+	}
+	http.HandleFunc("/drain_listeners", func(w http.ResponseWriter, r *http.Request) {
+		record("drain %s %s", r.Method, r.URL.RawQuery)
+	})
+	go func() { _ = http.Serve(ln, nil) }()
+	record("ready")
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
+	for s := range sigs {
+		record("signal %s", s)
+		if s == syscall.SIGTERM {
+			os.Exit(0)
+		}
+		if s == syscall.SIGUSR1 {
+			os.Exit(7)
+		}
+	}
+}
