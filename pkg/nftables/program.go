@@ -190,10 +190,10 @@ func Translate(sets []*ipt.Ruleset) (*Program, error) {
 		}
 		for _, r := range rs.Rules {
 			if spec(r.Table) == "" {
-				return nil, fmt.Errorf("%s rule %q: table %q has no istio-proxy nftables table", rs.Family, r.String(), r.Table)
+				return nil, fmt.Errorf("%s rule %q: table %q has no istio-proxy nftables table", rs.Family, ruleText(r), r.Table)
 			}
 			if !ipt.IsBuiltin(r.Table, r.Chain) && !slices.Contains(rs.Chains, ipt.ChainRef{Table: r.Table, Chain: r.Chain}) {
-				return nil, fmt.Errorf("%s rule %q: chain %s/%s is not declared", rs.Family, r.String(), r.Table, r.Chain)
+				return nil, fmt.Errorf("%s rule %q: chain %s/%s is not declared", rs.Family, ruleText(r), r.Table, r.Chain)
 			}
 		}
 	}
@@ -323,11 +323,11 @@ func translateTable(iptTable, name string, v4, v6 *ipt.Ruleset) (*Table, error) 
 			}
 			for _, r := range rs.ChainRules(iptTable, c) {
 				if r.Target.Kind == ipt.Jump && !jumpable[r.Target.Chain] {
-					return nil, fmt.Errorf("%s rule %q: jump to %s, which is not a declared chain of table %s", rs.Family, r.String(), r.Target.Chain, iptTable)
+					return nil, fmt.Errorf("%s rule %q: jump to %s, which is not a declared chain of table %s", rs.Family, ruleText(r), r.Target.Chain, iptTable)
 				}
 				nr, err := translateRule(r, rs.Family)
 				if err != nil {
-					return nil, fmt.Errorf("%s rule %s/%s %q: %w", rs.Family, iptTable, c, r.String(), err)
+					return nil, fmt.Errorf("%s rule %s/%s %q: %w", rs.Family, iptTable, c, ruleText(r), err)
 				}
 				fams[i] = append(fams[i], nr...)
 			}
@@ -544,6 +544,15 @@ func translateRule(r ipt.Rule, f ipt.Family) ([]*Rule, error) {
 	default:
 		return nil, fmt.Errorf("unsupported target kind %d", t.Kind)
 	}
+}
+
+// ruleText names an iptables rule in errors. The iptables renderer panics
+// on a target kind it does not know, so such rules are named by kind.
+func ruleText(r ipt.Rule) string {
+	if r.Target.Kind < ipt.Jump || r.Target.Kind > ipt.CTZone {
+		return fmt.Sprintf("-A %s ... (target kind %d)", r.Chain, r.Target.Kind)
+	}
+	return r.String()
 }
 
 // checkIfname accepts the interface names iptables accepts that nft can
