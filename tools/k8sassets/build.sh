@@ -29,9 +29,9 @@ if [ ! -x "$OUT/kube-apiserver" ]; then
     go mod edit -replace="$m=$m@v$STAGING"
   done
   pkg=k8s.io/component-base/version
-  go build -o "$WORK/kube-apiserver" -ldflags "-s -w -X $pkg.gitVersion=v$VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$MINOR" \
+  go build -o "$WORK/kube-apiserver.bin" -ldflags "-s -w -X $pkg.gitVersion=v$VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$MINOR" \
     k8s.io/kubernetes/cmd/kube-apiserver
-  mv "$WORK/kube-apiserver" "$OUT/kube-apiserver"
+  mv "$WORK/kube-apiserver.bin" "$OUT/kube-apiserver"
 fi
 
 if [ ! -x "$OUT/etcd" ]; then
@@ -39,7 +39,7 @@ if [ ! -x "$OUT/etcd" ]; then
   mkdir "$WORK/etcd" && cd "$WORK/etcd"
   go mod init skiff.local/etcdasset >/dev/null 2>&1
   go mod edit -require="go.etcd.io/etcd/server/v3@v$ETCD"
-  go build -o "$WORK/etcd" -ldflags "-s -w" go.etcd.io/etcd/server/v3
-  mv "$WORK/etcd" "$OUT/etcd"
+  go build -o "$WORK/etcd.bin" -ldflags "-s -w" go.etcd.io/etcd/server/v3
+  mv "$WORK/etcd.bin" "$OUT/etcd"
 fi
 echo "k8s assets: $OUT"
