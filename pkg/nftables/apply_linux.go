@@ -35,11 +35,13 @@ func userData(fp [16]byte) []byte {
 // priority, type and policy; and in each chain as many rules as p has, each
 // carrying in its user data the fingerprint of p's rule at that place
 // (table, chain, position and text). A rule added, removed, reordered or
-// replaced by anyone else, or one written by another build, fails the check.
+// replaced by anyone else (nft keeps no user data it was not given), or one
+// written by a build that translates it differently, fails the check.
 // Fingerprints are compared rather than expressions because the kernel
 // echoes user data verbatim, whereas its expression dumps vary by kernel
-// version (extra attributes, anonymous set names) and the netlink library
-// cannot parse some of them back (tproxy).
+// version (attributes it adds, anonymous set names) and the netlink
+// library's parser is lossy: it silently drops expressions it does not know
+// (tproxy) and reads "ct zone set" back as a load.
 func Apply(p *Program, o Options) (Result, error) {
 	cur, err := readState(o.NetNS)
 	if err != nil {
@@ -323,8 +325,8 @@ const (
 func nfgenmsg(family byte) []byte { return []byte{family, unix.NFNETLINK_V0, 0, 0} }
 
 // dumpRules lists the rules of an inet table: their chain and user data.
-// It reads the raw attributes rather than using the library's rule parser,
-// which fails on some expressions (tproxy) and is not needed here.
+// It reads the raw attributes: the expressions are not needed, and the
+// library's rule parser would decode them all.
 func dumpRules(nl *netlink.Conn, table string) ([]dumpedRule, error) {
 	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{{Type: unix.NFTA_RULE_TABLE, Data: append([]byte(table), 0)}})
 	if err != nil {
