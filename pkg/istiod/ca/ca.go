@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,9 @@ type CA struct {
 	dir  string // the watched directory in plug-in and file modes
 
 	state atomic.Pointer[signingState]
+	auths []Authenticator
+
+	issued, refused atomic.Uint64
 
 	mu      sync.Mutex // serializes reloads and guards changed
 	changed chan struct{}
@@ -111,6 +115,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*CA, error) {
 		return nil, fmt.Errorf("load CA: %w", err)
 	}
 	c.state.Store(st)
+	if !cfg.DisableCertAuthenticator {
+		c.auths = append(c.auths, NewCertAuthenticator(c))
+	}
+	c.auths = append(c.auths, cfg.Authenticators...)
 	c.log.Info("CA ready", "mode", c.mode, "source", source, "issuer", st.issuer.Cert.Subject.String(),
 		"roots", st.roots.Len(), "issuer_expires", st.issuer.Cert.NotAfter)
 	return c, nil
@@ -121,6 +129,23 @@ func (c *CA) Mode() Mode { return c.mode }
 
 // TrustDomain returns the trust domain of issued identities.
 func (c *CA) TrustDomain() string { return c.cfg.TrustDomain }
+
+// Stats counts CreateCertificate outcomes.
+type Stats struct {
+	// Issued counts certificates signed for callers.
+	Issued uint64
+	// Refused counts requests refused for any reason.
+	Refused uint64
+}
+
+// Stats returns the counts of issued and refused certificate requests.
+func (c *CA) Stats() Stats {
+	return Stats{Issued: c.issued.Load(), Refused: c.refused.Load()}
+}
+
+// Authenticators returns the authenticators CreateCertificate tries, in
+// order, for reuse by other services on the same port (xDS on 15012).
+func (c *CA) Authenticators() []Authenticator { return slices.Clone(c.auths) }
 
 // Roots returns the current bundle of trusted roots.
 func (c *CA) Roots() *pki.Bundle { return c.state.Load().roots }

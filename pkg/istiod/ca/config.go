@@ -89,8 +89,11 @@ type Config struct {
 	// at half its life and whenever the issuer changes.
 	ServingTTL time.Duration
 
-	// Authenticators prove callers' identities, tried in order.
+	// Authenticators prove callers' identities, tried in order after the
+	// CA's own CertAuthenticator (renewal with the current certificate).
 	Authenticators []Authenticator
+	// DisableCertAuthenticator leaves the CertAuthenticator out.
+	DisableCertAuthenticator bool
 
 	// PollInterval is how often the plug-in directory is re-read in case a
 	// file-system event was missed (1 minute).

@@ -186,4 +186,3 @@ func (p *rootPublisher) sync(ctx context.Context, nsName string) error {
 	p.log.Debug("updated root configmap", "namespace", nsName)
 	return nil
 }
-

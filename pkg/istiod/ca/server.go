@@ -31,8 +31,18 @@ func (c *CA) Register(s grpc.ServiceRegistrar) {
 // the call), InvalidArgument (bad PEM, CSR, key type or validity), and
 // PermissionDenied (the CSR names a SAN the caller did not prove).
 func (s *service) CreateCertificate(ctx context.Context, req *pb.IstioCertificateRequest) (*pb.IstioCertificateResponse, error) {
+	resp, err := s.createCertificate(ctx, req)
+	if err != nil {
+		s.ca.refused.Add(1)
+	} else {
+		s.ca.issued.Add(1)
+	}
+	return resp, err
+}
+
+func (s *service) createCertificate(ctx context.Context, req *pb.IstioCertificateRequest) (*pb.IstioCertificateResponse, error) {
 	c := s.ca
-	id, by, err := Authenticate(ctx, c.cfg.Authenticators)
+	id, by, err := Authenticate(ctx, c.auths)
 	if err != nil {
 		c.log.Info("certificate request refused", "err", err)
 		return nil, status.Error(codes.Unauthenticated, err.Error())
