@@ -23,7 +23,7 @@ func (p *Program) String() string {
 // tables. Each rule is followed by its purpose as a comment.
 func (p *Program) Script() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %d tables, %d rules, applied in one transaction\n", len(p.Tables), p.RuleCount())
+	fmt.Fprintf(&b, "# %s, %s, applied in one transaction\n", count(len(p.Tables), "table"), count(p.RuleCount(), "rule"))
 	for _, name := range OwnedTables() {
 		fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\n", name, name)
 	}
@@ -78,4 +78,11 @@ func (c *BaseChain) priorityText() string {
 		return "security"
 	}
 	return strconv.Itoa(int(c.Priority))
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
