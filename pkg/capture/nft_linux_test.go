@@ -502,3 +502,37 @@ func TestNFTablesConcurrentNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// TestNFTablesDualStack: with an IPv6 address in the pod, one inet table
+// captures both families, and each family keeps its own exemptions.
+func TestNFTablesDualStack(t *testing.T) {
+	netnstest.RequireRoot(t)
+	p := newPod(t)
+	p.pod.Exec(t, "ip", "addr", "add", "fd77::2/64", "dev", p.podIf, "nodad")
+	p.peer.Exec(t, "ip", "addr", "add", "fd77::1/64", "dev", p.peerIf, "nodad")
+	podIP6, peerIP6 := netip.MustParseAddr("fd77::2"), netip.MustParseAddr("fd77::1")
+	cfg := Injector() // Resolve turns IPv6 on: the pod has a global IPv6 address
+	outbound := listen(t, p.pod, ":15001")
+	inbound := listen(t, p.pod, ":15006")
+	server := listen(t, p.peer, ":8080")
+	local := listen(t, p.pod, "[::1]:9090")
+	runNFT(t, p.pod, &cfg)
+	if out := p.pod.Exec(t, "nft", "list", "table", "inet", nftables.TableNAT); !strings.Contains(out, "ip6 daddr ::1 return") {
+		t.Fatalf("IPv6 rules missing:\n%s", out)
+	}
+	for _, peer := range []netip.AddrPort{netip.AddrPortFrom(p.peerIP, 8080), netip.AddrPortFrom(peerIP6, 8080)} {
+		dial(t, p.pod, peer)
+		expect(t, "app outbound to "+peer.String(), outbound, peer, server)
+		dialAsProxy(t, p.pod, peer)
+		expect(t, "proxy outbound to "+peer.String(), server, peer, outbound)
+	}
+	for _, app := range []netip.AddrPort{netip.AddrPortFrom(p.podIP, 9080), netip.AddrPortFrom(podIP6, 9080)} {
+		dial(t, p.peer, app)
+		expect(t, "inbound to "+app.String(), inbound, app)
+	}
+	lo6 := netip.MustParseAddrPort("[::1]:9090")
+	dial(t, p.pod, lo6)
+	expect(t, "IPv6 loopback", local, lo6, outbound)
+	cleanupNFT(t, p.pod, &cfg)
+	assertNoNFTResidue(t, p.pod)
+}
