@@ -128,3 +128,21 @@ func EndpointHosts(cluster string) string {
 	}
 	return host
 }
+
+// ClusterNames returns the EDS cluster names of host as proxy p sees them
+// (every port, every subset), for pushing an endpoint change.
+func ClusterNames(pc *model.PushContext, p *model.Proxy, host string) []string {
+	sc := pc.ScopeFor(p)
+	svc := pc.ServiceByHost[host]
+	if svc == nil || !sc.Visible(host) || svc.Resolution != model.ClientSideLB {
+		return nil
+	}
+	var out []string
+	for _, port := range svc.Ports {
+		out = append(out, model.ClusterName(port.Port, "", host))
+		for _, s := range subsetsOf(sc.DestinationRule[host]) {
+			out = append(out, model.ClusterName(port.Port, s.GetName(), host))
+		}
+	}
+	return out
+}

@@ -1,0 +1,155 @@
+package xds
+
+import (
+	"hash/fnv"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+// pushEvent is a push queued for a connection.
+type pushEvent struct {
+	pc    *model.PushContext
+	full  bool
+	hosts map[string]struct{}
+	start time.Time
+}
+
+// merge combines a pending event with a newer one.
+func (e *pushEvent) merge(n *pushEvent) *pushEvent {
+	if e == nil {
+		return n
+	}
+	m := &pushEvent{pc: n.pc, full: e.full || n.full, start: e.start}
+	if !m.full {
+		m.hosts = make(map[string]struct{}, len(e.hosts)+len(n.hosts))
+		for h := range e.hosts {
+			m.hosts[h] = struct{}{}
+		}
+		for h := range n.hosts {
+			m.hosts[h] = struct{}{}
+		}
+	}
+	return m
+}
+
+// Connection is one ADS stream.
+type Connection struct {
+	id        string
+	proxy     *model.Proxy
+	delta     bool
+	connected time.Time
+	server    *Server
+
+	pendingMu sync.Mutex
+	pending   *pushEvent
+	pushReady chan struct{}
+
+	// mu guards watched; the stream goroutine writes, syncz reads.
+	mu      sync.Mutex
+	watched map[string]*watch
+	nonce   uint64
+}
+
+// ID returns the connection id ("NODE-ID-N").
+func (c *Connection) ID() string { return c.id }
+
+// Proxy returns the connected proxy.
+func (c *Connection) Proxy() *model.Proxy { return c.proxy }
+
+func (c *Connection) enqueue(ev *pushEvent) {
+	c.pendingMu.Lock()
+	c.pending = c.pending.merge(ev)
+	c.pendingMu.Unlock()
+	select {
+	case c.pushReady <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Connection) takePending() *pushEvent {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	ev := c.pending
+	c.pending = nil
+	return ev
+}
+
+func (c *Connection) nextNonce() string {
+	c.nonce++
+	return c.id + "/" + itoa(c.nonce)
+}
+
+// Status returns the sync state of every type.
+func (c *Connection) Status() ProxyStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ps := ProxyStatus{Proxy: c.proxy.ID, ConnectionID: c.id, Delta: c.delta, Generator: c.proxy.Generator,
+		ConnectedAt: c.connected, Types: map[string]TypeStatus{}}
+	for _, t := range gen.PushOrder {
+		w := c.watched[t]
+		ts := TypeStatus{Status: w.status()}
+		if w != nil {
+			ts.Sent, ts.Acked, ts.Version, ts.Resources = w.nonceSent, w.nonceAcked, w.versionSent, len(w.names)
+			if w.nackNonce != "" && w.nackNonce == w.nonceSent {
+				ts.Error = w.nackMessage
+			}
+		}
+		ps.Types[gen.ShortName(t)] = ts
+	}
+	return ps
+}
+
+// isWildcard reports whether a first request for typeURL with names
+// subscribes to everything.
+func (c *Connection) isWildcard(typeURL string, names []string) bool {
+	if slices.Contains(names, "*") {
+		return true
+	}
+	return len(names) == 0 && gen.IsWildcard(typeURL) && !(c.proxy.IsGRPC() && typeURL != gen.NameTableType)
+}
+
+// sortedNames returns names sorted and deduplicated, without "*".
+func sortedNames(names []string) []string {
+	out := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == "*" })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// setHash fingerprints a response's resource set.
+func setHash(rs []*gen.Resource) string {
+	h := fnv.New64a()
+	for _, r := range rs {
+		h.Write([]byte(r.Name))
+		h.Write([]byte{0})
+		h.Write([]byte(r.Version))
+		h.Write([]byte{0})
+	}
+	return itoa(h.Sum64())
+}
+
+// inHosts keeps the resources whose cluster is of a changed host.
+func inHosts(rs []*gen.Resource, hosts map[string]struct{}) []*gen.Resource {
+	var out []*gen.Resource
+	for _, r := range rs {
+		if _, ok := hosts[gen.EndpointHosts(r.Name)]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Subscribed returns the names subscribed for typeURL; nil means wildcard
+// or not subscribed.
+func (c *Connection) Subscribed(typeURL string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.watched[typeURL]
+	if w == nil || w.wildcard {
+		return nil
+	}
+	return slices.Clone(w.names)
+}

@@ -1,0 +1,219 @@
+package xds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+type deltaStream = discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer
+
+// DeltaAggregatedResources serves one delta (incremental) ADS stream.
+func (s *Server) DeltaAggregatedResources(stream deltaStream) error {
+	ctx := stream.Context()
+	reqs := make(chan *discoveryv3.DeltaDiscoveryRequest)
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case reqs <- req:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var c *Connection
+	defer func() {
+		if c != nil {
+			s.removeConn(c)
+		}
+	}()
+	var pushReady chan struct{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+				return nil
+			}
+			return err
+		case req := <-reqs:
+			if c == nil {
+				var err error
+				if c, err = s.initConnection(ctx, req.GetNode().GetId(), req.GetNode().GetMetadata(), true); err != nil {
+					return err
+				}
+				pushReady = c.pushReady
+			}
+			if err := c.handleDelta(stream, req); err != nil {
+				return err
+			}
+		case <-pushReady:
+			if ev := c.takePending(); ev != nil {
+				if err := c.pushDelta(ctx, stream, ev); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// handleDelta applies one delta request. Subscription changes always apply;
+// ACK and NACK only when the nonce is the last one sent.
+func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDiscoveryRequest) error {
+	typ := req.GetTypeUrl()
+	label := typeLabel(typ)
+	c.mu.Lock()
+	w := c.watched[typ]
+	first := w == nil
+	if first {
+		w = &watch{typeURL: typ, have: map[string]string{}}
+		w.wildcard = c.isWildcard(typ, req.GetResourceNamesSubscribe())
+		for n, v := range req.GetInitialResourceVersions() {
+			w.have[n] = v
+		}
+		c.watched[typ] = w
+	}
+	if n := req.GetResponseNonce(); n != "" && !first {
+		switch {
+		case n != w.nonceSent:
+			c.server.metrics.Expired(label)
+		case req.GetErrorDetail() != nil:
+			w.nackNonce, w.nackMessage = n, req.GetErrorDetail().GetMessage()
+			c.server.metrics.Reject(label)
+			c.server.log.Warn("config rejected by proxy", "proxy", c.proxy.ID, "type", label, "error", w.nackMessage)
+		default:
+			w.nonceAcked, w.versionAcked = n, w.versionSent
+		}
+	}
+	var added []string
+	for _, n := range req.GetResourceNamesSubscribe() {
+		if n == "*" {
+			w.wildcard = true
+			continue
+		}
+		if _, ok := slices.BinarySearch(w.names, n); !ok {
+			w.names = append(w.names, n)
+			slices.Sort(w.names)
+			added = append(added, n)
+		}
+	}
+	for _, n := range req.GetResourceNamesUnsubscribe() {
+		if n == "*" {
+			w.wildcard = false
+			continue
+		}
+		if i, ok := slices.BinarySearch(w.names, n); ok {
+			w.names = slices.Delete(w.names, i, i+1)
+		}
+		delete(w.have, n)
+	}
+	c.mu.Unlock()
+	if first || len(added) > 0 {
+		return c.sendDelta(stream, c.server.PushContext(), w, nil, first)
+	}
+	return nil
+}
+
+func (c *Connection) pushDelta(ctx context.Context, stream deltaStream, ev *pushEvent) error {
+	if err := c.server.sem.Acquire(ctx, 1); err != nil {
+		return nil
+	}
+	defer c.server.sem.Release(1)
+	for _, typ := range gen.PushOrder {
+		c.mu.Lock()
+		w := c.watched[typ]
+		c.mu.Unlock()
+		if w == nil || (!ev.full && typ != gen.EndpointType) {
+			continue
+		}
+		if err := c.sendDelta(stream, ev.pc, w, ev, false); err != nil {
+			return err
+		}
+	}
+	c.server.observeConvergence(ev.start)
+	return nil
+}
+
+// sendDelta sends what the client lacks: resources whose version differs
+// from what it holds, and removals of what no longer exists. With force, a
+// response goes out even when empty (answering a first request).
+func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *watch, ev *pushEvent, force bool) error {
+	c.mu.Lock()
+	var names []string
+	if !w.wildcard {
+		names = slices.Clone(w.names)
+	}
+	subscribed := w.wildcard || len(names) > 0
+	c.mu.Unlock()
+	if !subscribed && !force {
+		return nil
+	}
+	if ev != nil && !ev.full {
+		names = c.changedClusters(pc, names, ev.hosts)
+		if len(names) == 0 {
+			return nil
+		}
+	}
+	var rs []*gen.Resource
+	if subscribed {
+		var err error
+		if rs, err = gen.Generate(pc, c.proxy, w.typeURL, names); err != nil {
+			c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "error", err)
+		}
+	}
+	c.mu.Lock()
+	resp := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: w.typeURL, SystemVersionInfo: pc.Version}
+	present := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		present[r.Name] = true
+		if w.have[r.Name] == r.Version {
+			continue
+		}
+		resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: r.Name, Version: r.Version, Resource: r.Any})
+	}
+	// What the client holds but is gone: for wildcard everything absent, for
+	// named subscriptions the subscribed names that no longer exist.
+	if ev == nil || ev.full {
+		for n := range w.have {
+			if !present[n] {
+				resp.RemovedResources = append(resp.RemovedResources, n)
+			}
+		}
+		slices.Sort(resp.RemovedResources)
+	}
+	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 && !force {
+		c.mu.Unlock()
+		return nil
+	}
+	for _, r := range resp.Resources {
+		w.have[r.Name] = r.Version
+	}
+	for _, n := range resp.RemovedResources {
+		delete(w.have, n)
+	}
+	resp.Nonce = c.nextNonce()
+	w.nonceSent, w.versionSent, w.sentAt = resp.Nonce, pc.Version, time.Now()
+	c.mu.Unlock()
+	if err := stream.Send(resp); err != nil {
+		return fmt.Errorf("send delta %s to %s: %w", typeLabel(w.typeURL), c.proxy.ID, err)
+	}
+	c.server.metrics.Push(typeLabel(w.typeURL))
+	return nil
+}

@@ -1,0 +1,156 @@
+package xds
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"golang.org/x/sync/semaphore"
+	"google.golang.org/grpc"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/metrics"
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Log receives the server's logs.
+	Log *slog.Logger
+	// Metrics records pushes, NACKs and connections (nil: none).
+	Metrics *metrics.Metrics
+	// PushConcurrency bounds proxies being pushed to at once (default 100,
+	// Istio's PILOT_PUSH_THROTTLE).
+	PushConcurrency int
+}
+
+// Server serves ADS. Call Push with each new PushContext.
+type Server struct {
+	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
+
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	sem     *semaphore.Weighted
+
+	pc     atomic.Pointer[model.PushContext]
+	nextID atomic.Uint64
+
+	mu    sync.RWMutex
+	conns map[string]*Connection
+}
+
+var _ discoveryv3.AggregatedDiscoveryServiceServer = (*Server)(nil)
+
+// New returns a server with no push context: streams wait for the first.
+func New(o Options) *Server {
+	if o.PushConcurrency <= 0 {
+		o.PushConcurrency = 100
+	}
+	return &Server{
+		log:     o.Log.With("component", "xds"),
+		metrics: o.Metrics,
+		sem:     semaphore.NewWeighted(int64(o.PushConcurrency)),
+		conns:   map[string]*Connection{},
+	}
+}
+
+// Register adds the ADS service to g.
+func (s *Server) Register(g *grpc.Server) { discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, s) }
+
+// PushContext returns the current snapshot (nil before the first push).
+func (s *Server) PushContext() *model.PushContext { return s.pc.Load() }
+
+// Push makes pc current and queues a push of change to every connection.
+// Pushes are merged per connection: a slow proxy gets the latest state once.
+func (s *Server) Push(pc *model.PushContext, change model.Change) {
+	s.pc.Store(pc)
+	if change.Empty() {
+		return
+	}
+	ev := &pushEvent{pc: pc, full: change.Full, hosts: change.Hosts, start: time.Now()}
+	for _, c := range s.Connections() {
+		c.enqueue(ev)
+	}
+}
+
+// Connections returns the connected streams, sorted by id.
+func (s *Server) Connections() []*Connection {
+	s.mu.RLock()
+	out := make([]*Connection, 0, len(s.conns))
+	for _, c := range s.conns {
+		out = append(out, c)
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *Connection) int { return strings.Compare(a.id, b.id) })
+	return out
+}
+
+// Status reports every connection's sync state, for /debug/syncz.
+func (s *Server) Status() []ProxyStatus {
+	var out []ProxyStatus
+	for _, c := range s.Connections() {
+		out = append(out, c.Status())
+	}
+	return out
+}
+
+// Proxy returns the proxy of the first connection with node id id.
+func (s *Server) Proxy(id string) (*model.Proxy, bool) {
+	for _, c := range s.Connections() {
+		if c.proxy.ID == id {
+			return c.proxy, true
+		}
+	}
+	return nil, false
+}
+
+func (s *Server) addConn(c *Connection) {
+	s.mu.Lock()
+	s.conns[c.id] = c
+	s.mu.Unlock()
+	s.metrics.Connect(1)
+	s.log.Debug("proxy connected", "proxy", c.proxy.ID, "connection", c.id, "delta", c.delta)
+}
+
+func (s *Server) removeConn(c *Connection) {
+	s.mu.Lock()
+	delete(s.conns, c.id)
+	s.mu.Unlock()
+	s.metrics.Connect(-1)
+	s.log.Debug("proxy disconnected", "proxy", c.proxy.ID, "connection", c.id)
+}
+
+// waitPushContext blocks until the first push context exists.
+func (s *Server) waitPushContext(ctx context.Context) (*model.PushContext, error) {
+	for {
+		if pc := s.pc.Load(); pc != nil {
+			return pc, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) newConnection(p *model.Proxy, delta bool) *Connection {
+	return &Connection{
+		id:        fmt.Sprintf("%s-%d", p.ID, s.nextID.Add(1)),
+		proxy:     p,
+		delta:     delta,
+		connected: time.Now(),
+		watched:   map[string]*watch{},
+		pushReady: make(chan struct{}, 1),
+		server:    s,
+	}
+}
+
+// typeLabel is the metrics label of a type URL ("cds").
+func typeLabel(typeURL string) string { return strings.ToLower(gen.ShortName(typeURL)) }

@@ -1,0 +1,241 @@
+package xds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+// StreamAggregatedResources serves one state-of-the-world ADS stream.
+func (s *Server) StreamAggregatedResources(stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	ctx := stream.Context()
+	reqs := make(chan *discoveryv3.DiscoveryRequest)
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			req, err := stream.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case reqs <- req:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var c *Connection
+	defer func() {
+		if c != nil {
+			s.removeConn(c)
+		}
+	}()
+	var pushReady chan struct{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+				return nil
+			}
+			return err
+		case req := <-reqs:
+			if c == nil {
+				var err error
+				if c, err = s.initConnection(ctx, req.GetNode().GetId(), req.GetNode().GetMetadata(), false); err != nil {
+					return err
+				}
+				pushReady = c.pushReady
+			}
+			if err := c.handleSotW(stream, req); err != nil {
+				return err
+			}
+		case <-pushReady:
+			if ev := c.takePending(); ev != nil {
+				if err := c.pushSotW(ctx, stream, ev); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// initConnection parses the node of a stream's first request and registers
+// the connection once a push context exists.
+func (s *Server) initConnection(ctx context.Context, id string, meta *structpb.Struct, delta bool) (*Connection, error) {
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "first request has no node id")
+	}
+	p, err := model.ParseProxy(id, meta)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if _, err := s.waitPushContext(ctx); err != nil {
+		return nil, err
+	}
+	c := s.newConnection(p, delta)
+	s.addConn(c)
+	return c, nil
+}
+
+// handleSotW applies one request: first subscription, stale nonce, NACK,
+// ACK, or a change of subscribed names.
+func (c *Connection) handleSotW(stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer, req *discoveryv3.DiscoveryRequest) error {
+	typ := req.GetTypeUrl()
+	label := typeLabel(typ)
+	c.mu.Lock()
+	w := c.watched[typ]
+	if w == nil || w.nonceSent == "" || req.GetResponseNonce() == "" {
+		// A new subscription, or a client that reconnected and still
+		// carries the nonce of its previous stream: answer it.
+		if w == nil {
+			w = &watch{typeURL: typ}
+			c.watched[typ] = w
+		}
+		w.wildcard = c.isWildcard(typ, req.GetResourceNames())
+		w.names = sortedNames(req.GetResourceNames())
+		w.lastHash = ""
+		c.mu.Unlock()
+		return c.sendType(stream, c.server.PushContext(), w, nil, true)
+	}
+	if req.GetResponseNonce() != w.nonceSent {
+		c.mu.Unlock()
+		c.server.metrics.Expired(label)
+		c.server.log.Debug("ignoring stale nonce", "proxy", c.proxy.ID, "type", label, "nonce", req.GetResponseNonce(), "sent", w.nonceSent)
+		return nil
+	}
+	if d := req.GetErrorDetail(); d != nil {
+		w.nackNonce, w.nackMessage = req.GetResponseNonce(), d.GetMessage()
+		c.mu.Unlock()
+		c.server.metrics.Reject(label)
+		c.server.log.Warn("config rejected by proxy", "proxy", c.proxy.ID, "type", label, "version", w.versionSent, "error", d.GetMessage())
+		return nil
+	}
+	w.nonceAcked, w.versionAcked = req.GetResponseNonce(), w.versionSent
+	names := sortedNames(req.GetResourceNames())
+	if w.wildcard || slices.Equal(names, w.names) {
+		c.mu.Unlock()
+		return nil
+	}
+	w.names = names
+	w.lastHash = ""
+	c.mu.Unlock()
+	if len(names) == 0 && !gen.IsWildcard(typ) {
+		return nil // unsubscribed
+	}
+	return c.sendType(stream, c.server.PushContext(), w, nil, true)
+}
+
+// pushSotW pushes one (merged) event: every changed type in push order, or
+// EDS for the changed hosts only.
+func (c *Connection) pushSotW(ctx context.Context, stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer, ev *pushEvent) error {
+	if err := c.server.sem.Acquire(ctx, 1); err != nil {
+		return nil
+	}
+	defer c.server.sem.Release(1)
+	for _, typ := range gen.PushOrder {
+		c.mu.Lock()
+		w := c.watched[typ]
+		c.mu.Unlock()
+		if w == nil || (!w.wildcard && len(w.names) == 0) {
+			continue
+		}
+		if !ev.full && typ != gen.EndpointType {
+			continue
+		}
+		if err := c.sendType(stream, ev.pc, w, ev, false); err != nil {
+			return err
+		}
+	}
+	c.server.observeConvergence(ev.start)
+	return nil
+}
+
+// sendType generates and sends one type. With ev an endpoint-only push,
+// only the changed hosts' load assignments go out; otherwise the full set,
+// unless force is false and the set equals the last one sent.
+func (c *Connection) sendType(stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer, pc *model.PushContext, w *watch, ev *pushEvent, force bool) error {
+	c.mu.Lock()
+	names := w.names
+	if w.wildcard {
+		names = nil
+	}
+	c.mu.Unlock()
+	partial := ev != nil && !ev.full
+	if partial {
+		names = c.changedClusters(pc, names, ev.hosts)
+		if len(names) == 0 {
+			return nil
+		}
+	}
+	rs, err := gen.Generate(pc, c.proxy, w.typeURL, names)
+	if err != nil {
+		c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "error", err)
+		rs = nil
+	}
+	hash := ""
+	if !partial {
+		hash = setHash(rs)
+		c.mu.Lock()
+		same := hash == w.lastHash
+		c.mu.Unlock()
+		if same && !force {
+			return nil
+		}
+	}
+	if partial && len(rs) == 0 {
+		return nil
+	}
+	anys := make([]*anypb.Any, len(rs))
+	for i, r := range rs {
+		anys[i] = r.Any
+	}
+	c.mu.Lock()
+	nonce := c.nextNonce()
+	w.nonceSent, w.versionSent, w.sentAt = nonce, pc.Version, time.Now()
+	if partial {
+		w.lastHash = "" // the client's set is now a mix: resend on the next full push
+	} else {
+		w.lastHash = hash
+	}
+	c.mu.Unlock()
+	resp := &discoveryv3.DiscoveryResponse{VersionInfo: pc.Version, Resources: anys, TypeUrl: w.typeURL, Nonce: nonce}
+	if err := stream.Send(resp); err != nil {
+		return fmt.Errorf("send %s to %s: %w", typeLabel(w.typeURL), c.proxy.ID, err)
+	}
+	c.server.metrics.Push(typeLabel(w.typeURL))
+	return nil
+}
+
+// changedClusters returns the subscribed cluster names of changed hosts.
+func (c *Connection) changedClusters(pc *model.PushContext, subscribed []string, hosts map[string]struct{}) []string {
+	var out []string
+	for h := range hosts {
+		for _, n := range gen.ClusterNames(pc, c.proxy, h) {
+			if _, ok := slices.BinarySearch(subscribed, n); ok || subscribed == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func (s *Server) observeConvergence(start time.Time) {
+	if s.metrics != nil {
+		s.metrics.Convergence.Observe(time.Since(start).Seconds())
+	}
+}

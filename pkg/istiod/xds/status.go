@@ -1,0 +1,74 @@
+package xds
+
+import "time"
+
+// Sync states of one type for one proxy, as istioctl proxy-status shows them.
+const (
+	StatusSynced  = "SYNCED"
+	StatusStale   = "STALE"
+	StatusNotSent = "NOT SENT"
+	StatusError   = "ERROR"
+)
+
+// watch is the state of one type on one stream.
+type watch struct {
+	typeURL string
+	// wildcard is set for types subscribed as a whole.
+	wildcard bool
+	// names are the subscribed names, sorted (empty with wildcard).
+	names []string
+	// lastHash fingerprints the last full set sent; "" forces a resend.
+	lastHash string
+
+	nonceSent, versionSent   string
+	nonceAcked, versionAcked string
+	nackNonce, nackMessage   string
+	sentAt                   time.Time
+
+	// have is what a delta client holds: name -> version.
+	have map[string]string
+}
+
+// status returns the sync state of the watch (nil: never subscribed).
+func (w *watch) status() string {
+	switch {
+	case w == nil || w.nonceSent == "":
+		return StatusNotSent
+	case w.nackNonce != "" && w.nackNonce == w.nonceSent:
+		return StatusError
+	case w.nonceAcked == w.nonceSent:
+		return StatusSynced
+	}
+	return StatusStale
+}
+
+// TypeStatus is what syncz reports for one type of one proxy.
+type TypeStatus struct {
+	// Status is SYNCED, STALE, NOT SENT or ERROR.
+	Status string `json:"status"`
+	// Sent and Acked are the nonces last sent and last acknowledged.
+	Sent  string `json:"sent,omitempty"`
+	Acked string `json:"acked,omitempty"`
+	// Version is the version last sent.
+	Version string `json:"version,omitempty"`
+	// Error is the last NACK's message.
+	Error string `json:"error,omitempty"`
+	// Resources is the number of names subscribed (0 for wildcard).
+	Resources int `json:"subscribed,omitempty"`
+}
+
+// ProxyStatus is one connected proxy as syncz reports it.
+type ProxyStatus struct {
+	// Proxy is the node id.
+	Proxy string `json:"proxy"`
+	// ConnectionID distinguishes streams of one proxy.
+	ConnectionID string `json:"connection_id"`
+	// Delta is set for delta xDS streams.
+	Delta bool `json:"delta"`
+	// Generator is "grpc" for proxyless clients.
+	Generator string `json:"generator,omitempty"`
+	// ConnectedAt is when the stream started.
+	ConnectedAt time.Time `json:"connected_at"`
+	// Types maps "CDS", "EDS", "LDS", "RDS", "NDS" to their status.
+	Types map[string]TypeStatus `json:"types"`
+}
