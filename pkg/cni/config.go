@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
 
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
 )
@@ -54,6 +55,9 @@ func ParseConfig(b []byte) (*Config, error) {
 	}
 	if err := c.normalise(); err != nil {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig, "bad network configuration", err.Error())
+	}
+	if err := version.ParsePrevResult(&c.PluginConf); err != nil {
+		return nil, types.NewError(types.ErrDecodingFailure, "bad prevResult", err.Error())
 	}
 	return &c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -73,11 +74,10 @@ func newNode(t testing.TB, extra map[string]any) *node {
 	t.Helper()
 	netnstest.RequireRoot(t)
 	n := &node{ns: netnstest.New(t), dir: t.TempDir()}
-	data, err := os.ReadFile(kube.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(n.dir, cni.KubeconfigName), data, 0o600); err != nil {
+	// The plugin runs in the node namespace: give it the API server on the
+	// node's own loopback, forwarded by the test process.
+	api := forwardInto(t, n.ns, strings.TrimPrefix(kube.URL, "https://"))
+	if err := kubetest.WriteKubeconfig(filepath.Join(n.dir, cni.KubeconfigName), "https://"+api, kube.CAFile, kube.Config.BearerToken); err != nil {
 		t.Fatal(err)
 	}
 	ours := map[string]any{
@@ -87,8 +87,13 @@ func newNode(t testing.TB, extra map[string]any) *node {
 	for k, v := range extra {
 		ours[k] = v
 	}
+	version := "1.0.0" // Debian's bridge speaks up to 1.0.0
+	if v, ok := extra["cniVersion"].(string); ok {
+		version = v
+		delete(ours, "cniVersion")
+	}
 	list := map[string]any{
-		"cniVersion": "1.1.0", "name": "skiffnet",
+		"cniVersion": version, "name": "skiffnet",
 		"plugins": []any{
 			map[string]any{"type": "bridge", "bridge": "skbr0", "isGateway": true,
 				"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(n.dir, "ipam"),
@@ -97,6 +102,7 @@ func newNode(t testing.TB, extra map[string]any) *node {
 		},
 	}
 	b, _ := json.Marshal(list)
+	var err error
 	if n.conflist, err = libcni.ConfListFromBytes(b); err != nil {
 		t.Fatal(err)
 	}
@@ -320,8 +326,11 @@ func TestConcurrentAddsLegacy(t *testing.T) {
 	}
 }
 
+// TestStatusAndGC uses spec 1.1.0, which Debian's plugins do not speak: the
+// list holds our plugin alone.
 func TestStatusAndGC(t *testing.T) {
-	n := newNode(t, nil)
+	n := newNode(t, map[string]any{"cniVersion": "1.1.0"})
+	n.onlyOurs(t)
 	if err := n.do(t, func(ctx context.Context) error { return n.cni.GetStatusNetworkList(ctx, n.conflist) }); err != nil {
 		t.Errorf("STATUS with a kubeconfig: %v", err)
 	}
@@ -335,6 +344,71 @@ func TestStatusAndGC(t *testing.T) {
 	var ce *types.Error
 	if !errors.As(err, &ce) || ce.Code != types.ErrPluginNotAvailable {
 		t.Errorf("STATUS without a kubeconfig: %v, want code %d", err, types.ErrPluginNotAvailable)
+	}
+}
+
+// forwardInto listens on 127.0.0.1 inside ns and relays each connection to
+// target on the host's loopback. It returns the address inside ns.
+func forwardInto(t testing.TB, ns *netnstest.NS, target string) string {
+	t.Helper()
+	var ln net.Listener
+	ns.Do(t, func() (err error) {
+		ln, err = net.Listen("tcp4", "127.0.0.1:0")
+		return err
+	})
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { _, _ = io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
+				_, _ = io.Copy(c, up)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// onlyOurs drops the bridge from the node's conflist.
+func (n *node) onlyOurs(t testing.TB) {
+	var list map[string]any
+	_ = json.Unmarshal(n.conflist.Bytes, &list)
+	list["plugins"] = list["plugins"].([]any)[1:]
+	raw, _ := json.Marshal(list)
+	var err error
+	if n.conflist, err = libcni.ConfListFromBytes(raw); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpecVersions chains the plugin at every version Debian's bridge speaks,
+// and alone at 1.1.0, with a captured pod each time.
+func TestSpecVersions(t *testing.T) {
+	for _, v := range []string{"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"} {
+		t.Run(v, func(t *testing.T) {
+			n := newNode(t, map[string]any{"cniVersion": v})
+			if v == "1.1.0" {
+				n.onlyOurs(t)
+			}
+			pod := netnstest.New(t)
+			name := "v" + strings.ReplaceAll(v, ".", "")
+			createPod(t, name, injected(nil))
+			if _, err := n.add(t, pod, name); err != nil {
+				t.Fatalf("ADD at %s: %v", v, err)
+			}
+			if !strings.Contains(istioRules(t, pod), "-A ISTIO_OUTPUT -j ISTIO_REDIRECT") {
+				t.Errorf("no rules at %s", v)
+			}
+		})
 	}
 }
 

@@ -135,10 +135,7 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 
 func (p *Plugin) applyCapture(t *target) error {
 	cfg := t.decision.Capture
-	if t.conf.RawPrevResult != nil {
-		if err := version.ParsePrevResult(&t.conf.PluginConf); err != nil {
-			return cniError(types.ErrDecodingFailure, "bad prevResult", err)
-		}
+	if t.conf.PrevResult != nil {
 		if res, err := current.NewResultFromResult(t.conf.PrevResult); err == nil {
 			var ips []netip.Prefix
 			for _, ip := range res.IPs {
@@ -162,13 +159,8 @@ func (p *Plugin) applyCapture(t *target) error {
 }
 
 func (p *Plugin) printPrevResult(conf *Config) error {
-	if conf.RawPrevResult == nil {
-		return printTo(p.Stdout, &current.Result{CNIVersion: current.ImplementedSpecVersion}, conf.CNIVersion)
-	}
 	if conf.PrevResult == nil {
-		if err := version.ParsePrevResult(&conf.PluginConf); err != nil {
-			return cniError(types.ErrDecodingFailure, "bad prevResult", err)
-		}
+		return printTo(p.Stdout, &current.Result{CNIVersion: current.ImplementedSpecVersion}, conf.CNIVersion)
 	}
 	return printTo(p.Stdout, conf.PrevResult, conf.CNIVersion)
 }
