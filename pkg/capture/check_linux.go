@@ -6,6 +6,7 @@ import (
 
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
 	"github.com/skiff-mesh/skiff/pkg/netns"
+	"github.com/skiff-mesh/skiff/pkg/nftables"
 )
 
 // Check reports what is missing or extra in the namespace compared with the
@@ -13,12 +14,23 @@ import (
 func Check(ctx context.Context, cfg *Config) ([]string, error) {
 	var drift []string
 	err := netns.Do(cfg.NetworkNamespace, func() error {
-		if cfg.NativeNFTables {
-			return fmt.Errorf("check: --native-nftables rules cannot be checked yet")
-		}
 		c := *cfg
 		if err := Resolve(&c, ""); err != nil {
 			return err
+		}
+		if c.NativeNFTables {
+			prog, err := nftProgram(&c)
+			if err != nil {
+				return err
+			}
+			ok, err := nftables.InSync(prog, nftables.Options{})
+			if err != nil {
+				return err
+			}
+			if !ok {
+				drift = append(drift, "nftables: our inet tables differ from what the pod's annotations call for")
+			}
+			return nil
 		}
 		m, err := mode(ctx, &c)
 		if err != nil {

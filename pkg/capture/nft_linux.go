@@ -66,19 +66,7 @@ func applyNFTables(ctx context.Context, cfg *Config, log *slog.Logger, env Env) 
 	} else {
 		log.Info("rules already in place", "tables", len(prog.Tables))
 	}
-	if cfg.EnableIPv6 {
-		if err := addPassthroughV6(); err != nil {
-			return err
-		}
-	}
-	if cfg.InboundMode == TProxy {
-		families := []bool{false}
-		if cfg.EnableIPv6 {
-			families = append(families, true)
-		}
-		return setupRouting(cfg, families)
-	}
-	return cleanupRouting(cfg)
+	return afterApply(cfg)
 }
 
 // cleanupNFTables deletes our inet tables (and nothing else), the TPROXY

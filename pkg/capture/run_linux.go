@@ -11,6 +11,7 @@ import (
 
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
 	"github.com/skiff-mesh/skiff/pkg/netns"
+	"github.com/skiff-mesh/skiff/pkg/nftables"
 )
 
 // Env is where Run finds what it reads and runs besides the Config.
@@ -31,11 +32,12 @@ func (e Env) runner(m ipt.Mode) ipt.Runner {
 }
 
 // Run applies cfg to the network namespace it names (or the current one):
-// it converges the rules of each family in one iptables-restore transaction
-// (nothing runs when they already match), sets up TPROXY routing, and runs
-// the validation probe when asked. With CleanupOnly it removes everything
-// istio-iptables owns instead; with DryRun it prints the transactions and
-// changes nothing.
+// it converges the rules of each family in one iptables-restore transaction,
+// or with NativeNFTables all of them in one nftables netlink batch (nothing
+// is written when they already match), sets up TPROXY routing, and runs the
+// validation probe when asked. With CleanupOnly it removes everything
+// istio-iptables owns, in both backends, instead; with DryRun it prints the
+// transactions and changes nothing.
 func Run(ctx context.Context, cfg *Config, log *slog.Logger, env Env) error {
 	if env.Out == nil {
 		env.Out = os.Stdout
@@ -132,6 +134,19 @@ func apply(ctx context.Context, cfg *Config, log *slog.Logger, env Env) error {
 	if cfg.DryRun {
 		return nil
 	}
+	// Rules of the other backend (a switch from --native-nftables) would capture twice.
+	if present, err := nftables.Present(nftables.Options{}); err == nil && len(present) > 0 {
+		if _, err := nftables.Cleanup(nftables.Options{}); err != nil {
+			return fmt.Errorf("remove native nftables rules of an earlier run: %w", err)
+		}
+		log.Info("removed native nftables rules of an earlier run", "tables", present)
+	}
+	return afterApply(cfg)
+}
+
+// afterApply sets up what both backends need besides rules: ::6 on lo for
+// IPv6, and TPROXY policy routing (or its removal in REDIRECT mode).
+func afterApply(cfg *Config) error {
 	if cfg.EnableIPv6 {
 		if err := addPassthroughV6(); err != nil {
 			return err
@@ -211,5 +226,6 @@ func cleanup(ctx context.Context, cfg *Config, log *slog.Logger, env Env) error 
 	if cfg.DryRun {
 		return nil
 	}
-	return errors.Join(cleanupRouting(cfg), removePassthroughV6())
+	_, nftErr := nftables.Cleanup(nftables.Options{})
+	return errors.Join(nftErr, cleanupRouting(cfg), removePassthroughV6())
 }
