@@ -1,0 +1,35 @@
+// Command istiod is Skiff's lean istiod: services and Istio configuration
+// from YAML files (--config-dir) or Kubernetes, served as xDS on 15010.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod"
+)
+
+func main() {
+	f, err := istiod.ParseFlags(os.Args[1:], os.Getenv, os.Stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "istiod:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: f.LogLevel}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := istiod.Run(ctx, f.Config, log); err != nil {
+		log.Error("istiod failed", "error", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,80 @@
+package istiod
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Config is istiod's typed configuration, parsed and validated by the
+// command.
+type Config struct {
+	// ConfigDir, when set, selects the file registry (YAML files, watched).
+	ConfigDir string
+	// Kubeconfig selects the Kubernetes registry with that kubeconfig.
+	Kubeconfig string
+	// InCluster selects the Kubernetes registry with in-cluster credentials.
+	InCluster bool
+	// GRPCAddr is the plaintext xDS address (":15010").
+	GRPCAddr string
+	// MonitoringAddr serves /metrics and /ready (":15014"); empty disables.
+	MonitoringAddr string
+	// DebugAddr serves /debug/... (":8080"); empty disables.
+	DebugAddr string
+	// DebounceAfter is the quiet period that ends a burst of changes.
+	DebounceAfter time.Duration
+	// DebounceMax bounds how long a burst delays a push.
+	DebounceMax time.Duration
+	// EDSDebounce sends endpoint-only changes through the debouncer too
+	// (Istio's PILOT_ENABLE_EDS_DEBOUNCE, default true); when false they
+	// are pushed as soon as they are seen.
+	EDSDebounce bool
+	// PushConcurrency bounds proxies pushed to at once.
+	PushConcurrency int
+}
+
+// DefaultConfig returns Istio's defaults.
+func DefaultConfig() Config {
+	return Config{
+		GRPCAddr:        ":15010",
+		MonitoringAddr:  ":15014",
+		DebugAddr:       ":8080",
+		DebounceAfter:   100 * time.Millisecond,
+		DebounceMax:     10 * time.Second,
+		EDSDebounce:     true,
+		PushConcurrency: 100,
+	}
+}
+
+// Validate checks c; errors name the setting and the value.
+func (c Config) Validate() error {
+	var errs []error
+	sources := 0
+	for _, set := range []bool{c.ConfigDir != "", c.Kubeconfig != "", c.InCluster} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		errs = append(errs, fmt.Errorf("config source: want exactly one of --config-dir, --kubeconfig or in-cluster, got %d", sources))
+	}
+	for _, a := range []struct{ name, v string }{{"grpcAddr", c.GRPCAddr}, {"monitoringAddr", c.MonitoringAddr}, {"debugAddr", c.DebugAddr}} {
+		if a.v == "" && a.name != "grpcAddr" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.v); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", a.name, a.v, err))
+		}
+	}
+	if c.DebounceAfter <= 0 {
+		errs = append(errs, fmt.Errorf("debounce-after %v: must be positive", c.DebounceAfter))
+	}
+	if c.DebounceMax < c.DebounceAfter {
+		errs = append(errs, fmt.Errorf("debounce-max %v: must be at least debounce-after %v", c.DebounceMax, c.DebounceAfter))
+	}
+	if c.PushConcurrency <= 0 {
+		errs = append(errs, fmt.Errorf("push-concurrency %d: must be positive", c.PushConcurrency))
+	}
+	return errors.Join(errs...)
+}

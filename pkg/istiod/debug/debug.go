@@ -1,0 +1,89 @@
+// Package debug serves istiod's debug endpoints (port 8080 in Istio):
+// /debug/syncz, /debug/configz and /debug/config_dump?proxyID=.
+package debug
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+// Handler returns the debug mux.
+func Handler(x *xds.Server, reg registry.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/syncz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, x.Status())
+	})
+	mux.HandleFunc("GET /debug/configz", func(w http.ResponseWriter, _ *http.Request) {
+		var problems []string
+		for _, p := range reg.Problems() {
+			problems = append(problems, p.Error())
+		}
+		version := ""
+		if pc := x.PushContext(); pc != nil {
+			version = pc.Version
+		}
+		writeJSON(w, map[string]any{"version": version, "problems": problems, "objects": reg.Inputs()})
+	})
+	mux.HandleFunc("GET /debug/config_dump", func(w http.ResponseWriter, r *http.Request) {
+		configDump(w, r, x)
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// configDump writes what istiod would send a connected proxy now, by type.
+func configDump(w http.ResponseWriter, r *http.Request, x *xds.Server) {
+	id := r.URL.Query().Get("proxyID")
+	if id == "" {
+		http.Error(w, "proxyID query parameter required", http.StatusBadRequest)
+		return
+	}
+	var conn *xds.Connection
+	for _, c := range x.Connections() {
+		if c.Proxy().ID == id {
+			conn = c
+			break
+		}
+	}
+	pc := x.PushContext()
+	if conn == nil || pc == nil {
+		http.Error(w, fmt.Sprintf("proxy %q is not connected", id), http.StatusNotFound)
+		return
+	}
+	out := map[string][]json.RawMessage{}
+	for _, typ := range gen.PushOrder {
+		rs, err := gen.Generate(pc, conn.Proxy(), typ, conn.Subscribed(typ))
+		if err != nil {
+			continue
+		}
+		for _, res := range rs {
+			m, err := res.Any.UnmarshalNew()
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			b, err := protojson.Marshal(m)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			out[gen.ShortName(typ)] = append(out[gen.ShortName(typ)], b)
+		}
+	}
+	writeJSON(w, map[string]any{"proxy": id, "version": pc.Version, "config": out})
+}

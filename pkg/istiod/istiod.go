@@ -1,0 +1,270 @@
+package istiod
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/debug"
+	"github.com/skiff-mesh/skiff/pkg/istiod/metrics"
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry"
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry/file"
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+// Istiod is a configured istiod with its listeners open.
+type Istiod struct {
+	cfg     Config
+	log     *slog.Logger
+	reg     registry.Registry
+	xds     *xds.Server
+	metrics *metrics.Metrics
+	promReg *prometheus.Registry
+
+	grpcServers []*grpc.Server
+	listeners   []net.Listener // parallel to grpcServers
+	httpServers []*http.Server
+	httpLis     []net.Listener
+	addrs       map[string]string
+
+	pushMu   sync.Mutex
+	versions atomic.Uint64
+}
+
+// Run starts istiod and serves until ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) error {
+	d, err := New(ctx, cfg, log, opts...)
+	if err != nil {
+		return err
+	}
+	return d.Serve(ctx)
+}
+
+// New builds istiod: the registry, the xDS server and bound listeners
+// (so tests can use port 0 and read the addresses back).
+func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Istiod, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("istiod config: %w", err)
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.registry == nil {
+		o.registry = prometheus.NewRegistry()
+		o.registry.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	}
+	d := &Istiod{cfg: cfg, log: log, promReg: o.registry, metrics: metrics.New(o.registry), addrs: map[string]string{}}
+	reg, err := newRegistry(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	d.reg = reg
+	d.xds = xds.New(xds.Options{Log: log, Metrics: d.metrics, PushConcurrency: cfg.PushConcurrency})
+
+	if err := d.addGRPC("grpc", cfg.GRPCAddr, o.registerGRPC); err != nil {
+		d.closeListeners()
+		return nil, err
+	}
+	if o.secureAddr != "" {
+		if err := d.addGRPC("grpc-tls", o.secureAddr, o.registerGRPC, grpc.Creds(o.secureCreds)); err != nil {
+			d.closeListeners()
+			return nil, err
+		}
+	}
+	if cfg.MonitoringAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /ready", d.ready)
+		if err := d.addHTTP("monitoring", cfg.MonitoringAddr, mux); err != nil {
+			d.closeListeners()
+			return nil, err
+		}
+	}
+	if cfg.DebugAddr != "" {
+		if err := d.addHTTP("debug", cfg.DebugAddr, debug.Handler(d.xds, reg)); err != nil {
+			d.closeListeners()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+func newRegistry(ctx context.Context, cfg Config, log *slog.Logger) (registry.Registry, error) {
+	if cfg.ConfigDir != "" {
+		r := file.New(cfg.ConfigDir, log)
+		if err := r.Load(); err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+	r, err := kube.New(kube.Config{Kubeconfig: cfg.Kubeconfig, InCluster: cfg.InCluster}, log)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes registry: %w", err)
+	}
+	return r, nil
+}
+
+func (d *Istiod) addGRPC(name, addr string, register []func(*grpc.Server), extra ...grpc.ServerOption) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s %s: %w", name, addr, err)
+	}
+	opts := append([]grpc.ServerOption{
+		grpc.MaxConcurrentStreams(100000),
+		grpc.MaxRecvMsgSize(4 << 20),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
+	}, extra...)
+	g := grpc.NewServer(opts...)
+	d.xds.Register(g)
+	for _, r := range register {
+		r(g)
+	}
+	d.grpcServers, d.listeners = append(d.grpcServers, g), append(d.listeners, lis)
+	d.addrs[name] = lis.Addr().String()
+	return nil
+}
+
+func (d *Istiod) addHTTP(name, addr string, h http.Handler) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s %s: %w", name, addr, err)
+	}
+	d.httpServers = append(d.httpServers, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second})
+	d.httpLis = append(d.httpLis, lis)
+	d.addrs[name] = lis.Addr().String()
+	return nil
+}
+
+func (d *Istiod) closeListeners() {
+	for _, l := range append(d.listeners, d.httpLis...) {
+		l.Close()
+	}
+}
+
+// Addr returns the bound address of a listener: "grpc", "grpc-tls",
+// "monitoring" or "debug" ("" when not running).
+func (d *Istiod) Addr(name string) string { return d.addrs[name] }
+
+// XDS returns the xDS server.
+func (d *Istiod) XDS() *xds.Server { return d.xds }
+
+// Serve pushes the initial config, watches the registry and serves until
+// ctx ends, then stops every server.
+func (d *Istiod) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(d.grpcServers)+len(d.httpServers)+1)
+	if d.reg.Synced() {
+		d.push(time.Now(), nil)
+	}
+	deb := xds.NewDebouncer(xds.Debounce{After: d.cfg.DebounceAfter, Max: d.cfg.DebounceMax}, func(first time.Time) {
+		d.push(first, nil)
+	})
+	wg.Go(func() { deb.Run(ctx) })
+	wg.Go(func() {
+		if err := d.reg.Run(ctx, func() { d.changed(deb) }); err != nil {
+			errc <- fmt.Errorf("registry: %w", err)
+		}
+	})
+	for i, g := range d.grpcServers {
+		wg.Go(func() {
+			if err := g.Serve(d.listeners[i]); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				errc <- fmt.Errorf("grpc serve: %w", err)
+			}
+		})
+	}
+	for i, h := range d.httpServers {
+		wg.Go(func() {
+			if err := h.Serve(d.httpLis[i]); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("http serve: %w", err)
+			}
+		})
+	}
+	d.log.Info("istiod serving", "grpc", d.addrs["grpc"], "monitoring", d.addrs["monitoring"], "debug", d.addrs["debug"])
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	cancel()
+	for _, g := range d.grpcServers {
+		g.Stop()
+	}
+	for _, h := range d.httpServers {
+		h.Close()
+	}
+	wg.Wait()
+	return err
+}
+
+// changed handles a registry change: through the debouncer, or, for an
+// endpoint-only change with EDS debounce off, at once.
+func (d *Istiod) changed(deb *xds.Debouncer) {
+	if !d.cfg.EDSDebounce {
+		if d.push(time.Now(), func(c model.Change) bool { return !c.Full }) {
+			return
+		}
+	}
+	deb.Notify()
+}
+
+// push builds a push context from the registry and pushes what changed.
+// With only set, it pushes only changes that only accepts and reports
+// whether it did.
+func (d *Istiod) push(first time.Time, only func(model.Change) bool) bool {
+	d.pushMu.Lock()
+	defer d.pushMu.Unlock()
+	start := time.Now()
+	version := strconv.FormatUint(d.versions.Add(1), 10)
+	pc := model.BuildPushContext(d.reg.Inputs(), start.UTC().Format("2006-01-02T15:04:05Z")+"/"+version)
+	prev := d.xds.PushContext()
+	change := pc.Diff(prev)
+	if only != nil && !only(change) {
+		return false
+	}
+	if change.Empty() {
+		return true
+	}
+	gen.Inherit(pc, prev, change)
+	if d.metrics != nil {
+		d.metrics.Debounce.Observe(start.Sub(first).Seconds())
+		d.metrics.Services.Set(float64(len(pc.Services)))
+		d.metrics.VirtualServices.Set(float64(len(pc.VirtualServices)))
+		d.metrics.ConfigErrors.Set(float64(len(d.reg.Problems())))
+		kind := "endpoint"
+		if change.Full {
+			kind = "full"
+		}
+		d.metrics.Trigger(kind)
+	}
+	d.log.Debug("push", "version", pc.Version, "full", change.Full, "hosts", len(change.Hosts), "build", time.Since(start))
+	d.xds.Push(pc, change)
+	return true
+}
+
+// ready answers 200 once the registry is read and a push context exists.
+func (d *Istiod) ready(w http.ResponseWriter, _ *http.Request) {
+	if !d.reg.Synced() || d.xds.PushContext() == nil {
+		http.Error(w, "not ready", http.StatusServiceUnavailable)
+		return
+	}
+	w.Write([]byte("ready\n"))
+}

@@ -1,0 +1,232 @@
+// Package kube is istiod's registry for a Kubernetes cluster: Services,
+// EndpointSlices and Pods, and Istio's ServiceEntry, WorkloadEntry,
+// VirtualService, DestinationRule and Sidecar, watched with client-go
+// informers. Objects that fail validation are reported and skipped.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	istioinformers "istio.io/client-go/pkg/informers/externalversions"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry"
+)
+
+// Config selects the cluster.
+type Config struct {
+	// Kubeconfig is a kubeconfig path.
+	Kubeconfig string
+	// InCluster uses the pod's service account.
+	InCluster bool
+	// Rest, when set, is used as is (tests).
+	Rest *rest.Config
+}
+
+// istioGroupVersion is the Istio API version watched.
+const istioGroupVersion = "networking.istio.io/v1"
+
+// Registry watches a cluster.
+type Registry struct {
+	log   *slog.Logger
+	kube  kubernetes.Interface
+	istio istioclient.Interface
+
+	mu       sync.Mutex
+	dirty    bool
+	inputs   *model.Inputs
+	problems []error
+	synced   bool
+	listers  *listers
+}
+
+var _ registry.Registry = (*Registry)(nil)
+
+// New connects to the cluster (nothing is read until Run).
+func New(cfg Config, log *slog.Logger) (*Registry, error) {
+	rc := cfg.Rest
+	var err error
+	switch {
+	case rc != nil:
+	case cfg.InCluster:
+		rc, err = rest.InClusterConfig()
+	default:
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
+	}
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = 50, 100
+	kc, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	ic, err := istioclient.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("istio client: %w", err)
+	}
+	return &Registry{log: log.With("component", "kube-registry"), kube: kc, istio: ic, inputs: &model.Inputs{}}, nil
+}
+
+// Run starts the informers, waits for their caches, and calls changed after
+// the initial sync and after every change, until ctx ends.
+func (r *Registry) Run(ctx context.Context, changed func()) error {
+	served, err := r.istioKinds()
+	if err != nil {
+		return err
+	}
+	kf := informers.NewSharedInformerFactory(r.kube, 0)
+	isf := istioinformers.NewSharedInformerFactory(r.istio, 0)
+	ls := &listers{
+		services: kf.Core().V1().Services().Lister(),
+		slices:   kf.Discovery().V1().EndpointSlices().Lister(),
+		pods:     kf.Core().V1().Pods().Lister(),
+	}
+	informersList := []cache.SharedIndexInformer{
+		kf.Core().V1().Services().Informer(),
+		kf.Discovery().V1().EndpointSlices().Informer(),
+		kf.Core().V1().Pods().Informer(),
+	}
+	nv := isf.Networking().V1()
+	if served["serviceentries"] {
+		ls.serviceEntries = nv.ServiceEntries().Lister()
+		informersList = append(informersList, nv.ServiceEntries().Informer())
+	}
+	if served["workloadentries"] {
+		ls.workloadEntries = nv.WorkloadEntries().Lister()
+		informersList = append(informersList, nv.WorkloadEntries().Informer())
+	}
+	if served["virtualservices"] {
+		ls.virtualServices = nv.VirtualServices().Lister()
+		informersList = append(informersList, nv.VirtualServices().Informer())
+	}
+	if served["destinationrules"] {
+		ls.destinationRules = nv.DestinationRules().Lister()
+		informersList = append(informersList, nv.DestinationRules().Informer())
+	}
+	if served["sidecars"] {
+		ls.sidecars = nv.Sidecars().Lister()
+		informersList = append(informersList, nv.Sidecars().Informer())
+	}
+	var syncedFlag sync.Mutex
+	started := false
+	notify := func() {
+		r.mu.Lock()
+		r.dirty = true
+		r.mu.Unlock()
+		syncedFlag.Lock()
+		ok := started
+		syncedFlag.Unlock()
+		if ok {
+			changed()
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { notify() },
+		UpdateFunc: func(o, n any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	}
+	for _, inf := range informersList {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return fmt.Errorf("add event handler: %w", err)
+		}
+	}
+	kf.Start(ctx.Done())
+	isf.Start(ctx.Done())
+	defer kf.Shutdown()
+	defer isf.Shutdown()
+	syncs := make([]cache.InformerSynced, len(informersList))
+	for i, inf := range informersList {
+		syncs[i] = inf.HasSynced
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
+		return nil // ctx ended
+	}
+	r.mu.Lock()
+	r.listers, r.dirty, r.synced = ls, true, true
+	r.mu.Unlock()
+	syncedFlag.Lock()
+	started = true
+	syncedFlag.Unlock()
+	r.log.Info("kubernetes caches synced")
+	changed()
+	<-ctx.Done()
+	return nil
+}
+
+// istioKinds returns the Istio resources the API server serves; missing
+// CRDs are logged and their kinds not watched.
+func (r *Registry) istioKinds() (map[string]bool, error) {
+	out := map[string]bool{}
+	var list []string
+	err := retry(5, func() error {
+		rl, err := r.kube.Discovery().ServerResourcesForGroupVersion(istioGroupVersion)
+		if err != nil {
+			return err
+		}
+		for _, res := range rl.APIResources {
+			out[res.Name] = true
+			list = append(list, res.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		r.log.Warn("Istio CRDs not found: watching Kubernetes services only", "groupVersion", istioGroupVersion, "error", err)
+		return out, nil
+	}
+	slices.Sort(list)
+	r.log.Info("watching Istio kinds", "kinds", list)
+	return out, nil
+}
+
+func retry(n int, f func() error) error {
+	var err error
+	for i := range n {
+		if err = f(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Duration(i+1) * 100 * time.Millisecond)
+	}
+	return err
+}
+
+// Inputs returns the cached objects, rebuilt after changes.
+func (r *Registry) Inputs() *model.Inputs {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dirty && r.listers != nil {
+		r.inputs, r.problems = r.listers.build()
+		r.dirty = false
+	}
+	return r.inputs
+}
+
+// Problems lists the objects that failed validation.
+func (r *Registry) Problems() []error {
+	r.Inputs()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.problems)
+}
+
+// Synced reports whether the caches have synced.
+func (r *Registry) Synced() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.synced
+}
+
+var everything = labels.Everything()
