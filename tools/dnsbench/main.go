@@ -15,11 +15,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof"
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/dnsproxy"
@@ -33,7 +37,16 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 8, "dnsperf -c: client sockets")
 	flag.IntVar(&o.threads, "threads", 1, "dnsperf -T: threads")
 	flag.IntVar(&o.outstanding, "outstanding", 200, "dnsperf -q: queries in flight")
+	flag.IntVar(&o.rate, "latency-rate", 0, "offered QPS of the latency runs (default: half of each server's maximum)")
+	flag.StringVar(&o.serve, "serve", "", "only run the proxy with the benchmark's mesh names on this ip:port (for profiling), until interrupted")
 	flag.Parse()
+	if o.serve != "" {
+		if err := serve(o); err != nil {
+			fmt.Fprintln(os.Stderr, "dnsbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(context.Background(), o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "dnsbench:", err)
 		os.Exit(1)
@@ -47,6 +60,8 @@ type options struct {
 	clients     int
 	threads     int
 	outstanding int
+	rate        int
+	serve       string
 }
 
 // target is one server under test.
@@ -117,6 +132,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	for _, s := range sets {
 		for _, t := range targets {
 			half := int(rep.find(s.name, t.name).qps / 2)
+			if o.rate > 0 {
+				half = o.rate
+			}
 			status("latency at %d qps: %s, %s", half, t.name, s.name)
 			r, err := p.run(ctx, t, s.file, o.duration, half, false)
 			if err != nil {
@@ -128,6 +146,38 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	rep.loadAfter = loadAverage()
 	rep.write(out)
 	return nil
+}
+
+// serve runs only the proxy, answering the benchmark's mesh names (and
+// SERVFAIL for the rest), with pprof on localhost:6060.
+func serve(o options) error {
+	dir, err := os.MkdirTemp("", "dnsbench")
+	if err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	w, err := writeWorkload(dir, o.names)
+	if err != nil {
+		return err
+	}
+	ap, err := netip.ParseAddrPort(o.serve)
+	if err != nil {
+		return fmt.Errorf("-serve %q: %w", o.serve, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s, err := dnsproxy.New(dnsproxy.Config{Addrs: []netip.AddrPort{ap}, Namespace: "ns-0"}, slog.Default(), nil)
+	if err != nil {
+		return fmt.Errorf("new proxy: %w", err)
+	}
+	s.UpdateTable(w.table)
+	if err := s.Start(ctx); err != nil {
+		return fmt.Errorf("start proxy: %w", err)
+	}
+	go func() { _ = http.ListenAndServe("localhost:6060", nil) }()
+	status("serving %s; queries in %s", ap, w.meshQueries)
+	<-ctx.Done()
+	return s.Close()
 }
 
 // startProxy runs the Skiff proxy in this process on ip, port 0, with the
