@@ -1,0 +1,97 @@
+package certs
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	securityapi "istio.io/api/security/v1alpha1"
+
+	"github.com/skiff-mesh/skiff/pkg/pki"
+)
+
+// CAClient asks istiod's CA (istio.v1.auth.IstioCertificateService) to sign
+// CSRs, authenticating with the pod's service-account token.
+type CAClient struct {
+	conn      *grpc.ClientConn
+	client    securityapi.IstioCertificateServiceClient
+	tokenPath string
+	clusterID string
+}
+
+var _ Signer = (*CAClient)(nil)
+
+// CAOptions say how to reach the CA.
+type CAOptions struct {
+	Addr string
+	// Plaintext dials without TLS (controlPlaneAuthPolicy NONE, port 15010).
+	Plaintext bool
+	// RootCertPath verifies istiod's certificate; ServerName is the name it must carry.
+	RootCertPath string
+	ServerName   string
+	TokenPath    string
+	ClusterID    string
+}
+
+// DialCA connects lazily (the first RPC dials).
+func DialCA(o CAOptions) (*CAClient, error) {
+	creds := insecure.NewCredentials()
+	if !o.Plaintext {
+		pem, err := os.ReadFile(o.RootCertPath)
+		if err != nil {
+			return nil, fmt.Errorf("CA root certificate: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA root certificate %s holds no PEM certificate", o.RootCertPath)
+		}
+		name := o.ServerName
+		if name == "" {
+			name, _, _ = strings.Cut(o.Addr, ":")
+		}
+		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12})
+	}
+	conn, err := grpc.NewClient(o.Addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, fmt.Errorf("CA %s: %w", o.Addr, err)
+	}
+	return &CAClient{conn: conn, client: securityapi.NewIstioCertificateServiceClient(conn), tokenPath: o.TokenPath, clusterID: o.ClusterID}, nil
+}
+
+// Close closes the connection.
+func (c *CAClient) Close() error { return c.conn.Close() }
+
+// Sign sends the CSR with the current token (re-read each time: it rotates).
+func (c *CAClient) Sign(ctx context.Context, csrPEM []byte, ttl time.Duration) ([]*x509.Certificate, error) {
+	if c.tokenPath != "" {
+		tok, err := os.ReadFile(c.tokenPath)
+		if err != nil {
+			return nil, fmt.Errorf("service-account token: %w", err)
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	}
+	if c.clusterID != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "ClusterID", c.clusterID)
+	}
+	resp, err := c.client.CreateCertificate(ctx, &securityapi.IstioCertificateRequest{Csr: string(csrPEM), ValidityDuration: int64(ttl / time.Second)})
+	if err != nil {
+		return nil, fmt.Errorf("CreateCertificate: %w", err)
+	}
+	var chain []*x509.Certificate
+	for i, p := range resp.GetCertChain() {
+		certs, err := pki.ParseCertificates([]byte(p))
+		if err != nil {
+			return nil, fmt.Errorf("CreateCertificate response, cert_chain[%d]: %w", i, err)
+		}
+		chain = append(chain, certs...)
+	}
+	return chain, nil
+}
