@@ -69,25 +69,28 @@ func tally(t *testing.T, c testpb.TestServiceClient, n int, md ...string) map[st
 	return counts
 }
 
-// eventually makes RPCs until want answers k times in a row.
-func eventually(t *testing.T, c testpb.TestServiceClient, want string, k int) {
+// eventually makes RPCs until k answers in a row include want and no
+// answer from gone (with a split in force, k in a row of one backend is
+// not what convergence means).
+func eventually(t *testing.T, c testpb.TestServiceClient, want, gone string, k int) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
-	run := 0
+	run, seen := 0, false
 	last := ""
 	for time.Now().Before(deadline) {
 		name, err := call(t.Context(), c)
-		if err == nil && name == want {
+		if err == nil && name != gone {
 			run++
-			if run == k {
+			seen = seen || name == want
+			if run >= k && seen {
 				return
 			}
 			continue
 		}
-		run, last = 0, fmt.Sprint(name, err)
-		time.Sleep(10 * time.Millisecond)
+		run, seen, last = 0, false, fmt.Sprint(name, err)
+		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("never converged on %q (last answer %s)", want, last)
+	t.Fatalf("never converged on %q without %q (last answer %s)", want, gone, last)
 }
 
 func TestProxylessGRPC(t *testing.T) {
@@ -120,15 +123,15 @@ func TestProxylessGRPC(t *testing.T) {
 		}
 		edited := strings.Replace(strings.Replace(string(b), "weight: 90", "weight: 0", 1), "weight: 10", "weight: 100", 1)
 		writeFile(t, vsPath, edited)
-		eventually(t, client, "v2", 100)
+		eventually(t, client, "v2", "v1", 100)
 		writeFile(t, vsPath, string(b))
-		eventually(t, client, "v1", 20)
+		eventually(t, client, "v1", "", 50)
 	})
 	t.Run("EndpointSlice edit converges", func(t *testing.T) {
 		v1b := startBackend(t, "127.0.0.13", "v1b")
 		slices := strings.Replace(reviewsSlices(v1b, v2), `"127.0.0.11"`, `"127.0.0.13"`, 1)
 		writeFile(t, filepath.Join(dir, "reviews-endpoints.yaml"), slices)
-		eventually(t, client, "v1b", 50)
+		eventually(t, client, "v1b", "v1", 100)
 	})
 	t.Run("syncz", func(t *testing.T) {
 		for _, ps := range d.XDS().Status() {

@@ -97,6 +97,7 @@ func (s *Server) initConnection(ctx context.Context, id string, meta *structpb.S
 func (c *Connection) handleSotW(stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer, req *discoveryv3.DiscoveryRequest) error {
 	typ := req.GetTypeUrl()
 	label := typeLabel(typ)
+	c.server.log.Debug("request", "proxy", c.proxy.ID, "type", label, "names", len(req.GetResourceNames()), "nonce", req.GetResponseNonce(), "nack", req.GetErrorDetail() != nil)
 	c.mu.Lock()
 	w := c.watched[typ]
 	if w == nil || w.nonceSent == "" || req.GetResponseNonce() == "" {
@@ -218,6 +219,7 @@ func (c *Connection) sendType(stream discoveryv3.AggregatedDiscoveryService_Stre
 		return fmt.Errorf("send %s to %s: %w", typeLabel(w.typeURL), c.proxy.ID, err)
 	}
 	c.server.metrics.Push(typeLabel(w.typeURL))
+	c.server.log.Debug("sent", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "resources", len(rs), "nonce", nonce, "partial", partial)
 	return nil
 }
 
