@@ -22,7 +22,7 @@ type service struct {
 
 // Register serves istio.v1.auth.IstioCertificateService from the CA on s.
 // Callers are authenticated with the configured Authenticators.
-func (c *CA) Register(s grpc.ServiceRegistrar) {
+func (c *CA) Register(s *grpc.Server) {
 	pb.RegisterIstioCertificateServiceServer(s, &service{ca: c})
 }
 
