@@ -60,7 +60,6 @@ func dial(t *testing.T, target string) *grpc.ClientConn {
 	return c
 }
 
-
 // clusters subscribes to CDS on conn and returns the first response's resource payloads.
 func clusters(t *testing.T, ctx context.Context, conn *grpc.ClientConn) (discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient, *discovery.DiscoveryResponse) {
 	t.Helper()
@@ -152,4 +151,3 @@ func TestProxyCarriesStreamsAndKeepsTheNameTable(t *testing.T) {
 		t.Fatal("no clusters after istiod came back")
 	}
 }
-
