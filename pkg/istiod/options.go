@@ -1,9 +1,9 @@
 package istiod
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Option adds a component to istiod.

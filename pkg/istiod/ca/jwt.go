@@ -321,8 +321,11 @@ type TokenClaims struct {
 	Audiences []string
 	// Namespace and ServiceAccount name the identity.
 	Namespace, ServiceAccount string
-	// PodName optionally binds the token to a pod.
-	PodName string
+	// ServiceAccountUID is the service account's UID (the API server
+	// checks it; JWTAuthenticator does not).
+	ServiceAccountUID string
+	// PodName and PodUID optionally bind the token to a pod.
+	PodName, PodUID string
 	// IssuedAt is iat and nbf; Expiry is exp.
 	IssuedAt, Expiry time.Time
 	// KeyID is the header's kid, if any.
@@ -347,11 +350,11 @@ func SignToken(key crypto.Signer, c TokenClaims) (string, error) {
 		IssuedAt:  &iat,
 		Kubernetes: &k8sClaims{
 			Namespace:      c.Namespace,
-			ServiceAccount: &k8sRef{Name: c.ServiceAccount},
+			ServiceAccount: &k8sRef{Name: c.ServiceAccount, UID: c.ServiceAccountUID},
 		},
 	}
 	if c.PodName != "" {
-		claims.Kubernetes.Pod = &k8sRef{Name: c.PodName}
+		claims.Kubernetes.Pod = &k8sRef{Name: c.PodName, UID: c.PodUID}
 	}
 	hdr, err := json.Marshal(jwtHeader{Alg: alg, Kid: c.KeyID, Typ: "JWT"})
 	if err != nil {

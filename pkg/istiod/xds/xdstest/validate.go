@@ -171,3 +171,7 @@ func resourceName(m proto.Message) string {
 	}
 	return ""
 }
+
+// Name returns the name of an xDS resource (cluster_name for load
+// assignments).
+func Name(m proto.Message) string { return resourceName(m) }
