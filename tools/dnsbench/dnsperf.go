@@ -25,13 +25,16 @@ type result struct {
 	avg        time.Duration
 	// Percentiles from per-query latencies (only for rate-limited runs).
 	p50, p99, p999, max time.Duration
+	// cpuPerQuery is the server process's CPU time per completed query.
+	cpuPerQuery time.Duration
 }
 
-// args returns the dnsperf command line for a run.
-func (p dnsperf) args(t target, file string, d time.Duration, rate int, once bool) []string {
-	a := []string{"-s", t.addr, "-p", strconv.Itoa(t.port), "-d", file,
+// args returns the dnsperf command line for a run; d == 0 means one pass
+// through the file.
+func (p dnsperf) args(s *server, file string, d time.Duration, rate int) []string {
+	a := []string{"-s", s.ip, "-p", strconv.Itoa(s.port), "-d", file,
 		"-c", strconv.Itoa(p.clients), "-T", strconv.Itoa(p.threads), "-q", strconv.Itoa(p.outstanding)}
-	if once {
+	if d == 0 {
 		return append(a, "-n", "1")
 	}
 	a = append(a, "-l", strconv.Itoa(int(d.Seconds())))
@@ -41,10 +44,10 @@ func (p dnsperf) args(t target, file string, d time.Duration, rate int, once boo
 	return a
 }
 
-// run runs dnsperf once against t: through the file once (warm-up), for d
-// at full speed, or for d at rate queries per second with per-query
-// latencies.
-func (p dnsperf) run(ctx context.Context, t target, file string, d time.Duration, rate int, once bool) (result, error) {
+// run runs dnsperf once against s: through the file once (d == 0, a
+// warm-up), for d at full speed, or for d at rate queries per second with
+// per-query latencies.
+func (p dnsperf) run(ctx context.Context, s *server, file string, d time.Duration, rate int) (result, error) {
 	// Output goes to a file, not a pipe: with -v it is ~100k lines a
 	// second, which this process (the proxy's) should not have to copy.
 	f, err := os.CreateTemp("", "dnsperf-*.out")
@@ -53,14 +56,26 @@ func (p dnsperf) run(ctx context.Context, t target, file string, d time.Duration
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	cmd := exec.CommandContext(ctx, "dnsperf", p.args(t, file, d, rate, once)...)
+	cmd := exec.CommandContext(ctx, "dnsperf", p.args(s, file, d, rate)...)
 	cmd.Stdout, cmd.Stderr = f, f
+	cpu0, err := s.cpu()
+	if err != nil {
+		return result{}, err
+	}
 	runErr := cmd.Run()
+	cpu1, err := s.cpu()
+	if err != nil {
+		return result{}, err
+	}
 	out, err := os.ReadFile(f.Name())
 	if runErr != nil || err != nil {
-		return result{}, fmt.Errorf("dnsperf against %s: %w %w\n%s", t.name, runErr, err, out)
+		return result{}, fmt.Errorf("dnsperf against %s: %w %w\n%s", s.name, runErr, err, out)
 	}
-	return parse(out)
+	r, err := parse(out)
+	if done := r.sent - r.lost; done > 0 {
+		r.cpuPerQuery = (cpu1 - cpu0) / time.Duration(done)
+	}
+	return r, err
 }
 
 // parse reads dnsperf's summary and, with -v, its per-query lines

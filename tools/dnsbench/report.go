@@ -3,50 +3,91 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
+	"slices"
 	"time"
 )
 
 // row is one measurement in the report.
 type row struct {
 	set, server string
-	rate        int // offered load for latency runs
+	rate        int // offered load of a latency run
 	res         result
 }
 
 // report collects the runs and renders them as Markdown.
 type report struct {
-	duration        time.Duration
-	names           int
+	o               options
 	load, loadAfter string
-	p               dnsperf
 	max, half       []row
 }
 
-func (r *report) find(set, server string) result {
+func (r *report) add(rows *[]row, set, server string, rate int, res result) {
+	*rows = append(*rows, row{set: set, server: server, rate: rate, res: res})
+}
+
+// runs returns the maximum-rate results of one server on one set.
+func (r *report) runs(set, server string) []result {
+	var out []result
 	for _, x := range r.max {
 		if x.set == set && x.server == server {
-			return x.res
+			out = append(out, x.res)
 		}
 	}
-	return result{}
+	return out
+}
+
+// median returns the run with the median QPS (with its CPU per query), and
+// the summed losses of all runs.
+func (r *report) median(set, server string) result {
+	runs := r.runs(set, server)
+	if len(runs) == 0 {
+		return result{}
+	}
+	lost := 0
+	for _, x := range runs {
+		lost += x.lost
+	}
+	slices.SortFunc(runs, func(a, b result) int {
+		switch {
+		case a.qps < b.qps:
+			return -1
+		case a.qps > b.qps:
+			return 1
+		}
+		return 0
+	})
+	m := runs[len(runs)/2]
+	m.lost = lost
+	return m
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)) }
+func us(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Microsecond)) }
 
 func (r *report) write(w io.Writer) {
-	fmt.Fprintf(w, "Runs of %v each, %d names per set, dnsperf -c %d -T %d -q %d; load average %s before, %s after.\n\n",
-		r.duration, r.names, r.p.clients, r.p.threads, r.p.outstanding, r.load, r.loadAfter)
-	fmt.Fprintln(w, "Maximum rate (dnsperf unthrottled):")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| names | server | QPS | vs dnsmasq | lost | avg latency ms |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+	o := r.o
+	fmt.Fprintf(w, "%d names per set; dnsperf -c %d -T %d -q %d; runs of %v; load average %s before, %s after.\n\n",
+		o.names, o.clients, o.threads, o.outstanding, o.duration, r.load, r.loadAfter)
+	fmt.Fprintf(w, "Maximum rate (dnsperf unthrottled), median of %d alternating runs; CPU is the server process's user+system time per answered query:\n\n", o.rounds)
+	fmt.Fprintln(w, "| names | server | QPS (median) | min-max | vs dnsmasq | lost (all runs) | server CPU µs/query |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	seen := map[string]bool{}
 	for _, x := range r.max {
-		ratio := x.res.qps / r.find(x.set, "dnsmasq").qps
-		fmt.Fprintf(w, "| %s | %s | %.0f | %.2fx | %d | %s |\n", x.set, x.server, x.res.qps, ratio, x.res.lost, ms(x.res.avg))
+		if seen[x.set+x.server] {
+			continue
+		}
+		seen[x.set+x.server] = true
+		m := r.median(x.set, x.server)
+		runs := r.runs(x.set, x.server)
+		lo, hi := runs[0].qps, runs[0].qps
+		for _, y := range runs {
+			lo, hi = min(lo, y.qps), max(hi, y.qps)
+		}
+		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f-%.0f | %.2fx | %d | %s |\n", x.set, x.server, m.qps, lo, hi,
+			m.qps/r.median(x.set, "dnsmasq").qps, m.lost, us(m.cpuPerQuery))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Latency at half of each server's own maximum rate (dnsperf -Q, per-query latencies from -v):")
+	fmt.Fprintln(w, "Latency at half of each server's median maximum (dnsperf -Q; percentiles of the per-query latencies from -v):")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| names | server | offered QPS | achieved QPS | lost | p50 ms | p99 ms | p99.9 ms | max ms |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -54,5 +95,4 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %d | %.0f | %d | %s | %s | %s | %s |\n", x.set, x.server, x.rate, x.res.qps,
 			x.res.lost, ms(x.res.p50), ms(x.res.p99), ms(x.res.p999), ms(x.res.max))
 	}
-	fmt.Fprintln(w, strings.Repeat("", 0))
 }

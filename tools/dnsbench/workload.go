@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
@@ -12,7 +15,7 @@ import (
 // workload is the names both servers answer, as files for dnsmasq and
 // dnsperf, and as a NameTable for the proxy.
 type workload struct {
-	table         *nds.NameTable
+	tableJSON     string // the proxy's NameTable
 	meshHosts     string // hosts file: mesh names, for the comparison dnsmasq
 	upstreamHosts string // hosts file: forwarded names, for the upstream
 	meshQueries   string // dnsperf input
@@ -23,25 +26,29 @@ type workload struct {
 // forwarded names under bench.test.
 func writeWorkload(dir string, n int) (*workload, error) {
 	w := &workload{
-		table:         &nds.NameTable{Table: map[string]*nds.NameTable_NameInfo{}},
+		tableJSON:     filepath.Join(dir, "table.json"),
 		meshHosts:     filepath.Join(dir, "mesh.hosts"),
 		upstreamHosts: filepath.Join(dir, "upstream.hosts"),
 		meshQueries:   filepath.Join(dir, "mesh.queries"),
 		fwdQueries:    filepath.Join(dir, "fwd.queries"),
 	}
+	nt := meshTable(n)
+	table, err := protojson.Marshal(nt)
+	if err != nil {
+		return nil, fmt.Errorf("marshal table: %w", err)
+	}
 	var meshHosts, upHosts, meshQ, fwdQ strings.Builder
-	for i := range n {
-		short, ns := fmt.Sprintf("svc-%d", i), fmt.Sprintf("ns-%d", i%10)
-		host := short + "." + ns + ".svc.cluster.local"
-		ip := fmt.Sprintf("10.%d.%d.%d", 96+i>>16, (i>>8)&0xff, i&0xff)
-		w.table.Table[host] = &nds.NameTable_NameInfo{Ips: []string{ip}, Registry: "Kubernetes", Shortname: short, Namespace: ns}
-		fmt.Fprintf(&meshHosts, "%s %s\n", ip, host)
+	for _, host := range sortedHosts(nt) {
+		fmt.Fprintf(&meshHosts, "%s %s\n", nt.Table[host].Ips[0], host)
 		fmt.Fprintf(&meshQ, "%s A\n", host)
+	}
+	for i := range n {
 		fwd := fmt.Sprintf("host-%d.bench.test", i)
 		fmt.Fprintf(&upHosts, "192.0.%d.%d %s\n", (i>>8)&0xff, i&0xff, fwd)
 		fmt.Fprintf(&fwdQ, "%s A\n", fwd)
 	}
 	for path, body := range map[string]string{
+		w.tableJSON: string(table),
 		w.meshHosts: meshHosts.String(), w.upstreamHosts: upHosts.String(),
 		w.meshQueries: meshQ.String(), w.fwdQueries: fwdQ.String(),
 	} {
@@ -50,4 +57,27 @@ func writeWorkload(dir string, n int) (*workload, error) {
 		}
 	}
 	return w, nil
+}
+
+// meshTable is n Kubernetes services spread over namespaces ns-0..ns-9.
+func meshTable(n int) *nds.NameTable {
+	nt := &nds.NameTable{Table: map[string]*nds.NameTable_NameInfo{}}
+	for i := range n {
+		short, ns := fmt.Sprintf("svc-%d", i), fmt.Sprintf("ns-%d", i%10)
+		ip := fmt.Sprintf("10.%d.%d.%d", 96+i>>16, (i>>8)&0xff, i&0xff)
+		nt.Table[short+"."+ns+".svc.cluster.local"] = &nds.NameTable_NameInfo{
+			Ips: []string{ip}, Registry: "Kubernetes", Shortname: short, Namespace: ns,
+		}
+	}
+	return nt
+}
+
+// sortedHosts returns the table's host names in order.
+func sortedHosts(nt *nds.NameTable) []string {
+	hosts := make([]string, 0, len(nt.Table))
+	for h := range nt.Table {
+		hosts = append(hosts, h)
+	}
+	slices.Sort(hosts)
+	return hosts
 }
