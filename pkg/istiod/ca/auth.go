@@ -32,7 +32,9 @@ var ErrNoCredential = errors.New("no credential")
 
 // AuthError is returned when no authenticator accepts a call.
 type AuthError struct {
-	// Reasons holds each authenticator's refusal, "name: reason".
+	// Reasons holds the refusals, "name: reason": those of credentials
+	// that were presented, or when none was, why each authenticator found
+	// nothing.
 	Reasons []string
 }
 
@@ -48,15 +50,23 @@ func (e *AuthError) Error() string {
 // identity proved, with the name of the authenticator that proved it, or an
 // *AuthError listing every refusal.
 func Authenticate(ctx context.Context, auths []Authenticator) (spiffe.ID, string, error) {
-	ae := &AuthError{}
+	var refused, absent []string
 	for _, a := range auths {
 		id, err := a.Authenticate(ctx)
-		if err == nil {
+		switch {
+		case err == nil:
 			return id, a.Name(), nil
+		case errors.Is(err, ErrNoCredential):
+			absent = append(absent, a.Name()+": "+err.Error())
+		default:
+			refused = append(refused, a.Name()+": "+err.Error())
 		}
-		ae.Reasons = append(ae.Reasons, a.Name()+": "+err.Error())
 	}
-	return spiffe.ID{}, "", ae
+	// A refused credential explains more than the absence of others.
+	if len(refused) == 0 {
+		refused = absent
+	}
+	return spiffe.ID{}, "", &AuthError{Reasons: refused}
 }
 
 // BearerToken returns the token of the call's "authorization: Bearer ..."
