@@ -45,32 +45,36 @@ type CA struct {
 	Identity spiffe.ID
 }
 
-// StartCA runs a file-mode CA (self-signed root in a temp dir) that signs
-// for default/sa when called with Token, until the test ends.
-func StartCA(t testing.TB, namespace, sa string) *CA {
+// NewCA makes a file-mode CA (self-signed root in a temp dir) that signs
+// for namespace/sa when called with Token; register it on a gRPC server.
+func NewCA(t testing.TB, namespace, sa string) *CA {
 	t.Helper()
 	id, err := spiffe.New("cluster.local", namespace, sa)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	c, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), Authenticators: []ca.Authenticator{tokenAuth{id}}},
 		slog.New(slog.DiscardHandler))
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
+	return &CA{CA: c, Identity: id}
+}
+
+// StartCA runs NewCA's CA on its own gRPC server on loopback until the test ends.
+func StartCA(t testing.TB, namespace, sa string) *CA {
+	t.Helper()
+	c := NewCA(t, namespace, sa)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
 	g := grpc.NewServer()
 	c.Register(g)
 	go func() { _ = g.Serve(ln) }()
-	t.Cleanup(func() {
-		g.Stop()
-		cancel()
-	})
-	return &CA{CA: c, Addr: ln.Addr().String(), Identity: id}
+	t.Cleanup(g.Stop)
+	c.Addr = ln.Addr().String()
+	return c
 }

@@ -165,3 +165,6 @@ func Drain(adminPort int) error {
 	}
 	return nil
 }
+
+// ExitCode is the code the agent exits with.
+func (e *ExitError) ExitCode() int { return e.Code }

@@ -1,0 +1,370 @@
+// Package agent is pilot-agent's "proxy" command: it wires the workload
+// certificate, the SDS server, the xDS proxy, the DNS proxy, the status
+// server and the proxy process together, and runs them until it is stopped.
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/skiff-mesh/skiff/pkg/agent/bootstrap"
+	"github.com/skiff-mesh/skiff/pkg/agent/certs"
+	"github.com/skiff-mesh/skiff/pkg/agent/config"
+	"github.com/skiff-mesh/skiff/pkg/agent/dnsproxy"
+	"github.com/skiff-mesh/skiff/pkg/agent/envoy"
+	"github.com/skiff-mesh/skiff/pkg/agent/sds"
+	"github.com/skiff-mesh/skiff/pkg/agent/status"
+	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
+	"github.com/skiff-mesh/skiff/pkg/pki"
+)
+
+// Options are the agent's run-time seams.
+type Options struct {
+	// ResolvConf is the pod's resolv.conf ("" is /etc/resolv.conf).
+	ResolvConf string
+	// StatusAddr overrides the status server's address (":15020").
+	StatusAddr string
+	// ReadinessAddr is where the agent serves /healthz/ready itself when no
+	// proxy runs (":15021"); "-" disables it.
+	ReadinessAddr string
+	// Stdout and Stderr receive the proxy's output.
+	Stdout, Stderr io.Writer
+	// Signals are forwarded to the proxy.
+	Signals <-chan os.Signal
+	// Ready, when set, is closed once the agent is first ready.
+	Ready chan<- struct{}
+}
+
+// Run runs the agent until ctx ends (then drains the proxy) or the proxy exits.
+func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	noProxy := cfg.DisableEnvoy || cfg.GRPCBootstrap != ""
+	if cfg.GRPCBootstrap != "" && cfg.OutputCerts == "" {
+		cfg.OutputCerts = filepath.Join(filepath.Dir(cfg.GRPCBootstrap), "certs")
+	}
+
+	// The workload certificate.
+	keyType := pki.RSA2048
+	switch {
+	case cfg.ECDSA:
+		keyType = pki.ECDSAP256
+	case cfg.RSAKeySize == 3072:
+		keyType = pki.RSA3072
+	case cfg.RSAKeySize == 4096:
+		keyType = pki.RSA4096
+	}
+	identity := fmt.Sprintf("spiffe://%s/ns/%s/sa/%s", cfg.TrustDomain, cfg.PodNamespace, cfg.ServiceAccount)
+	copts := certs.Options{Identity: identity, KeyType: keyType, TTL: cfg.SecretTTL, GraceRatio: cfg.GraceRatio, OutputDir: cfg.OutputCerts}
+	var signer certs.Signer
+	if cfg.FileMountedCerts {
+		copts.FileDir = cfg.Path(config.FileCertDir)
+	} else {
+		ca, err := certs.DialCA(certs.CAOptions{Addr: cfg.CAAddr, Plaintext: cfg.Plaintext, RootCertPath: cfg.Path(cfg.RootCertPath),
+			TokenPath: cfg.Path(cfg.TokenPath), ClusterID: cfg.Cluster})
+		if err != nil {
+			return err
+		}
+		defer ca.Close()
+		signer = ca
+	}
+	mgr := certs.NewManager(copts, signer, log)
+
+	// The connection to istiod.
+	upstream, err := dialIstiod(cfg, mgr)
+	if err != nil {
+		return err
+	}
+	defer upstream.Close()
+
+	// The DNS proxy.
+	var dns *dnsproxy.Server
+	if cfg.DNSCapture {
+		path := opts.ResolvConf
+		if path == "" {
+			path = "/etc/resolv.conf"
+		}
+		dcfg, err := dnsproxy.ConfigFromResolvConf(path)
+		if err != nil {
+			return fmt.Errorf("DNS proxy: %w", err)
+		}
+		dcfg.Namespace = cfg.PodNamespace
+		if cfg.DNSProxyAddr != "" {
+			ap, err := netip.ParseAddrPort(cfg.DNSProxyAddr)
+			if err != nil {
+				return fmt.Errorf("DNS_PROXY_ADDR: %q: %w", cfg.DNSProxyAddr, err)
+			}
+			dcfg.Addrs = []netip.AddrPort{ap}
+		}
+		if dns, err = dnsproxy.New(dcfg, log, reg); err != nil {
+			return err
+		}
+		if err := dns.Start(ctx); err != nil {
+			return err
+		}
+		defer dns.Close()
+	}
+
+	// The xDS proxy, which also fetches the NameTable.
+	xopts := xdsproxy.Options{Upstream: upstream, Node: xdsNode(cfg)}
+	if dns != nil {
+		xopts.OnNameTable = dns.UpdateTable
+	}
+	xp := xdsproxy.New(xopts, log)
+
+	// Status and readiness.
+	checks := []status.Check{{Name: "workload certificate", Check: func(context.Context) error {
+		if mgr.Current() == nil {
+			return errors.New("not issued yet")
+		}
+		return nil
+	}}}
+	if dns != nil {
+		checks = append(checks, status.Check{Name: "DNS proxy", Check: func(context.Context) error {
+			if !dns.Ready() {
+				return errors.New("no NameTable from istiod yet")
+			}
+			return nil
+		}})
+	}
+	if noProxy {
+		checks = append(checks, status.Check{Name: "istiod", Check: func(context.Context) error {
+			if !xp.Connected() && !xp.TableLoaded() {
+				return errors.New("not connected")
+			}
+			return nil
+		}})
+	} else {
+		checks = append(checks, status.HTTPCheck("proxy", fmt.Sprintf("http://127.0.0.1:%d/ready", cfg.Proxy.ProxyAdminPort)))
+	}
+	sopts := status.Options{Probers: cfg.AppProbers, AppHost: cfg.InstanceIP, Ready: checks, Registry: reg,
+		Quit: cancel, Extra: map[string]http.Handler{}}
+	if !noProxy {
+		sopts.ProxyMetrics = fmt.Sprintf("http://127.0.0.1:%d/stats/prometheus", cfg.Proxy.ProxyAdminPort)
+		sopts.Drain = func() { _ = envoy.Drain(int(cfg.Proxy.ProxyAdminPort)) }
+	}
+	if s := cfg.PrometheusScrape; s != nil {
+		sopts.AppMetrics = "http://" + net.JoinHostPort(orLocal(cfg.InstanceIP), s.Port) + s.Path
+	}
+	if dns != nil {
+		sopts.Extra["/debug/ndsz"] = dns.NDSZHandler()
+	}
+	st := status.New(sopts, log)
+	statusAddr := opts.StatusAddr
+	if statusAddr == "" {
+		statusAddr = ":" + strconv.Itoa(int(cfg.Proxy.StatusPort))
+	}
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	run := func(name string, fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	run("certificates", func() error { return mgr.Run(ctx) })
+	run("sds", func() error { return sds.New(mgr, log).Serve(ctx, cfg.Path(config.SDSSocket)) })
+	run("xds proxy", func() error { return xp.Serve(ctx, cfg.Path(config.XDSSocket)) })
+	run("status", func() error { return status.Serve(ctx, statusAddr, st.Handler()) })
+	if noProxy && opts.ReadinessAddr != "-" {
+		addr := opts.ReadinessAddr
+		if addr == "" {
+			addr = ":15021"
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/healthz/ready", st.Handler())
+		run("readiness", func() error { return status.Serve(ctx, addr, mux) })
+	}
+	if opts.Ready != nil {
+		go signalReady(ctx, st, opts.Ready)
+	}
+	defer wg.Wait()
+	defer cancel()
+
+	switch {
+	case cfg.GRPCBootstrap != "":
+		if err := writeGRPCBootstrap(cfg); err != nil {
+			return err
+		}
+		log.Info("proxyless gRPC bootstrap written", "path", cfg.GRPCBootstrap)
+	case !cfg.DisableEnvoy:
+		return runProxy(ctx, cfg, opts, log, errc)
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+func orLocal(ip string) string {
+	if ip == "" {
+		return "127.0.0.1"
+	}
+	return ip
+}
+
+// signalReady closes ready once every readiness check passes.
+func signalReady(ctx context.Context, st *status.Server, ready chan<- struct{}) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if st.Ready(ctx) == nil {
+			close(ready)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// runProxy writes Envoy's bootstrap and supervises it.
+func runProxy(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger, errc <-chan error) error {
+	b := &bootstrap.Envoy{Node: bootstrapNode(cfg), XDSSocket: config.XDSSocket, SDSSocket: config.SDSSocket,
+		AdminPort: int(cfg.Proxy.ProxyAdminPort), StatusPort: int(cfg.Proxy.StatusPort), StatsPort: 15090, ReadinessPort: 15021}
+	js, err := b.JSON()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(cfg.Path(cfg.Proxy.ConfigPath), config.BootstrapFile)
+	if err := bootstrap.Write(path, js); err != nil {
+		return err
+	}
+	p := &envoy.Proxy{Binary: cfg.Proxy.BinaryPath, Bootstrap: path, AdminPort: int(cfg.Proxy.ProxyAdminPort),
+		DrainTime: cfg.Proxy.DrainDuration.AsDuration(), TerminationDrain: cfg.Proxy.TerminationDrainDuration.AsDuration(),
+		Stdout: opts.Stdout, Stderr: opts.Stderr}
+	if c := cfg.Proxy.Concurrency; c != nil {
+		p.Concurrency = int(c.GetValue())
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx, log, opts.Signals) }()
+	select {
+	case err := <-done:
+		return err
+	case err := <-errc:
+		return err
+	}
+}
+
+func bootstrapNode(cfg *config.Config) bootstrap.Node {
+	meta := map[string]any{}
+	for _, k := range cfg.SortedMetadataKeys() {
+		meta[k] = cfg.Metadata[k]
+	}
+	meta["NAMESPACE"] = cfg.PodNamespace
+	meta["NAME"] = cfg.PodName
+	meta["SERVICE_ACCOUNT"] = cfg.ServiceAccount
+	meta["CLUSTER_ID"] = cfg.Cluster
+	if cfg.InstanceIP != "" {
+		meta["INSTANCE_IPS"] = cfg.InstanceIP
+	}
+	if len(cfg.Labels) > 0 {
+		labels := map[string]any{}
+		for k, v := range cfg.Labels {
+			labels[k] = v
+		}
+		meta["LABELS"] = labels
+	}
+	cluster := cfg.Proxy.GetServiceCluster()
+	if app := cfg.Labels["app"]; app != "" {
+		cluster = app + "." + cfg.PodNamespace
+	}
+	return bootstrap.Node{ID: cfg.NodeID(), Cluster: cluster, Metadata: meta}
+}
+
+func xdsNode(cfg *config.Config) *corev3.Node {
+	n := bootstrapNode(cfg)
+	md, _ := structpb.NewStruct(n.Metadata)
+	return &corev3.Node{Id: n.ID, Cluster: n.Cluster, Metadata: md}
+}
+
+func writeGRPCBootstrap(cfg *config.Config) error {
+	sock, err := filepath.Abs(cfg.Path(config.XDSSocket))
+	if err != nil {
+		return err
+	}
+	certDir, err := filepath.Abs(cfg.OutputCerts)
+	if err != nil {
+		return err
+	}
+	g := &bootstrap.GRPC{Node: bootstrapNode(cfg), ServerURI: "unix://" + sock, CertDir: certDir}
+	js, err := g.JSON()
+	if err != nil {
+		return err
+	}
+	return bootstrap.Write(cfg.GRPCBootstrap, js)
+}
+
+// dialIstiod connects to the discovery address: plaintext with
+// controlPlaneAuthPolicy NONE, else TLS verified against the mesh root,
+// presenting the workload certificate once there is one, and the
+// service-account token.
+func dialIstiod(cfg *config.Config, mgr *certs.Manager) (*grpc.ClientConn, error) {
+	addr := cfg.Proxy.DiscoveryAddress
+	if cfg.Plaintext {
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
+	host, _, _ := strings.Cut(addr, ":")
+	tlsCfg := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		ServerName: host,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			c := mgr.Current()
+			if c == nil {
+				return &tls.Certificate{}, nil // none yet: the token authenticates
+			}
+			tc, err := c.TLS()
+			return &tc, err
+		},
+	}
+	if pem, err := os.ReadFile(cfg.Path(cfg.RootCertPath)); err == nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		tlsCfg.RootCAs = pool
+	}
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
+		grpc.WithPerRPCCredentials(tokenCreds{path: cfg.Path(cfg.TokenPath)}))
+}
+
+// tokenCreds sends the (rotating) service-account token with every call.
+type tokenCreds struct{ path string }
+
+func (t tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	b, err := os.ReadFile(t.path)
+	if err != nil {
+		return nil, nil // no token: the certificate may do
+	}
+	return map[string]string{"authorization": "Bearer " + strings.TrimSpace(string(b))}, nil
+}
+
+func (t tokenCreds) RequireTransportSecurity() bool { return true }

@@ -1,0 +1,184 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	secretv3 "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
+	"github.com/miekg/dns"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/skiff-mesh/skiff/pkg/agent"
+	"github.com/skiff-mesh/skiff/pkg/agent/agenttest"
+	"github.com/skiff-mesh/skiff/pkg/agent/config"
+	"github.com/skiff-mesh/skiff/pkg/istiod"
+)
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// mesh is istiod on the sample mesh, with the CA on the same plaintext port.
+type mesh struct{ addr string }
+
+func startMesh(t testing.TB) *mesh {
+	t.Helper()
+	ca := agenttest.NewCA(t, "default", "productpage")
+	cfg := istiod.DefaultConfig()
+	cfg.ConfigDir, _ = filepath.Abs("../../examples/mesh")
+	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", ""
+	cfg.DebounceAfter = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler), istiod.WithGRPC(func(s *grpc.Server) { ca.Register(s) }))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &mesh{addr: d.Addr("grpc")}
+}
+
+// podEnv is the environment the injector gives a sidecar, in a work dir.
+func podEnv(t testing.TB, m *mesh, extra ...string) (*config.Config, string) {
+	t.Helper()
+	work := t.TempDir()
+	tok := filepath.Join(work, config.TokenPath)
+	os.MkdirAll(filepath.Dir(tok), 0o755)
+	os.WriteFile(tok, []byte(agenttest.Token), 0o600)
+	resolv := filepath.Join(work, "resolv.conf")
+	os.WriteFile(resolv, []byte("nameserver 127.0.0.1\nsearch default.svc.cluster.local svc.cluster.local cluster.local\n"), 0o644)
+	env := append([]string{
+		"POD_NAME=productpage-0", "POD_NAMESPACE=default", "INSTANCE_IP=127.0.0.31", "SERVICE_ACCOUNT=productpage",
+		fmt.Sprintf("PROXY_CONFIG={\"discoveryAddress\": %q, \"controlPlaneAuthPolicy\": \"NONE\", \"statusPort\": %d}", m.addr, freePort(t)),
+		"ISTIO_META_DNS_CAPTURE=true", fmt.Sprintf("DNS_PROXY_ADDR=127.0.0.1:%d", freePort(t)), "ECC_SIGNATURE_ALGORITHM=ECDSA",
+		"ISTIO_META_APP_CONTAINERS=productpage",
+	}, extra...)
+	cfg, err := config.Load(env, "sidecar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.WorkDir = work
+	return cfg, resolv
+}
+
+// runAgent runs the agent until the test ends and waits until it is ready.
+func runAgent(t testing.TB, cfg *config.Config, resolv string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- agent.Run(ctx, cfg, agent.Options{ResolvConf: resolv, ReadinessAddr: "-", Ready: ready, Stdout: io.Discard, Stderr: io.Discard},
+			slog.New(slog.DiscardHandler))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("agent stopped: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("agent not ready after 20 s")
+	}
+}
+
+// TestAgentAgainstIstiod: a proxy-less agent (DISABLE_ENVOY) against the real
+// istiod and CA gets its certificate and NameTable, serves SDS and xDS on
+// its sockets, answers mesh names, and reports ready on the status port.
+func TestAgentAgainstIstiod(t *testing.T) {
+	m := startMesh(t)
+	cfg, resolv := podEnv(t, m, "DISABLE_ENVOY=true")
+	runAgent(t, cfg, resolv)
+
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz/ready", cfg.Proxy.StatusPort))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz/ready: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	// SDS on the Unix socket.
+	sds := dialUnix(t, cfg.Path(config.SDSSocket))
+	sresp, err := secretv3.NewSecretDiscoveryServiceClient(sds).FetchSecrets(context.Background(),
+		&discovery.DiscoveryRequest{ResourceNames: []string{"default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec tlsv3.Secret
+	if err := sresp.Resources[0].UnmarshalTo(&sec); err != nil || sec.GetTlsCertificate() == nil {
+		t.Fatalf("default secret: %v %v", &sec, err)
+	}
+
+	// xDS through the agent's socket.
+	xds := dialUnix(t, cfg.Path(config.XDSSocket))
+	stream, err := discovery.NewAggregatedDiscoveryServiceClient(xds).StreamAggregatedResources(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := "sidecar~127.0.0.31~productpage-0.default~default.svc.cluster.local"
+	stream.Send(&discovery.DiscoveryRequest{TypeUrl: "type.googleapis.com/envoy.config.cluster.v3.Cluster", Node: nodeOf(node)})
+	cds, err := stream.Recv()
+	if err != nil || len(cds.Resources) == 0 {
+		t.Fatalf("CDS through the agent: %v %v", cds, err)
+	}
+
+	// The DNS proxy answers a mesh name from the NameTable.
+	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
+	q := new(dns.Msg)
+	q.SetQuestion("reviews.default.svc.cluster.local.", dns.TypeA)
+	r, _, err := c.Exchange(q, cfg.DNSProxyAddr)
+	if err != nil || len(r.Answer) == 0 {
+		t.Fatalf("DNS: %v %v", r, err)
+	}
+	if !strings.Contains(r.Answer[0].String(), "\tA\t") {
+		t.Errorf("answer %s", r.Answer[0])
+	}
+}
+
+func TestBadEnvironmentIsAStartupError(t *testing.T) {
+	for _, env := range [][]string{
+		{"PROXY_CONFIG={\"statusPort\": \"x\"}"},
+		{"PROXY_CONFIG=discoveryAddress: [1, 2"},
+		{"ISTIO_KUBE_APP_PROBERS={\"/app-health/app/livez\": 3}"},
+		{"SECRET_TTL=-1s"},
+		{"INSTANCE_IP=not-an-ip"},
+	} {
+		_, err := config.Load(env, "sidecar")
+		name, _, _ := strings.Cut(env[0], "=")
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v, want one naming %s", env[0], err, name)
+		}
+	}
+}
+
+func dialUnix(t testing.TB, path string) *grpc.ClientConn {
+	abs, _ := filepath.Abs(path)
+	c, err := grpc.NewClient("unix://"+abs, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
