@@ -1,0 +1,92 @@
+package file
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const svcYAML = `apiVersion: v1
+kind: Service
+metadata: {name: %s, namespace: default}
+spec: {clusterIP: 10.0.0.%d, ports: [{name: http, port: 80}]}
+`
+
+func write(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func svc(name string, n int) string { return fmt.Sprintf(svcYAML, name, n) }
+
+func TestWatch(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.yaml"), svc("a", 1))
+	write(t, filepath.Join(dir, "bad.yaml"), "apiVersion: v1\nkind: Service\nmetadata: {name: bad}\nspec: {ports: [{port: 0}]}\n")
+	write(t, filepath.Join(dir, "README.md"), "not config")
+	r := New(dir, slog.New(slog.DiscardHandler))
+	var changes atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx, func() { changes.Add(1) }) }()
+	defer func() { cancel(); <-done }()
+
+	waitFor(t, "initial load", func() bool { return r.Synced() && changes.Load() >= 1 })
+	if got := len(r.Inputs().Services); got != 1 {
+		t.Fatalf("%d services, want 1 (bad.yaml skipped)", got)
+	}
+	if p := r.Problems(); len(p) != 1 || !strings.Contains(p[0].Error(), "bad.yaml: document 1 (Service default/bad): spec.ports[0].port: 0") {
+		t.Fatalf("problems %v", p)
+	}
+
+	before := r.Inputs().Services[0]
+	write(t, filepath.Join(dir, "sub", "b.yaml"), svc("b", 2))
+	waitFor(t, "new directory and file", func() bool { return len(r.Inputs().Services) == 2 })
+	if r.Inputs().Services[0] != before {
+		t.Error("an unchanged file was parsed again (objects should keep their pointers)")
+	}
+
+	write(t, filepath.Join(dir, "bad.yaml"), svc("fixed", 3))
+	waitFor(t, "fixed file", func() bool { return len(r.Inputs().Services) == 3 && len(r.Problems()) == 0 })
+
+	write(t, filepath.Join(dir, "dup.yaml"), svc("a", 4))
+	waitFor(t, "duplicate reported", func() bool { return len(r.Problems()) == 1 })
+	if p := r.Problems()[0].Error(); !strings.Contains(p, "duplicate") || !strings.Contains(p, "a.yaml") {
+		t.Errorf("duplicate problem %q", p)
+	}
+
+	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "removal", func() bool {
+		ss := r.Inputs().Services
+		return len(ss) == 3 && len(r.Problems()) == 0 // dup.yaml's "a" takes over
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
