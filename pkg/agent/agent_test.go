@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/miekg/dns"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/skiff-mesh/skiff/pkg/agent"
 	"github.com/skiff-mesh/skiff/pkg/agent/agenttest"
@@ -154,6 +156,55 @@ func TestAgentAgainstIstiod(t *testing.T) {
 	}
 	if !strings.Contains(r.Answer[0].String(), "\tA\t") {
 		t.Errorf("answer %s", r.Answer[0])
+	}
+
+	// The private key is never written to disk without OUTPUT_CERTS.
+	filepath.WalkDir(cfg.WorkDir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(path); strings.Contains(string(b), "PRIVATE KEY") {
+				t.Errorf("private key written to %s", path)
+			}
+		}
+		return nil
+	})
+}
+
+// TestAgentSupervisesTheProxy runs a stand-in proxy: the agent writes its
+// bootstrap, starts it with Envoy's flags, is ready when its admin API is,
+// merges its metrics, and drains it when stopped.
+func TestAgentSupervisesTheProxy(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "envoy")
+	if out, err := exec.Command("go", "build", "-o", bin, "./envoy/testdata/fakeproxy").CombinedOutput(); err != nil {
+		t.Fatal(string(out))
+	}
+	m := startMesh(t)
+	admin := freePort(t)
+	events := filepath.Join(t.TempDir(), "events")
+	t.Setenv("FAKEPROXY_LOG", events)
+	t.Setenv("FAKEPROXY_ADMIN_PORT", fmt.Sprint(admin))
+	cfg, resolv := podEnv(t, m)
+	cfg.Proxy.BinaryPath, cfg.Proxy.ProxyAdminPort = bin, int32(admin)
+	cfg.Proxy.TerminationDrainDuration = durationpb.New(100 * time.Millisecond)
+	t.Cleanup(func() { // runs after the agent has stopped
+		ev, _ := os.ReadFile(events)
+		if !strings.Contains(string(ev), "drain POST inboundonly&graceful") || !strings.Contains(string(ev), "signal terminated") {
+			t.Errorf("proxy not drained and stopped:\n%s", ev)
+		}
+	})
+	runAgent(t, cfg, resolv)
+
+	b, err := os.ReadFile(filepath.Join(cfg.WorkDir, "etc/istio/proxy/envoy-rev.json"))
+	if err != nil || !strings.Contains(string(b), "sidecar~127.0.0.31~productpage-0.default~default.svc.cluster.local") {
+		t.Errorf("bootstrap: %v", err)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/stats/prometheus", cfg.Proxy.StatusPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "envoy_server_live 1") || !strings.Contains(string(body), "dns_requests_total") {
+		t.Errorf("merged metrics lack the proxy's or the agent's:\n%s", body)
 	}
 }
 

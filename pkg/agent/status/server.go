@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
 )
@@ -129,7 +129,19 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, err)
 		}
 	}
-	promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	// The agent's own metrics, in the same text format (never gzip or
+	// protobuf: they follow plain text already written).
+	if mfs, err := s.opts.Registry.Gather(); err == nil {
+		enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, mf := range mfs {
+			if err := enc.Encode(mf); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	} else {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		s.log.Debug("metrics scrape failed", "err", errors.Join(errs...))
 	}

@@ -47,6 +47,8 @@ func main() {
 		record("admin listen: %v", err)
 		os.Exit(3)
 	}
+	http.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "LIVE") })
+	http.HandleFunc("/stats/prometheus", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "envoy_server_live 1") })
 	http.HandleFunc("/drain_listeners", func(w http.ResponseWriter, r *http.Request) {
 		record("drain %s %s", r.Method, r.URL.RawQuery)
 	})
