@@ -365,20 +365,30 @@ func SignToken(key crypto.Signer, c TokenClaims) (string, error) {
 		return "", err
 	}
 	signing := base64.RawURLEncoding.EncodeToString(hdr) + "." + base64.RawURLEncoding.EncodeToString(body)
-	digest := sha256.Sum256([]byte(signing))
-	sig, err := key.Sign(rand.Reader, digest[:], crypto.SHA256)
+	sig, err := jwsSign(key, alg, signing)
 	if err != nil {
 		return "", fmt.Errorf("sign token: %w", err)
 	}
-	if alg == "ES256" {
-		var rs struct{ R, S *big.Int }
-		if _, err := asn1.Unmarshal(sig, &rs); err != nil {
-			return "", fmt.Errorf("sign token: %w", err)
-		}
-		raw := make([]byte, 64)
-		rs.R.FillBytes(raw[:32])
-		rs.S.FillBytes(raw[32:])
-		sig = raw
-	}
 	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+}
+
+// jwsSign signs the JWS signing input with SHA-256: PKCS #1 v1.5 for
+// RS256, r||s (32 bytes each) for ES256.
+func jwsSign(key crypto.Signer, alg, signing string) ([]byte, error) {
+	digest := sha256.Sum256([]byte(signing))
+	sig, err := key.Sign(rand.Reader, digest[:], crypto.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	if alg != "ES256" {
+		return sig, nil
+	}
+	var rs struct{ R, S *big.Int }
+	if _, err := asn1.Unmarshal(sig, &rs); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, 64)
+	rs.R.FillBytes(raw[:32])
+	rs.S.FillBytes(raw[32:])
+	return raw, nil
 }

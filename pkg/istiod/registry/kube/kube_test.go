@@ -1,0 +1,151 @@
+package kube_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	apinet "istio.io/api/networking/v1alpha3"
+	networking "istio.io/client-go/pkg/apis/networking/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
+	"github.com/skiff-mesh/skiff/pkg/kubetest"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestKubeRegistry(t *testing.T) {
+	if _, err := kubetest.AssetsDir(); err != nil {
+		t.Skip(err) // built by `make k8s-assets`, which `make test` runs first
+	}
+	env := kubetest.Start(t)
+	ctx := kubetest.Context(t)
+	if err := crdtest.InstallCRDs(ctx, env.Config); err != nil {
+		t.Fatal(err)
+	}
+	ic, err := istioclient.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := env.Client
+
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: "default"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "reviews"},
+			Ports: []corev1.ServicePort{{Name: "grpc", Port: 9080, TargetPort: intstr.FromInt32(9080)}}},
+	}
+	if _, err := kc.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "reviews-1", Namespace: "default", Labels: map[string]string{"kubernetes.io/service-name": "reviews"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr("grpc"), Port: ptr(int32(9080))}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(true)}}},
+	}
+	if _, err := kc.DiscoveryV1().EndpointSlices("default").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dr := &networking.DestinationRule{
+		ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: "default"},
+		Spec: apinet.DestinationRule{Host: "reviews", Subsets: []*apinet.Subset{
+			{Name: "v1", Labels: map[string]string{"version": "v1"}}}},
+	}
+	if _, err := ic.NetworkingV1().DestinationRules("default").Create(ctx, dr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Accepted by the schema-less CRD, rejected by istiod: weights add up to 90.
+	bad := &networking.VirtualService{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "default"},
+		Spec: apinet.VirtualService{Hosts: []string{"reviews"}, Http: []*apinet.HTTPRoute{{Route: []*apinet.HTTPRouteDestination{
+			{Destination: &apinet.Destination{Host: "reviews", Subset: "v1"}, Weight: 60},
+			{Destination: &apinet.Destination{Host: "reviews", Subset: "v2"}, Weight: 30},
+		}}}},
+	}
+	if _, err := ic.NetworkingV1().VirtualServices("default").Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := kube.New(kube.Config{Rest: env.Config}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := make(chan struct{}, 100)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- r.Run(runCtx, func() { changes <- struct{}{} }) }()
+	defer func() { cancel(); <-done }()
+
+	waitFor(t, "sync", func() bool { return r.Synced() })
+	in := r.Inputs()
+	if len(in.Services) < 1 || len(in.EndpointSlices) != 1 || len(in.DestinationRules) != 1 || len(in.VirtualServices) != 0 {
+		t.Fatalf("inputs: %d services, %d slices, %d rules, %d virtual services", len(in.Services), len(in.EndpointSlices), len(in.DestinationRules), len(in.VirtualServices))
+	}
+	if p := r.Problems(); len(p) != 1 || !strings.Contains(p[0].Error(), "VirtualService default/bad") || !strings.Contains(p[0].Error(), "weights must add up to 100") {
+		t.Fatalf("problems: %v", p)
+	}
+	pc := model.BuildPushContext(in, "1")
+	if eps := pc.Endpoints["reviews.default.svc.cluster.local"]; len(eps) != 1 || eps[0].Address != "10.1.0.1" {
+		t.Fatalf("reviews endpoints: %+v", eps)
+	}
+
+	// An endpoint change arrives through the informer.
+	drain(changes)
+	slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.1.0.2"}})
+	if _, err := kc.DiscoveryV1().EndpointSlices("default").Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no change notification for an EndpointSlice update")
+	}
+	waitFor(t, "endpoint update", func() bool {
+		pc2 := model.BuildPushContext(r.Inputs(), "2")
+		c := pc2.Diff(pc)
+		_, ok := c.Hosts["reviews.default.svc.cluster.local"]
+		return !c.Full && ok
+	})
+
+	// Fixing the VirtualService makes it count.
+	fixed, err := ic.NetworkingV1().VirtualServices("default").Get(ctx, "bad", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed.Spec.Http[0].Route[1].Weight = 40
+	if _, err := ic.NetworkingV1().VirtualServices("default").Update(ctx, fixed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "fixed VirtualService", func() bool { return len(r.Inputs().VirtualServices) == 1 && len(r.Problems()) == 0 })
+}
+
+func drain(c chan struct{}) {
+	for {
+		select {
+		case <-c:
+		default:
+			return
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
