@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// Type URLs the clients subscribe to, in push order.
+var types = []string{
+	"type.googleapis.com/envoy.config.cluster.v3.Cluster",
+	"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
+	"type.googleapis.com/envoy.config.listener.v3.Listener",
+	"type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
+}
+
+const (
+	cds = iota
+	eds
+	lds
+	rds
+)
+
+// rawResponse is the envelope of a DiscoveryResponse; the resources are
+// skipped, not decoded, so the load generator stays cheap.
+type rawResponse struct {
+	version, typeURL, nonce string
+	size                    int
+}
+
+// rawCodec marshals requests with protobuf and scans responses.
+type rawCodec struct{}
+
+func (rawCodec) Name() string { return "proto" }
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
+
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	r := v.(*rawResponse)
+	r.size = len(b)
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ == protowire.BytesType {
+			val, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return protowire.ParseError(m)
+			}
+			switch num {
+			case 1:
+				r.version = string(val)
+			case 4:
+				r.typeURL = string(val)
+			case 5:
+				r.nonce = string(val)
+			}
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return protowire.ParseError(m)
+		}
+		b = b[m:]
+	}
+	return nil
+}
+
+// client is one sidecar-like ADS stream.
+type client struct {
+	id       int
+	conn     *grpc.ClientConn
+	stream   grpc.ClientStream
+	sendMu   sync.Mutex
+	edsNames []string
+	// last[t] is when the latest response of type t arrived and was ACKed
+	// (unix nanoseconds).
+	last  [4]atomic.Int64
+	bytes atomic.Int64
+}
+
+var adsDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerStreams: true, ClientStreams: true}
+
+func dial(ctx context.Context, addr string, id int, edsNames []string) (*client, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return nil, fmt.Errorf("dial: %w", err)
+	}
+	s, err := conn.NewStream(ctx, adsDesc, "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources")
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open stream: %w", err)
+	}
+	return &client{id: id, conn: conn, stream: s, edsNames: edsNames}, nil
+}
+
+func (c *client) names(t int) []string {
+	switch t {
+	case eds:
+		return c.edsNames
+	case rds:
+		return []string{"8080"}
+	}
+	return nil
+}
+
+func (c *client) send(req *discoveryv3.DiscoveryRequest) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	return c.stream.SendMsg(req)
+}
+
+// run subscribes to CDS, EDS, LDS and RDS and ACKs every response until
+// the stream ends.
+func (c *client) run() error {
+	node := &corev3.Node{Id: fmt.Sprintf("sidecar~10.250.%d.%d~client-%d.%s~%s.svc.cluster.local", c.id/250, c.id%250+1, c.id, benchNS, benchNS)}
+	for t, url := range types {
+		req := &discoveryv3.DiscoveryRequest{TypeUrl: url, ResourceNames: c.names(t)}
+		if t == 0 {
+			req.Node = node
+		}
+		if err := c.send(req); err != nil {
+			return err
+		}
+	}
+	for {
+		var r rawResponse
+		if err := c.stream.RecvMsg(&r); err != nil {
+			return err
+		}
+		t := typeIndex(r.typeURL)
+		if t < 0 {
+			continue
+		}
+		if err := c.send(&discoveryv3.DiscoveryRequest{TypeUrl: r.typeURL, ResourceNames: c.names(t), VersionInfo: r.version, ResponseNonce: r.nonce}); err != nil {
+			return err
+		}
+		c.bytes.Add(int64(r.size))
+		c.last[t].Store(time.Now().UnixNano())
+	}
+}
+
+func typeIndex(url string) int {
+	for i, t := range types {
+		if t == url {
+			return i
+		}
+	}
+	return -1
+}

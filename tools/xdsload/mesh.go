@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const benchNS = "bench"
+
+func svcName(i int) string { return fmt.Sprintf("svc-%04d", i) }
+
+func svcHost(i int) string { return svcName(i) + "." + benchNS + ".svc.cluster.local" }
+
+func clusterName(i int) string { return "outbound|8080||" + svcHost(i) }
+
+// writeMesh writes n services with m endpoints each: one file of Services,
+// one EndpointSlice file per service (so an endpoint change rewrites one
+// small file), VirtualServices splitting every tenth service 90/10, and
+// DestinationRules with a load-balancer policy for every fifth.
+func writeMesh(dir string, n, m int) error {
+	var svcs, vss, drs strings.Builder
+	for i := range n {
+		fmt.Fprintf(&svcs, `---
+apiVersion: v1
+kind: Service
+metadata: {name: %s, namespace: %s}
+spec:
+  clusterIP: 10.100.%d.%d
+  ports: [{name: http, port: 8080, targetPort: 8080}]
+`, svcName(i), benchNS, i/250, i%250+1)
+		if i%10 == 0 && i+1 < n {
+			fmt.Fprintf(&vss, `---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: %s, namespace: %s}
+spec:
+  hosts: [%s]
+  http:
+  - match: [{uri: {prefix: /api}}]
+    route:
+    - {destination: {host: %s}, weight: 90}
+    - {destination: {host: %s}, weight: 10}
+    timeout: 3s
+  - route: [{destination: {host: %s}}]
+`, svcName(i), benchNS, svcName(i), svcName(i), svcName(i+1), svcName(i))
+		}
+		if i%5 == 0 {
+			fmt.Fprintf(&drs, `---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: %s, namespace: %s}
+spec:
+  host: %s
+  trafficPolicy: {loadBalancer: {simple: LEAST_REQUEST}}
+`, svcName(i), benchNS, svcHost(i))
+		}
+		if err := writeSlice(dir, i, m, 0); err != nil {
+			return err
+		}
+	}
+	for name, b := range map[string]*strings.Builder{"services.yaml": &svcs, "virtualservices.yaml": &vss, "destinationrules.yaml": &drs} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// writeSlice (re)writes service i's EndpointSlice; a different gen (mod
+// 100) gives different addresses, so each rewrite is a real change.
+func writeSlice(dir string, i, m, gen int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: %s-1, namespace: %s, labels: {kubernetes.io/service-name: %s}}
+addressType: IPv4
+ports: [{name: http, port: 8080}]
+endpoints:
+`, svcName(i), benchNS, svcName(i))
+	for j := range m {
+		fmt.Fprintf(&b, "- {addresses: [\"10.%d.%d.%d\"]}\n", 128+gen%100, i%250, (i/250)*m+j+1)
+	}
+	return replaceFile(filepath.Join(dir, "slices", svcName(i)+".yaml"), b.String())
+}
+
+// replaceFile writes aside and renames, as editors and kubectl-like tools do.
+func replaceFile(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// writeNewService adds a service without endpoints: CDS, LDS and RDS
+// change for every client.
+func writeNewService(dir string, k int) error {
+	name := fmt.Sprintf("new-%d", k)
+	return replaceFile(filepath.Join(dir, name+".yaml"), fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: %s, namespace: %s}
+spec:
+  clusterIP: 10.101.%d.%d
+  ports: [{name: http, port: 8080}]
+`, name, benchNS, k/250, k%250+1))
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is USER_HZ, 100 on Linux.
+const clockTick = 100
+
+// cpuTime returns a process's user+system CPU time.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may contain spaces).
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	u, _ := strconv.ParseInt(fields[11], 10, 64)
+	k, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(u+k) * time.Second / clockTick, nil
+}
+
+// memory returns a process's resident set size and its peak, in bytes.
+func memory(pid int) (rss, peak int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb << 10
+		case "VmHWM:":
+			peak = kb << 10
+		}
+	}
+	return rss, peak, nil
+}

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+type config struct {
+	istiod                       string
+	services, endpoints, clients int
+	fullPushes, edsChanges       int
+	edsDebounce                  bool
+	timeout                      time.Duration
+}
+
+// phase is one timed change: how long until every client had it.
+type phase struct {
+	name    string
+	samples []time.Duration // per iteration: until the last client
+	clients []time.Duration // per client delivery, all iterations
+	cpu     time.Duration   // istiod CPU over all iterations
+}
+
+type results struct {
+	connect        time.Duration
+	connectCPU     time.Duration
+	phases         []*phase
+	rss, peak      int64
+	bytesPerClient int64
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
+	dir, err := os.MkdirTemp("", "xdsload-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := writeMesh(dir, cfg.services, cfg.endpoints); err != nil {
+		return nil, err
+	}
+	grpcAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	monAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, cfg.istiod, "--config-dir", dir, "--grpcAddr", grpcAddr, "--monitoringAddr", monAddr,
+		"--httpAddr", "", "--log-level", "warn", "--eds-debounce="+strconv.FormatBool(cfg.edsDebounce))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start istiod: %w", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	if err := waitReady(ctx, "http://"+monAddr+"/ready"); err != nil {
+		return nil, err
+	}
+	log.Info("istiod ready", "pid", pid, "services", cfg.services)
+
+	edsNames := make([]string, cfg.services)
+	for i := range edsNames {
+		edsNames[i] = clusterName(i)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := &results{}
+	cpu0, _ := cpuTime(pid)
+	start := time.Now()
+	clients := make([]*client, cfg.clients)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for i := range clients {
+		c, err := dial(cctx, grpcAddr, i, edsNames)
+		if err != nil {
+			return nil, err
+		}
+		clients[i] = c
+		wg.Go(func() {
+			if err := c.run(); err != nil && cctx.Err() == nil {
+				log.Warn("client ended", "client", c.id, "error", err)
+			}
+			c.conn.Close()
+		})
+	}
+	if _, err := waitAll(ctx, clients, start, []int{cds, eds, lds, rds}, cfg.timeout); err != nil {
+		return nil, fmt.Errorf("initial sync: %w", err)
+	}
+	res.connect = time.Since(start)
+	cpu1, _ := cpuTime(pid)
+	res.connectCPU = cpu1 - cpu0
+	var total int64
+	for _, c := range clients {
+		total += c.bytes.Load()
+	}
+	res.bytesPerClient = total / int64(len(clients))
+	log.Info("clients synced", "clients", cfg.clients, "took", res.connect)
+	time.Sleep(500 * time.Millisecond)
+
+	full := &phase{name: "full push (new service + endpoint change: CDS, EDS, LDS, RDS to every client)"}
+	vs := &phase{name: "VirtualService change (RDS to every client)"}
+	epc := &phase{name: "endpoint change (EDS to every client)"}
+	for k := range cfg.fullPushes {
+		err := timed(ctx, pid, full, clients, []int{cds, eds, lds, rds}, cfg.timeout, func() error {
+			if err := writeNewService(dir, k); err != nil {
+				return err
+			}
+			return writeSlice(dir, cfg.services-1, cfg.endpoints, 60+k%40)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("full push %d: %w", k, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		err = timed(ctx, pid, vs, clients, []int{rds}, cfg.timeout, func() error {
+			return replaceFile(dir+"/virtualservices-extra.yaml", fmt.Sprintf(`apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: extra, namespace: %s}
+spec:
+  hosts: [%s]
+  http: [{route: [{destination: {host: %s}}], timeout: %ds}]
+`, benchNS, svcName(1), svcName(1), k+1))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("VirtualService change %d: %w", k, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	for k := range cfg.edsChanges {
+		i := (k * 37) % cfg.services
+		if err := timed(ctx, pid, epc, clients, []int{eds}, cfg.timeout, func() error {
+			return writeSlice(dir, i, cfg.endpoints, k+1)
+		}); err != nil {
+			return nil, fmt.Errorf("endpoint change %d: %w", k, err)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	res.phases = []*phase{full, vs, epc}
+	res.rss, res.peak, _ = memory(pid)
+	return res, nil
+}
+
+// timed applies change and waits until every client received a response of
+// every type in want.
+func timed(ctx context.Context, pid int, p *phase, clients []*client, want []int, timeout time.Duration, change func() error) error {
+	cpu0, _ := cpuTime(pid)
+	t0 := time.Now()
+	if err := change(); err != nil {
+		return err
+	}
+	per, err := waitAll(ctx, clients, t0, want, timeout)
+	if err != nil {
+		return err
+	}
+	cpu1, _ := cpuTime(pid)
+	p.cpu += cpu1 - cpu0
+	p.samples = append(p.samples, slices.Max(per))
+	p.clients = append(p.clients, per...)
+	return nil
+}
+
+// waitAll waits until every client got every wanted type after t0 and
+// returns, per client, when the last of them arrived.
+func waitAll(ctx context.Context, clients []*client, t0 time.Time, want []int, timeout time.Duration) ([]time.Duration, error) {
+	deadline := time.Now().Add(timeout)
+	since := t0.UnixNano()
+	for {
+		done, missing := 0, -1
+		for i, c := range clients {
+			ok := true
+			for _, t := range want {
+				if c.last[t].Load() <= since {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				done++
+			} else if missing < 0 {
+				missing = i
+			}
+		}
+		if done == len(clients) {
+			break
+		}
+		if time.Now().After(deadline) {
+			var got []string
+			for _, t := range want {
+				n := 0
+				for _, c := range clients {
+					if c.last[t].Load() > since {
+						n++
+					}
+				}
+				got = append(got, fmt.Sprintf("%s:%d", []string{"CDS", "EDS", "LDS", "RDS"}[t], n))
+			}
+			return nil, fmt.Errorf("after %v only %d of %d clients have it (client %d missing; per type %v)", timeout, done, len(clients), missing, got)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	per := make([]time.Duration, len(clients))
+	for i, c := range clients {
+		var last int64
+		for _, t := range want {
+			last = max(last, c.last[t].Load())
+		}
+		per[i] = time.Duration(last - since)
+	}
+	return per, nil
+}
+
+func waitReady(ctx context.Context, url string) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return errors.New("istiod not ready after 60s")
+}
