@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -171,6 +172,14 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	if dns != nil {
 		sopts.Extra["/debug/ndsz"] = dns.NDSZHandler()
 	}
+	sopts.Extra["/debug/certs"] = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		var out []certs.SecretInfo
+		if c := mgr.Current(); c != nil {
+			out = c.Describe(time.Now())
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
 	st := status.New(sopts, log)
 	statusAddr := opts.StatusAddr
 	if statusAddr == "" {

@@ -224,3 +224,29 @@ func writeOutput(dir string, c *Cert) error {
 	}
 	return nil
 }
+
+// SecretInfo describes one served secret for operators (istioctl
+// proxy-config secret): never the key.
+type SecretInfo struct {
+	Name      string    `json:"name"`
+	Type      string    `json:"type"`
+	Valid     bool      `json:"valid"`
+	Serial    string    `json:"serial"`
+	NotAfter  time.Time `json:"not_after"`
+	NotBefore time.Time `json:"not_before"`
+}
+
+// Describe reports the workload certificate ("default") and each root ("ROOTCA").
+func (c *Cert) Describe(now time.Time) []SecretInfo {
+	info := func(name, typ string, x *x509.Certificate) SecretInfo {
+		return SecretInfo{Name: name, Type: typ, Valid: now.After(x.NotBefore) && now.Before(x.NotAfter),
+			Serial: x.SerialNumber.Text(16), NotAfter: x.NotAfter, NotBefore: x.NotBefore}
+	}
+	out := []SecretInfo{info("default", "Cert Chain", c.Leaf)}
+	if roots, err := pki.ParseCertificates(c.RootPEM); err == nil {
+		for _, r := range roots {
+			out = append(out, info("ROOTCA", "CA", r))
+		}
+	}
+	return out
+}

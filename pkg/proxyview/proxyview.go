@@ -1,0 +1,269 @@
+// Package proxyview renders istioctl's operator views of proxies — proxy-status
+// and proxy-config — from istiod's debug endpoints and the agent's status port.
+package proxyview
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/agent/certs"
+)
+
+// TypeStatus and ProxyStatus mirror istiod's /debug/syncz.
+type TypeStatus struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// ProxyStatus is one stream of one proxy.
+type ProxyStatus struct {
+	Proxy     string                `json:"proxy"`
+	Generator string                `json:"generator,omitempty"`
+	Types     map[string]TypeStatus `json:"types"`
+}
+
+// Client reads istiod's debug endpoints.
+type Client struct {
+	// Istiod is istiod's debug address ("http://127.0.0.1:8080").
+	Istiod string
+	HTTP   *http.Client
+}
+
+func (c *Client) get(ctx context.Context, base, path string, out any) error {
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return json.Unmarshal(body, out)
+}
+
+// Status fetches /debug/syncz.
+func (c *Client) Status(ctx context.Context) ([]ProxyStatus, error) {
+	var out []ProxyStatus
+	return out, c.get(ctx, c.Istiod, "/debug/syncz", &out)
+}
+
+// podName turns a node id (sidecar~IP~POD.NS~NS.svc.cluster.local) into POD.NS.
+func podName(id string) string {
+	parts := strings.Split(id, "~")
+	if len(parts) == 4 {
+		return parts[2]
+	}
+	return id
+}
+
+// merge folds the streams of one proxy (the agent's NameTable stream, the
+// proxy's own) into one status per type: any stream's state that has been
+// sent wins over NOT SENT, and ERROR or STALE over SYNCED.
+func merge(streams []ProxyStatus) map[string]map[string]TypeStatus {
+	rank := map[string]int{"NOT SENT": 0, "SYNCED": 1, "STALE": 2, "ERROR": 3}
+	out := map[string]map[string]TypeStatus{}
+	for _, s := range streams {
+		m := out[s.Proxy]
+		if m == nil {
+			m = map[string]TypeStatus{}
+			out[s.Proxy] = m
+		}
+		for typ, st := range s.Types {
+			if cur, ok := m[typ]; !ok || rank[st.Status] > rank[cur.Status] {
+				m[typ] = st
+			}
+		}
+	}
+	return out
+}
+
+// WriteStatus prints the proxy-status table: NAME, CLUSTER, CDS, LDS, EDS,
+// RDS, ECDS, ISTIOD, VERSION.
+func WriteStatus(w io.Writer, streams []ProxyStatus, istiod, version string) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tCLUSTER\tCDS\tLDS\tEDS\tRDS\tECDS\tISTIOD\tVERSION")
+	merged := merge(streams)
+	ids := make([]string, 0, len(merged))
+	for id := range merged {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(podName(a), podName(b)) })
+	for _, id := range ids {
+		t := merged[id]
+		st := func(typ string) string {
+			if s, ok := t[typ]; ok {
+				return s.Status
+			}
+			return "NOT SENT"
+		}
+		fmt.Fprintf(tw, "%s\tKubernetes\t%s\t%s\t%s\t%s\tNOT SENT\t%s\t%s\n", podName(id), st("CDS"), st("LDS"), st("EDS"), st("RDS"), istiod, version)
+	}
+	return tw.Flush()
+}
+
+// Dump is istiod's /debug/config_dump for one proxy: resources by type.
+type Dump struct {
+	Proxy  string                       `json:"proxy"`
+	Config map[string][]json.RawMessage `json:"config"`
+}
+
+// ConfigDump finds the proxy named POD.NS (or by node id) and fetches its config dump.
+func (c *Client) ConfigDump(ctx context.Context, pod string) (*Dump, error) {
+	streams, err := c.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := ""
+	for _, s := range streams {
+		if s.Proxy == pod || podName(s.Proxy) == pod {
+			id = s.Proxy
+			break
+		}
+	}
+	if id == "" {
+		return nil, fmt.Errorf("proxy %q is not connected to istiod", pod)
+	}
+	var d Dump
+	if err := c.get(ctx, c.Istiod, "/debug/config_dump?proxyID="+url.QueryEscape(id), &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// obj is a decoded resource.
+type obj = map[string]any
+
+func decode(raws []json.RawMessage) []obj {
+	var out []obj
+	for _, r := range raws {
+		var o obj
+		if json.Unmarshal(r, &o) == nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func str(o obj, path ...string) string {
+	var cur any = o
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		cur = m[p]
+	}
+	switch v := cur.(type) {
+	case string:
+		return v
+	case float64:
+		return fmt.Sprint(int64(v))
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(cur)
+}
+
+// WriteConfig prints one kind of the dump: listeners, clusters, routes or endpoints.
+func WriteConfig(w io.Writer, d *Dump, kind string) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	switch kind {
+	case "listeners", "listener", "l":
+		fmt.Fprintln(tw, "NAME\tADDRESS\tPORT\tFILTER CHAINS")
+		for _, l := range decode(d.Config["LDS"]) {
+			chains, _ := l["filterChains"].([]any)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", str(l, "name"), str(l, "address", "socketAddress", "address"), str(l, "address", "socketAddress", "portValue"), len(chains))
+		}
+	case "clusters", "cluster", "c":
+		fmt.Fprintln(tw, "SERVICE FQDN\tPORT\tSUBSET\tDIRECTION\tTYPE")
+		for _, c := range decode(d.Config["CDS"]) {
+			name := str(c, "name")
+			dir, port, subset, host := "-", "-", "-", name
+			if p := strings.Split(name, "|"); len(p) == 4 {
+				dir, port, subset, host = p[0], p[1], p[2], p[3]
+				if subset == "" {
+					subset = "-"
+				}
+			}
+			typ := str(c, "type")
+			if typ == "" && str(c, "edsClusterConfig", "serviceName") != "" || c["edsClusterConfig"] != nil {
+				typ = "EDS"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", host, port, subset, dir, typ)
+		}
+	case "routes", "route", "r":
+		fmt.Fprintln(tw, "NAME\tVIRTUAL HOSTS\tDOMAINS")
+		for _, r := range decode(d.Config["RDS"]) {
+			vhs, _ := r["virtualHosts"].([]any)
+			var domains []string
+			for _, vh := range vhs {
+				if m, ok := vh.(map[string]any); ok {
+					if ds, ok := m["domains"].([]any); ok && len(ds) > 0 {
+						domains = append(domains, fmt.Sprint(ds[0]))
+					}
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", str(r, "name"), len(vhs), strings.Join(domains, ","))
+		}
+	case "endpoints", "endpoint", "e":
+		fmt.Fprintln(tw, "ENDPOINT\tSTATUS\tCLUSTER")
+		for _, e := range decode(d.Config["EDS"]) {
+			locs, _ := e["endpoints"].([]any)
+			for _, loc := range locs {
+				lbs, _ := loc.(map[string]any)["lbEndpoints"].([]any)
+				for _, lb := range lbs {
+					m, _ := lb.(map[string]any)
+					addr := str(m, "endpoint", "address", "socketAddress", "address") + ":" + str(m, "endpoint", "address", "socketAddress", "portValue")
+					health := str(m, "healthStatus")
+					if health == "" {
+						health = "HEALTHY"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", addr, health, str(e, "clusterName"))
+				}
+			}
+		}
+	default:
+		return fmt.Errorf("unknown kind %q: want listeners, clusters, routes, endpoints or secret", kind)
+	}
+	return tw.Flush()
+}
+
+// Secret is what the agent reports of one certificate resource (never the key).
+type Secret = certs.SecretInfo
+
+// Secrets fetches the agent's /debug/certs (agent is its status address, "http://POD_IP:15020").
+func (c *Client) Secrets(ctx context.Context, agent string) ([]Secret, error) {
+	var out []Secret
+	return out, c.get(ctx, agent, "/debug/certs", &out)
+}
+
+// WriteSecrets prints the secret table: RESOURCE NAME, TYPE, STATUS, VALID CERT, SERIAL NUMBER, NOT AFTER, NOT BEFORE.
+func WriteSecrets(w io.Writer, secrets []Secret) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "RESOURCE NAME\tTYPE\tSTATUS\tVALID CERT\tSERIAL NUMBER\tNOT AFTER\tNOT BEFORE")
+	for _, s := range secrets {
+		fmt.Fprintf(tw, "%s\t%s\tACTIVE\t%t\t%s\t%s\t%s\n", s.Name, s.Type, s.Valid, s.Serial,
+			s.NotAfter.UTC().Format(time.RFC3339), s.NotBefore.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,107 @@
+package proxyview_test
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/proxyview"
+)
+
+const (
+	cds = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	lds = "type.googleapis.com/envoy.config.listener.v3.Listener"
+)
+
+// TestViewsOfARealProxy connects a SotW client to a real istiod as a
+// sidecar, ACKs CDS and LDS, and reads the views back from istiod's debug port.
+func TestViewsOfARealProxy(t *testing.T) {
+	cfg := istiod.DefaultConfig()
+	cfg.ConfigDir, _ = filepath.Abs("../../examples/mesh")
+	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = d.Serve(ctx) }()
+
+	conn, err := grpc.NewClient(d.Addr("grpc"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev3.Node{Id: "sidecar~127.0.0.31~productpage-0.default~default.svc.cluster.local"}
+	for _, typ := range []string{cds, lds} {
+		s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: typ})
+		node = nil
+	}
+	acked := map[string]bool{}
+	for len(acked) < 2 {
+		resp, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Send(&discovery.DiscoveryRequest{TypeUrl: resp.TypeUrl, VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce})
+		acked[resp.TypeUrl] = true
+	}
+
+	c := &proxyview.Client{Istiod: "http://" + d.Addr("debug")}
+	var table string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		streams, err := c.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		proxyview.WriteStatus(&b, streams, "istiod-test", "skiff")
+		table = b.String()
+		if strings.Contains(table, "SYNCED") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[0], "ECDS") {
+		t.Fatalf("proxy-status table:\n%s", table)
+	}
+	f := strings.Fields(lines[1])
+	if f[0] != "productpage-0.default" || f[2] != "SYNCED" || f[3] != "SYNCED" {
+		t.Errorf("proxy-status row: %q (want CDS and LDS SYNCED)\n%s", f, table)
+	}
+
+	dump, err := c.ConfigDump(ctx, "productpage-0.default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := proxyview.WriteConfig(&b, dump, "clusters"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "reviews.default.svc.cluster.local") || !strings.Contains(b.String(), "outbound") {
+		t.Errorf("clusters:\n%s", b.String())
+	}
+	b.Reset()
+	proxyview.WriteConfig(&b, dump, "listeners")
+	if !strings.Contains(b.String(), "virtualOutbound") {
+		t.Errorf("listeners:\n%s", b.String())
+	}
+	if _, err := c.ConfigDump(ctx, "nobody.default"); err == nil || !strings.Contains(err.Error(), "not connected") {
+		t.Errorf("unknown proxy: %v", err)
+	}
+}
