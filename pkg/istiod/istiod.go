@@ -130,7 +130,8 @@ func (d *Istiod) addGRPC(name, addr string, register []func(*grpc.Server), extra
 		grpc.MaxRecvMsgSize(4 << 20),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
-	}, extra...)
+	}, xds.ServerOptions()...)
+	opts = append(opts, extra...)
 	g := grpc.NewServer(opts...)
 	d.xds.Register(g)
 	for _, r := range register {

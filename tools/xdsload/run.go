@@ -65,8 +65,12 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
+	debugAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.CommandContext(ctx, cfg.istiod, "--config-dir", dir, "--grpcAddr", grpcAddr, "--monitoringAddr", monAddr,
-		"--httpAddr", "", "--log-level", "warn", "--eds-debounce="+strconv.FormatBool(cfg.edsDebounce))
+		"--httpAddr", debugAddr, "--log-level", "warn", "--eds-debounce="+strconv.FormatBool(cfg.edsDebounce))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start istiod: %w", err)
@@ -76,7 +80,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	if err := waitReady(ctx, "http://"+monAddr+"/ready"); err != nil {
 		return nil, err
 	}
-	log.Info("istiod ready", "pid", pid, "services", cfg.services)
+	log.Info("istiod ready", "pid", pid, "services", cfg.services, "debug", debugAddr)
 
 	edsNames := make([]string, cfg.services)
 	for i := range edsNames {

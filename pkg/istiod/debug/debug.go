@@ -1,11 +1,13 @@
 // Package debug serves istiod's debug endpoints (port 8080 in Istio):
-// /debug/syncz, /debug/configz and /debug/config_dump?proxyID=.
+// /debug/syncz, /debug/configz, /debug/config_dump?proxyID= and
+// /debug/pprof/.
 package debug
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -34,6 +36,9 @@ func Handler(x *xds.Server, reg registry.Registry) http.Handler {
 	mux.HandleFunc("GET /debug/config_dump", func(w http.ResponseWriter, r *http.Request) {
 		configDump(w, r, x)
 	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }
 

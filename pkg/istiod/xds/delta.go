@@ -9,6 +9,7 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -16,16 +17,18 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 )
 
-type deltaStream = discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer
+// deltaStream carries DeltaDiscoveryRequest and DeltaDiscoveryResponse.
+type deltaStream = grpc.ServerStream
 
-// DeltaAggregatedResources serves one delta (incremental) ADS stream.
-func (s *Server) DeltaAggregatedResources(stream deltaStream) error {
+// streamDelta serves one delta (incremental) ADS stream.
+func (s *Server) streamDelta(stream deltaStream) error {
 	ctx := stream.Context()
 	reqs := make(chan *discoveryv3.DeltaDiscoveryRequest)
 	errc := make(chan error, 1)
 	go func() {
 		for {
-			req, err := stream.Recv()
+			req := &discoveryv3.DeltaDiscoveryRequest{}
+			err := stream.RecvMsg(req)
 			if err != nil {
 				errc <- err
 				return
@@ -211,7 +214,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	resp.Nonce = c.nextNonce()
 	w.nonceSent, w.versionSent, w.sentAt = resp.Nonce, pc.Version, time.Now()
 	c.mu.Unlock()
-	if err := stream.Send(resp); err != nil {
+	if err := stream.SendMsg(resp); err != nil {
 		return fmt.Errorf("send delta %s to %s: %w", typeLabel(w.typeURL), c.proxy.ID, err)
 	}
 	c.server.metrics.Push(typeLabel(w.typeURL))

@@ -47,7 +47,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{srv: xds.New(xds.Options{Log: slog.New(slog.DiscardHandler)})}
-	g := grpc.NewServer()
+	g := grpc.NewServer(xds.ServerOptions()...)
 	e.srv.Register(g)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
 
@@ -32,8 +31,6 @@ type Options struct {
 
 // Server serves ADS. Call Push with each new PushContext.
 type Server struct {
-	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
-
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	sem     *semaphore.Weighted
@@ -43,9 +40,11 @@ type Server struct {
 
 	mu    sync.RWMutex
 	conns map[string]*Connection
+
+	names interner
 }
 
-var _ discoveryv3.AggregatedDiscoveryServiceServer = (*Server)(nil)
+var _ adsHandler = (*Server)(nil)
 
 // New returns a server with no push context: streams wait for the first.
 func New(o Options) *Server {
@@ -60,8 +59,9 @@ func New(o Options) *Server {
 	}
 }
 
-// Register adds the ADS service to g.
-func (s *Server) Register(g *grpc.Server) { discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, s) }
+// Register adds the ADS service to g, which must have been created with
+// ServerOptions.
+func (s *Server) Register(g *grpc.Server) { g.RegisterService(&adsService, s) }
 
 // PushContext returns the current snapshot (nil before the first push).
 func (s *Server) PushContext() *model.PushContext { return s.pc.Load() }

@@ -8,24 +8,27 @@ import (
 	"slices"
 	"time"
 
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 )
 
-// StreamAggregatedResources serves one state-of-the-world ADS stream.
-func (s *Server) StreamAggregatedResources(stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+// sotwStream is a state-of-the-world stream with the codec's types.
+type sotwStream = grpc.ServerStream
+
+// streamSotW serves one state-of-the-world ADS stream.
+func (s *Server) streamSotW(stream sotwStream) error {
 	ctx := stream.Context()
-	reqs := make(chan *discoveryv3.DiscoveryRequest)
+	reqs := make(chan *rawRequest)
 	errc := make(chan error, 1)
 	go func() {
 		for {
-			req, err := stream.Recv()
+			req := &rawRequest{}
+			err := stream.RecvMsg(req)
 			if err != nil {
 				errc <- err
 				return
@@ -56,7 +59,7 @@ func (s *Server) StreamAggregatedResources(stream discoveryv3.AggregatedDiscover
 		case req := <-reqs:
 			if c == nil {
 				var err error
-				if c, err = s.initConnection(ctx, req.GetNode().GetId(), req.GetNode().GetMetadata(), false); err != nil {
+				if c, err = s.initConnection(ctx, req.req.GetNode().GetId(), req.req.GetNode().GetMetadata(), false); err != nil {
 					return err
 				}
 				pushReady = c.pushReady
@@ -94,10 +97,11 @@ func (s *Server) initConnection(ctx context.Context, id string, meta *structpb.S
 
 // handleSotW applies one request: first subscription, stale nonce, NACK,
 // ACK, or a change of subscribed names.
-func (c *Connection) handleSotW(stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer, req *discoveryv3.DiscoveryRequest) error {
+func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
+	req := &raw.req
 	typ := req.GetTypeUrl()
 	label := typeLabel(typ)
-	c.server.log.Debug("request", "proxy", c.proxy.ID, "type", label, "names", len(req.GetResourceNames()), "nonce", req.GetResponseNonce(), "nack", req.GetErrorDetail() != nil)
+	c.server.log.Debug("request", "proxy", c.proxy.ID, "type", label, "nonce", req.GetResponseNonce(), "nack", req.GetErrorDetail() != nil)
 	c.mu.Lock()
 	w := c.watched[typ]
 	if w == nil || w.nonceSent == "" || req.GetResponseNonce() == "" {
@@ -107,8 +111,10 @@ func (c *Connection) handleSotW(stream discoveryv3.AggregatedDiscoveryService_St
 			w = &watch{typeURL: typ}
 			c.watched[typ] = w
 		}
-		w.wildcard = c.isWildcard(typ, req.GetResourceNames())
-		w.names = sortedNames(req.GetResourceNames())
+		names := raw.Names(&c.server.names)
+		w.wildcard = c.isWildcard(typ, names)
+		w.names = sortedNames(names)
+		w.namesHash = raw.namesHash
 		w.lastHash = ""
 		c.mu.Unlock()
 		return c.sendType(stream, c.server.PushContext(), w, nil, true)
@@ -127,8 +133,13 @@ func (c *Connection) handleSotW(stream discoveryv3.AggregatedDiscoveryService_St
 		return nil
 	}
 	w.nonceAcked, w.versionAcked = req.GetResponseNonce(), w.versionSent
-	names := sortedNames(req.GetResourceNames())
-	if w.wildcard || slices.Equal(names, w.names) {
+	if w.wildcard || raw.namesHash == w.namesHash {
+		c.mu.Unlock()
+		return nil // the usual ACK: names unchanged, nothing decoded
+	}
+	w.namesHash = raw.namesHash
+	names := sortedNames(raw.Names(&c.server.names))
+	if slices.Equal(names, w.names) {
 		c.mu.Unlock()
 		return nil
 	}
@@ -143,7 +154,7 @@ func (c *Connection) handleSotW(stream discoveryv3.AggregatedDiscoveryService_St
 
 // pushSotW pushes one (merged) event: every changed type in push order, or
 // EDS for the changed hosts only.
-func (c *Connection) pushSotW(ctx context.Context, stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer, ev *pushEvent) error {
+func (c *Connection) pushSotW(ctx context.Context, stream sotwStream, ev *pushEvent) error {
 	if err := c.server.sem.Acquire(ctx, 1); err != nil {
 		return nil
 	}
@@ -169,7 +180,7 @@ func (c *Connection) pushSotW(ctx context.Context, stream discoveryv3.Aggregated
 // sendType generates and sends one type. With ev an endpoint-only push,
 // only the changed hosts' load assignments go out; otherwise the full set,
 // unless force is false and the set equals the last one sent.
-func (c *Connection) sendType(stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer, pc *model.PushContext, w *watch, ev *pushEvent, force bool) error {
+func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch, ev *pushEvent, force bool) error {
 	c.mu.Lock()
 	names := w.names
 	if w.wildcard {
@@ -201,10 +212,6 @@ func (c *Connection) sendType(stream discoveryv3.AggregatedDiscoveryService_Stre
 	if partial && len(rs) == 0 {
 		return nil
 	}
-	anys := make([]*anypb.Any, len(rs))
-	for i, r := range rs {
-		anys[i] = r.Any
-	}
 	c.mu.Lock()
 	nonce := c.nextNonce()
 	w.nonceSent, w.versionSent, w.sentAt = nonce, pc.Version, time.Now()
@@ -214,8 +221,8 @@ func (c *Connection) sendType(stream discoveryv3.AggregatedDiscoveryService_Stre
 		w.lastHash = hash
 	}
 	c.mu.Unlock()
-	resp := &discoveryv3.DiscoveryResponse{VersionInfo: pc.Version, Resources: anys, TypeUrl: w.typeURL, Nonce: nonce}
-	if err := stream.Send(resp); err != nil {
+	resp := &sotwResponse{version: pc.Version, resources: rs, typeURL: w.typeURL, nonce: nonce}
+	if err := stream.SendMsg(resp); err != nil {
 		return fmt.Errorf("send %s to %s: %w", typeLabel(w.typeURL), c.proxy.ID, err)
 	}
 	c.server.metrics.Push(typeLabel(w.typeURL))

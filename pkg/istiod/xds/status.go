@@ -17,6 +17,8 @@ type watch struct {
 	wildcard bool
 	// names are the subscribed names, sorted (empty with wildcard).
 	names []string
+	// namesHash is the hash of the encoded names of the last SotW request.
+	namesHash uint64
 	// lastHash fingerprints the last full set sent; "" forces a resend.
 	lastHash string
 

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -183,4 +185,30 @@ func compact(t *testing.T, b []byte) []byte {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	return out.Bytes()
+}
+
+// TestResponseEntry checks a response assembled from entries decodes as
+// the resources themselves.
+func TestResponseEntry(t *testing.T) {
+	pc := sampleMesh(t)
+	rs, err := gen.Generate(pc, proxyFor(t, proxies[0]), gen.ClusterType, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b []byte
+	for _, r := range rs {
+		b = append(b, r.ResponseEntry()...)
+	}
+	var resp discoveryv3.DiscoveryResponse
+	if err := proto.Unmarshal(b, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Resources) != len(rs) {
+		t.Fatalf("%d resources decoded, want %d", len(resp.Resources), len(rs))
+	}
+	for i, a := range resp.Resources {
+		if !proto.Equal(a, rs[i].Any) {
+			t.Fatalf("resource %d differs", i)
+		}
+	}
 }

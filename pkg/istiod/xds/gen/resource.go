@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"strconv"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
@@ -53,7 +54,16 @@ type Resource struct {
 	Any *anypb.Any
 	// Version is a hash of the content, used as the delta resource version.
 	Version string
+	// entry is the resource encoded as one element of a DiscoveryResponse's
+	// resources field (field 2, an Any); Any.Value aliases its tail.
+	entry []byte
 }
+
+// ResponseEntry returns the resource encoded as one element of
+// DiscoveryResponse.resources (tag, length and the Any), so responses can
+// be assembled from shared bytes without marshaling again. Callers must
+// not modify it.
+func (r *Resource) ResponseEntry() []byte { return r.entry }
 
 var deterministic = proto.MarshalOptions{Deterministic: true}
 
@@ -66,10 +76,21 @@ func newResource(name string, m proto.Message) (*Resource, error) {
 	}
 	h := fnv.New64a()
 	h.Write(b)
+	typeURL := "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName())
+	// Any: type_url = 1, value = 2; as DiscoveryResponse.resources = 2.
+	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(len(b))
+	entry := make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(anyLen))
+	entry = protowire.AppendTag(entry, 2, protowire.BytesType)
+	entry = protowire.AppendVarint(entry, uint64(anyLen))
+	entry = protowire.AppendTag(entry, 1, protowire.BytesType)
+	entry = protowire.AppendString(entry, typeURL)
+	entry = protowire.AppendTag(entry, 2, protowire.BytesType)
+	entry = protowire.AppendBytes(entry, b)
 	return &Resource{
 		Name:    name,
-		Any:     &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b},
+		Any:     &anypb.Any{TypeUrl: typeURL, Value: entry[len(entry)-len(b):]},
 		Version: strconv.FormatUint(h.Sum64(), 36),
+		entry:   entry,
 	}, nil
 }
 

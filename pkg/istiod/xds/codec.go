@@ -1,0 +1,183 @@
+package xds
+
+import (
+	"fmt"
+	"hash/maphash"
+	"sync"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	_ "google.golang.org/grpc/encoding/proto" // registers the proto codec delegated to
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+// ServerOptions returns the options a gRPC server needs to host the ADS
+// service (Register): the codec that assembles responses from shared,
+// pre-encoded resources and reads requests lazily, and a write buffer
+// released between writes (thousands of mostly idle streams).
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ForceServerCodecV2(codec{}), grpc.SharedWriteBuffer(true)}
+}
+
+// codec handles the ADS state-of-the-world messages itself and delegates
+// every other message to the standard proto codec.
+type codec struct{}
+
+var protoCodec = encoding.GetCodecV2("proto")
+
+func (codec) Name() string { return "proto" }
+
+func (codec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(*sotwResponse); ok {
+		return r.encode(), nil
+	}
+	return protoCodec.Marshal(v)
+}
+
+func (codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*rawRequest); ok {
+		return r.decode(data.Materialize())
+	}
+	return protoCodec.Unmarshal(data, v)
+}
+
+// sotwResponse is a DiscoveryResponse whose resources are shared,
+// pre-encoded entries: sending it copies no resource bytes.
+type sotwResponse struct {
+	version, typeURL, nonce string
+	resources               []*gen.Resource
+}
+
+func (r *sotwResponse) encode() mem.BufferSlice {
+	head := protowire.AppendTag(nil, 1, protowire.BytesType) // version_info
+	head = protowire.AppendString(head, r.version)
+	tail := protowire.AppendTag(nil, 4, protowire.BytesType) // type_url
+	tail = protowire.AppendString(tail, r.typeURL)
+	tail = protowire.AppendTag(tail, 5, protowire.BytesType) // nonce
+	tail = protowire.AppendString(tail, r.nonce)
+	out := make(mem.BufferSlice, 0, len(r.resources)+2)
+	out = append(out, mem.SliceBuffer(head))
+	for _, res := range r.resources {
+		out = append(out, mem.SliceBuffer(res.ResponseEntry()))
+	}
+	return append(out, mem.SliceBuffer(tail))
+}
+
+// rawRequest is a DiscoveryRequest whose resource names stay encoded, with
+// a hash: the ACKs of a SotW client repeat every name, and most of them
+// only need to be compared with the previous request.
+type rawRequest struct {
+	// req has every field but resource_names.
+	req discoveryv3.DiscoveryRequest
+	// names holds the encoded resource_names fields.
+	names     []byte
+	namesHash uint64
+	hasNames  bool
+}
+
+var namesSeed = maphash.MakeSeed()
+
+func (r *rawRequest) decode(b []byte) error {
+	rest := make([]byte, 0, 256)
+	start := -1
+	for i := 0; i < len(b); {
+		num, typ, n := protowire.ConsumeTag(b[i:])
+		if n < 0 {
+			return fmt.Errorf("decode discovery request: %w", protowire.ParseError(n))
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[i+n:])
+		if m < 0 {
+			return fmt.Errorf("decode discovery request: %w", protowire.ParseError(m))
+		}
+		if num == 3 && typ == protowire.BytesType {
+			// Names are usually contiguous; copy them out otherwise.
+			if start < 0 {
+				start = i
+				r.names = b[i : i+n+m]
+			} else if &r.names[len(r.names)-1] == &b[i-1] {
+				r.names = b[start : i+n+m]
+			} else {
+				r.names = append(r.names[:len(r.names):len(r.names)], b[i:i+n+m]...)
+			}
+			r.hasNames = true
+		} else {
+			rest = append(rest, b[i:i+n+m]...)
+		}
+		i += n + m
+	}
+	r.namesHash = maphash.Bytes(namesSeed, r.names)
+	if err := proto.Unmarshal(rest, &r.req); err != nil {
+		return fmt.Errorf("decode discovery request: %w", err)
+	}
+	return nil
+}
+
+// Names decodes the resource names, interning them in in.
+func (r *rawRequest) Names(in *interner) []string {
+	var out []string
+	for b := r.names; len(b) > 0; {
+		_, _, n := protowire.ConsumeTag(b)
+		v, m := protowire.ConsumeBytes(b[n:])
+		out = append(out, in.intern(v))
+		b = b[n+m:]
+	}
+	return out
+}
+
+// interner shares name strings between connections: a thousand sidecars
+// subscribe to the same thousand clusters.
+type interner struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+// maxInterned bounds the table; it starts over when full.
+const maxInterned = 1 << 20
+
+func (in *interner) intern(b []byte) string {
+	in.mu.RLock()
+	s, ok := in.m[string(b)]
+	in.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = string(b)
+	in.mu.Lock()
+	if in.m == nil || len(in.m) >= maxInterned {
+		in.m = map[string]string{}
+	}
+	in.m[s] = s
+	in.mu.Unlock()
+	return s
+}
+
+// adsHandler is what the hand-written service descriptor dispatches to.
+type adsHandler interface {
+	streamSotW(grpc.ServerStream) error
+	streamDelta(grpc.ServerStream) error
+}
+
+// adsService is envoy.service.discovery.v3.AggregatedDiscoveryService,
+// registered by hand so the SotW stream can use the codec's types.
+var adsService = grpc.ServiceDesc{
+	ServiceName: "envoy.service.discovery.v3.AggregatedDiscoveryService",
+	HandlerType: (*adsHandler)(nil),
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "StreamAggregatedResources",
+			Handler:       func(srv any, s grpc.ServerStream) error { return srv.(adsHandler).streamSotW(s) },
+			ServerStreams: true, ClientStreams: true,
+		},
+		{
+			StreamName:    "DeltaAggregatedResources",
+			Handler:       func(srv any, s grpc.ServerStream) error { return srv.(adsHandler).streamDelta(s) },
+			ServerStreams: true, ClientStreams: true,
+		},
+	},
+	Metadata: "envoy/service/discovery/v3/ads.proto",
+}
