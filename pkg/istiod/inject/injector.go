@@ -1,0 +1,191 @@
+package inject
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync/atomic"
+	"text/template"
+
+	"istio.io/api/annotation"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// compiled is a checked configuration, swapped atomically by Update.
+type compiled struct {
+	cfg      Config
+	settings *settings
+	tmpl     *template.Template
+}
+
+// Injector injects sidecars into pods. It is safe for concurrent use; the
+// configuration can be replaced while it serves.
+type Injector struct {
+	cur atomic.Pointer[compiled]
+	log *slog.Logger
+}
+
+// New checks cfg (values, selectors, template) and returns an Injector.
+func New(cfg Config, log *slog.Logger) (*Injector, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	in := &Injector{log: log.With("component", "injector")}
+	if err := in.Update(cfg); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// Update replaces the configuration if it is valid; on error the current
+// one stays.
+func (in *Injector) Update(cfg Config) error {
+	s, err := newSettings(&cfg)
+	if err != nil {
+		return err
+	}
+	t, err := parseTemplate(cfg.template())
+	if err != nil {
+		return err
+	}
+	in.cur.Store(&compiled{cfg: cfg, settings: s, tmpl: t})
+	return nil
+}
+
+// Revision returns the control plane revision pods are injected for.
+func (in *Injector) Revision() string { return in.cur.Load().settings.revision }
+
+// Result is the outcome of Inject.
+type Result struct {
+	// Pod is the injected pod: a new object; the input is never changed.
+	// When Injected is false it is a copy of the input.
+	Pod *corev1.Pod
+	// Injected reports whether a sidecar was added.
+	Injected bool
+	// Reason says why (or why not).
+	Reason string
+	// Warnings are non-fatal problems to show the user.
+	Warnings []string
+}
+
+// Inject decides whether pod (in namespace, which wins over the pod's own
+// when set) gets a sidecar and returns the injected pod. An error means the
+// pod asked for something impossible (an *AnnotationError) or the
+// configuration failed to render; no partial injection is ever returned.
+func (in *Injector) Inject(pod *corev1.Pod, namespace string) (*Result, error) {
+	c := in.cur.Load()
+	out := pod.DeepCopy()
+	if namespace == "" {
+		namespace = pod.Namespace
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	d := decide(out, namespace, c.settings)
+	res := &Result{Pod: out, Reason: d.Reason, Warnings: d.Warnings}
+	if !d.Inject {
+		return res, nil
+	}
+	if err := in.inject(c, out, namespace); err != nil {
+		return nil, err
+	}
+	res.Injected = true
+	return res, nil
+}
+
+// inject renders the template for pod and merges it in place.
+func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
+	s := c.settings
+	pc, err := proxyConfig(pod, s.proxyConfig)
+	if err != nil {
+		return err
+	}
+	mode, err := interceptionMode(pod, s, pc.GetInterceptionMode().String())
+	if err != nil {
+		return err
+	}
+	status, err := statusPort(pod, s, pc.GetStatusPort())
+	if err != nil {
+		return err
+	}
+	// The agent learns a non-default status port from PROXY_CONFIG.
+	if status != 0 && status != 15020 {
+		pc.StatusPort = int32(status)
+	}
+	pcJSON, err := proxyConfigJSON(pc)
+	if err != nil {
+		return err
+	}
+	args, err := initArgs(pod, s, mode, status, pc.GetProxyMetadata())
+	if err != nil {
+		return err
+	}
+	// The containers the template adds are not app containers even when the
+	// pod already declares them (to override their settings).
+	skip := map[string]bool{"istio-proxy": true}
+	rewrites, probers, err := appProbes(pod, s, status, skip)
+	if err != nil {
+		return err
+	}
+	ready, err := readiness(pod, s.readiness)
+	if err != nil {
+		return err
+	}
+	res, err := proxyResources(pod, s.proxyResources)
+	if err != nil {
+		return err
+	}
+	img, err := proxyImage(pod, s.proxyImage)
+	if err != nil {
+		return err
+	}
+	merge, promJSON := prometheusAnnotations(pod, s, status)
+	w := workload(pod, ns)
+	name, rev := canonical(pod, w)
+	ports, apps := podPorts(&pod.Spec, skip)
+	meta := *pod.ObjectMeta.DeepCopy()
+	meta.Namespace = ns
+	def := ""
+	if len(apps) > 0 {
+		def = apps[0]
+	}
+	data := &Data{
+		ObjectMeta: meta, Spec: *pod.Spec.DeepCopy(), DeploymentMeta: w, Owner: ownerURI(w),
+		Values: c.cfg.Values, ProxyConfig: pc, ProxyConfigJSON: pcJSON, Revision: s.revision,
+		InterceptionMode: mode, InitArgs: args, CNIEnabled: s.cni, StatusPort: status,
+		AppProbers: probers, PrometheusMerge: merge, PrometheusAnnotations: promJSON,
+		HoldApplicationUntilProxyStarts: pc.GetHoldApplicationUntilProxyStarts().GetValue() || s.hold,
+		CanonicalName: name, CanonicalRevision: rev, DefaultContainer: def,
+		PodPorts: ports, AppContainers: strings.Join(apps, ","),
+		ProxyImage: img, InitImage: s.initImage, CAAddress: s.caAddress,
+		Readiness: ready, ProxyResources: res,
+	}
+	js, err := render(c.tmpl, data)
+	if err != nil {
+		return err
+	}
+	st, err := apply(pod, js, data.HoldApplicationUntilProxyStarts)
+	if err != nil {
+		return err
+	}
+	rewriteProbes(&pod.Spec, rewrites, status)
+	st.Revision = s.revision
+	for _, k := range sortedKeys(c.cfg.InjectedAnnotations) {
+		pod.Annotations[k] = c.cfg.InjectedAnnotations[k]
+	}
+	sj, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", annotation.SidecarStatus.Name, err)
+	}
+	pod.Annotations[annotation.SidecarStatus.Name] = string(sj)
+	return nil
+}
+
+// Config returns a copy of the current configuration.
+func (in *Injector) Config() Config {
+	c := in.cur.Load().cfg
+	c.Templates = maps.Clone(c.Templates)
+	return c
+}

@@ -1,0 +1,357 @@
+package inject
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"istio.io/api/annotation"
+	"istio.io/api/label"
+	meshconfig "istio.io/api/mesh/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Data is what the injection template sees. Values from the pod are the
+// pod's own (ObjectMeta, Spec); everything else is computed and checked by
+// the injector, so the template only places it.
+type Data struct {
+	// ObjectMeta is the pod's metadata (Namespace filled in from the request).
+	ObjectMeta metav1.ObjectMeta
+	// Spec is the pod's spec as submitted.
+	Spec corev1.PodSpec
+	// DeploymentMeta names the workload that owns the pod.
+	DeploymentMeta WorkloadMeta
+	// Owner is the workload as ISTIO_META_OWNER: kubernetes://apis/...
+	Owner string
+	// Values are the chart values (istio-sidecar-injector "values").
+	Values map[string]any
+	// ProxyConfig is meshConfig.defaultConfig with the pod's
+	// proxy.istio.io/config annotation merged over it.
+	ProxyConfig *meshconfig.ProxyConfig
+	// ProxyConfigJSON is ProxyConfig as JSON, for PROXY_CONFIG.
+	ProxyConfigJSON string
+	// Revision is the control plane revision ("default").
+	Revision string
+	// InterceptionMode is REDIRECT, TPROXY or NONE.
+	InterceptionMode string
+	// InitArgs are the init container's args ("istio-iptables", flags...);
+	// empty with interception mode NONE.
+	InitArgs []string
+	// CNIEnabled is true when the CNI plugin programs capture.
+	CNIEnabled bool
+	// StatusPort is the agent's status port; 0 when disabled.
+	StatusPort int
+	// AppProbers is ISTIO_KUBE_APP_PROBERS ("" when no probe is rewritten).
+	AppProbers string
+	// PrometheusMerge is true when the agent serves merged metrics, and
+	// PrometheusAnnotations the app's own scrape settings it merges ("" if none).
+	PrometheusMerge       bool
+	PrometheusAnnotations string
+	// HoldApplicationUntilProxyStarts puts the proxy first, with a
+	// postStart hook that waits for it to be ready.
+	HoldApplicationUntilProxyStarts bool
+	// CanonicalName and CanonicalRevision label the workload for telemetry.
+	CanonicalName, CanonicalRevision string
+	// DefaultContainer is the pod's first container (kubectl's default).
+	DefaultContainer string
+	// PodPorts is the app containers' ports as JSON (ISTIO_META_POD_PORTS).
+	PodPorts string
+	// AppContainers is the app containers' names, comma-separated.
+	AppContainers string
+	// ProxyImage and InitImage are the image references.
+	ProxyImage, InitImage string
+	// CAAddress is where the agent sends CSRs.
+	CAAddress string
+	// Readiness is the proxy's readiness probe timing.
+	Readiness Readiness
+	// ProxyResources are the proxy's resources: the sidecar.istio.io/proxy*
+	// annotations when any is set, else global.proxy.resources.
+	ProxyResources map[string]any
+}
+
+// WorkloadMeta names a pod's workload.
+type WorkloadMeta struct {
+	Name, Namespace, Kind, APIVersion string
+}
+
+// Readiness is the proxy readiness probe's timing.
+type Readiness struct {
+	InitialDelaySeconds, PeriodSeconds, FailureThreshold int
+}
+
+// funcs are the template's functions.
+var funcs = template.FuncMap{
+	// annotation returns meta's annotation or def.
+	"annotation": func(meta metav1.ObjectMeta, name string, def any) string {
+		if v, ok := meta.Annotations[name]; ok {
+			return v
+		}
+		if def == nil {
+			return ""
+		}
+		return fmt.Sprint(def)
+	},
+	// isset reports whether a map has the key.
+	"isset": func(m map[string]string, key string) bool {
+		_, ok := m[key]
+		return ok
+	},
+	// valueOrDefault returns v unless it is empty.
+	"valueOrDefault": func(v, def any) any {
+		if v == nil || v == "" || v == false || v == 0 || v == float64(0) {
+			return def
+		}
+		return v
+	},
+	// toJSON encodes v as JSON (a valid YAML scalar or flow collection).
+	"toJSON": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+	// toYaml encodes v as YAML.
+	"toYaml": func(v any) (string, error) {
+		b, err := yaml.Marshal(v)
+		return strings.TrimSuffix(string(b), "\n"), err
+	},
+	// indent prefixes every line of s with n spaces.
+	"indent": func(n int, s string) string {
+		pad := strings.Repeat(" ", n)
+		return pad + strings.ReplaceAll(s, "\n", "\n"+pad)
+	},
+	// contains reports whether s contains substr.
+	"contains": func(substr, s string) bool { return strings.Contains(s, substr) },
+	"lower":    strings.ToLower,
+}
+
+// parseTemplate compiles an injection template. Missing map keys are
+// errors, so a typo in a values path fails loudly instead of rendering
+// "<no value>".
+func parseTemplate(text string) (*template.Template, error) {
+	t, err := template.New(SidecarTemplate).Funcs(funcs).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("injection template: %w", err)
+	}
+	return t, nil
+}
+
+// render runs the template and returns its YAML as JSON.
+func render(t *template.Template, d *Data) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, d); err != nil {
+		return nil, fmt.Errorf("render injection template: %w", err)
+	}
+	js, err := yaml.YAMLToJSON(buf.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("injection template output is not YAML: %w\n%s", err, numbered(buf.String()))
+	}
+	return js, nil
+}
+
+// numbered prefixes lines with their numbers, for errors about rendered YAML.
+func numbered(s string) string {
+	lines := strings.Split(s, "\n")
+	for i := range lines {
+		lines[i] = fmt.Sprintf("%4d  %s", i+1, lines[i])
+	}
+	return strings.Join(lines, "\n")
+}
+
+// proxyConfig merges the pod's proxy.istio.io/config annotation (YAML or
+// JSON ProxyConfig) over the mesh default.
+func proxyConfig(pod *corev1.Pod, def *meshconfig.ProxyConfig) (*meshconfig.ProxyConfig, error) {
+	pc := proto.Clone(def).(*meshconfig.ProxyConfig)
+	if v, ok := pod.Annotations[annotation.ProxyConfig.Name]; ok && strings.TrimSpace(v) != "" {
+		js, err := yaml.YAMLToJSON([]byte(v))
+		if err != nil {
+			return nil, &AnnotationError{Annotation: annotation.ProxyConfig.Name, Value: v, Err: fmt.Errorf("not YAML or JSON: %w", err)}
+		}
+		var over meshconfig.ProxyConfig
+		if err := protojson.Unmarshal(js, &over); err != nil {
+			return nil, &AnnotationError{Annotation: annotation.ProxyConfig.Name, Value: v, Err: err}
+		}
+		proto.Merge(pc, &over)
+	}
+	return pc, nil
+}
+
+// proxyConfigJSON is PROXY_CONFIG: pc as JSON with stable key order.
+func proxyConfigJSON(pc *meshconfig.ProxyConfig) (string, error) {
+	js, err := protojson.Marshal(pc)
+	if err != nil {
+		return "", fmt.Errorf("encode proxy config: %w", err)
+	}
+	// protojson's output is deliberately unstable; re-encode for stable pods.
+	var m map[string]any
+	if err := json.Unmarshal(js, &m); err != nil {
+		return "", fmt.Errorf("encode proxy config: %w", err)
+	}
+	stable, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("encode proxy config: %w", err)
+	}
+	return string(stable), nil
+}
+
+var hashSuffix = regexp.MustCompile(`^(.+)-[a-z0-9]+$`)
+
+// workload finds the pod's workload from its controller reference: a
+// ReplicaSet named NAME-<pod-template-hash> is Deployment NAME; a pod
+// without a controller is its own workload.
+func workload(pod *corev1.Pod, ns string) WorkloadMeta {
+	w := WorkloadMeta{Namespace: ns, Kind: "Pod", APIVersion: "v1", Name: pod.Name}
+	if w.Name == "" {
+		w.Name = strings.TrimSuffix(pod.GenerateName, "-")
+	}
+	for _, ref := range pod.OwnerReferences {
+		if ref.Controller == nil || !*ref.Controller {
+			continue
+		}
+		w.Name, w.Kind, w.APIVersion = ref.Name, ref.Kind, ref.APIVersion
+		if ref.Kind == "ReplicaSet" {
+			if h := pod.Labels["pod-template-hash"]; h != "" && strings.HasSuffix(ref.Name, "-"+h) {
+				w.Name, w.Kind, w.APIVersion = strings.TrimSuffix(ref.Name, "-"+h), "Deployment", "apps/v1"
+			} else if m := hashSuffix.FindStringSubmatch(ref.Name); m != nil && h != "" {
+				w.Name, w.Kind, w.APIVersion = m[1], "Deployment", "apps/v1"
+			}
+		}
+		break
+	}
+	return w
+}
+
+// ownerURI is ISTIO_META_OWNER for a workload.
+func ownerURI(w WorkloadMeta) string {
+	if w.Name == "" {
+		return ""
+	}
+	return fmt.Sprintf("kubernetes://apis/%s/namespaces/%s/%ss/%s", w.APIVersion, w.Namespace, strings.ToLower(w.Kind), w.Name)
+}
+
+// canonical returns the canonical service name and revision labels' values.
+func canonical(pod *corev1.Pod, w WorkloadMeta) (string, string) {
+	first := func(def string, keys ...string) string {
+		for _, k := range keys {
+			if v := pod.Labels[k]; v != "" {
+				return v
+			}
+		}
+		return def
+	}
+	return first(w.Name, label.ServiceCanonicalName.Name, "app.kubernetes.io/name", "app"),
+		first("latest", label.ServiceCanonicalRevision.Name, "app.kubernetes.io/version", "version")
+}
+
+// readiness reads the readiness.status.sidecar.istio.io/* annotations.
+func readiness(pod *corev1.Pod, def Readiness) (Readiness, error) {
+	r := def
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{
+		{annotation.SidecarStatusReadinessInitialDelaySeconds.Name, &r.InitialDelaySeconds},
+		{annotation.SidecarStatusReadinessPeriodSeconds.Name, &r.PeriodSeconds},
+		{annotation.SidecarStatusReadinessFailureThreshold.Name, &r.FailureThreshold},
+	} {
+		v, ok := pod.Annotations[f.name]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return r, &AnnotationError{Annotation: f.name, Value: v, Err: fmt.Errorf("not a non-negative integer")}
+		}
+		*f.dst = n
+	}
+	if r.PeriodSeconds < 1 {
+		r.PeriodSeconds = 1
+	}
+	if r.FailureThreshold < 1 {
+		r.FailureThreshold = 1
+	}
+	return r, nil
+}
+
+// proxyResources is the proxy's resources: when any of the
+// sidecar.istio.io/proxy{CPU,Memory}[Limit] annotations is set, those
+// (and only those, as in Istio); otherwise the values' resources.
+func proxyResources(pod *corev1.Pod, def map[string]any) (map[string]any, error) {
+	type res struct{ name, kind, key string }
+	list := []res{
+		{annotation.SidecarProxyCPU.Name, "requests", "cpu"},
+		{annotation.SidecarProxyMemory.Name, "requests", "memory"},
+		{annotation.SidecarProxyCPULimit.Name, "limits", "cpu"},
+		{annotation.SidecarProxyMemoryLimit.Name, "limits", "memory"},
+	}
+	out := map[string]any{}
+	for _, r := range list {
+		v, ok := pod.Annotations[r.name]
+		if !ok {
+			continue
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(v))
+		if err != nil {
+			return nil, &AnnotationError{Annotation: r.name, Value: v, Err: err}
+		}
+		m, _ := out[r.kind].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+			out[r.kind] = m
+		}
+		m[r.key] = q.String()
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	if def == nil {
+		return map[string]any{}, nil
+	}
+	return def, nil
+}
+
+// podPorts is ISTIO_META_POD_PORTS: the app containers' ports as JSON.
+func podPorts(spec *corev1.PodSpec, skip map[string]bool) (string, []string) {
+	ports := []corev1.ContainerPort{}
+	var names []string
+	for _, c := range spec.Containers {
+		if skip[c.Name] {
+			continue
+		}
+		names = append(names, c.Name)
+		ports = append(ports, c.Ports...)
+	}
+	b, _ := json.Marshal(ports)
+	return string(b), names
+}
+
+// proxyImage is the sidecar.istio.io/proxyImage annotation or the default.
+func proxyImage(pod *corev1.Pod, def string) (string, error) {
+	v, ok := pod.Annotations[annotation.SidecarProxyImage.Name]
+	if !ok {
+		return def, nil
+	}
+	v = strings.TrimSpace(v)
+	if v == "" || strings.ContainsAny(v, " \t\r\n") {
+		return "", &AnnotationError{Annotation: annotation.SidecarProxyImage.Name, Value: v, Err: fmt.Errorf("not an image reference")}
+	}
+	return v, nil
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
