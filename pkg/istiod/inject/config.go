@@ -204,4 +204,3 @@ func lookup(values map[string]any, path ...string) (any, bool) {
 	}
 	return cur, true
 }
-

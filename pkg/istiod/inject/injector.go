@@ -157,7 +157,7 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 		InterceptionMode: mode, InitArgs: args, CNIEnabled: s.cni, StatusPort: status,
 		AppProbers: probers, PrometheusMerge: merge, PrometheusAnnotations: promJSON,
 		HoldApplicationUntilProxyStarts: pc.GetHoldApplicationUntilProxyStarts().GetValue() || s.hold,
-		CanonicalName: name, CanonicalRevision: rev, DefaultContainer: def,
+		CanonicalName:                   name, CanonicalRevision: rev, DefaultContainer: def,
 		PodPorts: ports, AppContainers: strings.Join(apps, ","),
 		ProxyImage: img, InitImage: s.initImage, CAAddress: s.caAddress,
 		Readiness: ready, ProxyResources: res,
