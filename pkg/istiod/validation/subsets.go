@@ -1,0 +1,115 @@
+package validation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	networking "istio.io/client-go/pkg/apis/networking/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	istioinformers "istio.io/client-go/pkg/informers/externalversions"
+	netlisters "istio.io/client-go/pkg/listers/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+)
+
+// qualify returns a DestinationRule host as a fully qualified name.
+func qualify(host, ns, suffix string) string {
+	if strings.Contains(host, ".") || host == "" || strings.HasPrefix(host, "*") {
+		return host
+	}
+	if suffix == "" {
+		suffix = "cluster.local"
+	}
+	return host + "." + ns + ".svc." + suffix
+}
+
+// subsetIndex maps qualified hosts to the subsets their rules define.
+func subsetIndex(rules []*networking.DestinationRule, suffix string) map[string][]string {
+	idx := map[string][]string{}
+	for _, dr := range rules {
+		h := qualify(dr.Spec.GetHost(), dr.Namespace, suffix)
+		names := idx[h]
+		for _, s := range dr.Spec.GetSubsets() {
+			if !slices.Contains(names, s.GetName()) {
+				names = append(names, s.GetName())
+			}
+		}
+		if names == nil {
+			names = []string{}
+		}
+		idx[h] = names
+	}
+	return idx
+}
+
+// StaticSubsets is a SubsetLookup over a fixed set of DestinationRules
+// (tests, istioctl on files).
+type StaticSubsets struct {
+	idx map[string][]string
+}
+
+// NewStaticSubsets indexes rules; short hosts are qualified with suffix
+// ("" means cluster.local) in each rule's namespace.
+func NewStaticSubsets(rules []*networking.DestinationRule, suffix string) *StaticSubsets {
+	return &StaticSubsets{idx: subsetIndex(rules, suffix)}
+}
+
+// Subsets implements SubsetLookup.
+func (s *StaticSubsets) Subsets(host string) ([]string, bool) {
+	names, ok := s.idx[host]
+	return slices.Clone(names), ok
+}
+
+// KubeSubsets is a SubsetLookup over the cluster's DestinationRules, kept
+// by an informer. Until it has synced it knows no rules (and so refuses no
+// subset).
+type KubeSubsets struct {
+	lister netlisters.DestinationRuleLister
+	synced cache.InformerSynced
+	suffix string
+	start  func(ctx context.Context)
+}
+
+var _ SubsetLookup = (*KubeSubsets)(nil)
+
+// NewKubeSubsets watches DestinationRules (networking.istio.io/v1) with
+// client; call Run to start it.
+func NewKubeSubsets(client istioclient.Interface, suffix string) *KubeSubsets {
+	f := istioinformers.NewSharedInformerFactory(client, 0)
+	inf := f.Networking().V1().DestinationRules()
+	k := &KubeSubsets{lister: inf.Lister(), synced: inf.Informer().HasSynced, suffix: suffix}
+	k.start = func(ctx context.Context) {
+		f.Start(ctx.Done())
+		<-ctx.Done()
+		f.Shutdown()
+	}
+	return k
+}
+
+// Run runs the informer until ctx ends.
+func (k *KubeSubsets) Run(ctx context.Context) { k.start(ctx) }
+
+// WaitForSync blocks until the informer has listed every DestinationRule
+// or ctx ends.
+func (k *KubeSubsets) WaitForSync(ctx context.Context) error {
+	if !cache.WaitForCacheSync(ctx.Done(), k.synced) {
+		return fmt.Errorf("destination rules: informer did not sync: %w", ctx.Err())
+	}
+	return nil
+}
+
+// Subsets implements SubsetLookup.
+func (k *KubeSubsets) Subsets(host string) ([]string, bool) {
+	if !k.synced() {
+		return nil, false
+	}
+	rules, err := k.lister.List(labels.Everything())
+	if err != nil {
+		return nil, false
+	}
+	idx := subsetIndex(rules, k.suffix)
+	names, ok := idx[host]
+	return names, ok
+}
