@@ -120,6 +120,7 @@ func freePort(ip string) (int, error) {
 // serveOptions configure -serve.
 type serveOptions struct {
 	addr, upstream, table string
+	readers               int
 	pprof                 bool
 }
 
@@ -134,6 +135,7 @@ func serve(o serveOptions, names int) error {
 		Addrs:         []netip.AddrPort{ap},
 		SearchDomains: []string{"ns-0.svc.cluster.local", "svc.cluster.local", "cluster.local"},
 		Namespace:     "ns-0",
+		UDPReaders:    o.readers,
 	}
 	if o.upstream != "" {
 		up, err := netip.ParseAddrPort(o.upstream)

@@ -22,7 +22,7 @@ const (
 	DefaultCacheMaxTTL    = 5 * time.Minute
 	DefaultMaxTCPConns    = 256
 	DefaultTCPIdleTimeout = 10 * time.Second
-	DefaultMaxInflight    = 2048
+	DefaultMaxInflight    = 1024
 )
 
 // DefaultAddrs returns the addresses Istio's DNS proxy listens on:
@@ -83,7 +83,7 @@ type Config struct {
 	// bounds the time to receive one whole query (default 10s).
 	TCPIdleTimeout time.Duration
 	// MaxInflight bounds queries waiting for an upstream at once; beyond it
-	// new ones are dropped (default 2048).
+	// new ones are dropped (default 1024).
 	MaxInflight int
 }
 
