@@ -3,7 +3,6 @@ package pki
 import (
 	"crypto"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
@@ -126,9 +125,32 @@ type LeafOptions struct {
 
 // Issue signs a certificate for pub. A leaf gets the digitalSignature (and
 // for RSA keyEncipherment) key usage and both serverAuth and clientAuth
-// extended key usages, as mesh certificates serve both ends of mTLS. Its
-// validity is cut at the issuer's expiry.
+// extended key usages, as mesh certificates serve both ends of mTLS; with
+// an empty subject its SAN extension is critical. An intermediate (IsCA)
+// gets the certSign and cRLSign key usages. Validity is cut at the issuer's
+// expiry.
 func (is *Issuer) Issue(pub crypto.PublicKey, opts LeafOptions) (*x509.Certificate, error) {
+	var (
+		der []byte
+		err error
+	)
+	if opts.IsCA {
+		der, err = is.issueCA(pub, opts)
+	} else {
+		der, err = is.IssueLeafDER(pub, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parse signed certificate: %w", err)
+	}
+	return cert, nil
+}
+
+// issueCA signs an intermediate CA certificate with x509.CreateCertificate.
+func (is *Issuer) issueCA(pub crypto.PublicKey, opts LeafOptions) ([]byte, error) {
 	if err := CheckPublicKey(pub); err != nil {
 		return nil, err
 	}
@@ -152,24 +174,12 @@ func (is *Issuer) Issue(pub crypto.PublicKey, opts LeafOptions) (*x509.Certifica
 		DNSNames:              opts.DNSNames,
 		IPAddresses:           opts.IPAddresses,
 		BasicConstraintsValid: true,
-	}
-	if opts.IsCA {
-		tmpl.IsCA = true
-		tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature
-	} else {
-		tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-		if _, ok := pub.(*rsa.PublicKey); ok {
-			tmpl.KeyUsage |= x509.KeyUsageKeyEncipherment
-		}
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, is.Cert, pub, is.Key)
 	if err != nil {
 		return nil, fmt.Errorf("sign certificate: %w", err)
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("parse signed certificate: %w", err)
-	}
-	return cert, nil
+	return der, nil
 }

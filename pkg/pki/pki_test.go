@@ -219,11 +219,11 @@ func TestIssue(t *testing.T) {
 	if !leaf.NotAfter.Equal(inter.Cert.NotAfter) {
 		t.Errorf("leaf NotAfter %v, want the issuer's %v", leaf.NotAfter, inter.Cert.NotAfter)
 	}
-	if _, err := inter.Issue(mustKey(t, ECDSAP256).Public(), LeafOptions{NotBefore: now}); !errors.Is(err, ErrInvalid) {
+	if _, err := inter.Issue(mustKey(t, ECDSAP256).Public(), LeafOptions{URIs: []*url.URL{testID}, NotBefore: now}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("zero TTL: error = %v", err)
 	}
 	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
-	if _, err := inter.Issue(edKey.Public(), LeafOptions{NotBefore: now, TTL: time.Hour}); !errors.Is(err, ErrInvalid) {
+	if _, err := inter.Issue(edKey.Public(), LeafOptions{URIs: []*url.URL{testID}, NotBefore: now, TTL: time.Hour}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Ed25519 key: error = %v", err)
 	}
 }

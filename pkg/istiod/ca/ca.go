@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -217,11 +218,18 @@ func (c *CA) Run(ctx context.Context) error {
 
 // Issued is a signed certificate.
 type Issued struct {
-	// Leaf is the new certificate.
-	Leaf *x509.Certificate
+	// DER is the new certificate.
+	DER []byte
+	// NotAfter is when it expires.
+	NotAfter time.Time
 	// Chain is the leaf, any intermediates and last the root bundle, each
 	// as a PEM string: the cert_chain of an IstioCertificateResponse.
 	Chain []string
+}
+
+// Leaf parses the new certificate.
+func (is *Issued) Leaf() (*x509.Certificate, error) {
+	return x509.ParseCertificate(is.DER)
 }
 
 // SANError is returned when a CSR asks for a name the caller did not prove.
@@ -268,18 +276,23 @@ func (c *CA) Sign(csrPEM []byte, id spiffe.ID, ttl time.Duration) (*Issued, erro
 		}
 	}
 	st := c.state.Load()
-	leaf, err := st.issuer.Issue(csr.PublicKey, pki.LeafOptions{
+	now := c.cfg.Now()
+	der, err := st.issuer.IssueLeafDER(csr.PublicKey, pki.LeafOptions{
 		URIs:      []*url.URL{id.URL()},
-		NotBefore: c.cfg.Now(),
+		NotBefore: now,
 		TTL:       ttl,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("issue certificate for %s: %w", id, err)
 	}
+	notAfter := now.Add(ttl)
+	if notAfter.After(st.issuer.Cert.NotAfter) {
+		notAfter = st.issuer.Cert.NotAfter
+	}
 	chain := make([]string, 0, 1+len(st.chainTail))
-	chain = append(chain, string(pki.EncodeCertificates(leaf)))
+	chain = append(chain, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
 	chain = append(chain, st.chainTail...)
-	return &Issued{Leaf: leaf, Chain: chain}, nil
+	return &Issued{DER: der, NotAfter: notAfter, Chain: chain}, nil
 }
 
 // servingCert is istiod's current serving certificate.
