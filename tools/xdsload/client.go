@@ -85,17 +85,20 @@ type client struct {
 	stream   grpc.ClientStream
 	sendMu   sync.Mutex
 	edsNames []string
-	// last[t] is when the latest response of type t arrived and was ACKed
-	// (unix nanoseconds).
-	last  [4]atomic.Int64
-	bytes atomic.Int64
+	// recv[t] is when the latest response of type t arrived, acked[t]
+	// when its ACK was sent (unix nanoseconds).
+	recv, acked [4]atomic.Int64
+	bytes       atomic.Int64
 }
 
 var adsDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerStreams: true, ClientStreams: true}
 
 func dial(ctx context.Context, addr string, id int, edsNames []string) (*client, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20)))
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20)),
+		// Envoy's defaults: 256 MiB stream and connection windows, so the
+		// client never throttles istiod.
+		grpc.WithInitialWindowSize(256<<20), grpc.WithInitialConnWindowSize(256<<20))
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
@@ -145,11 +148,12 @@ func (c *client) run() error {
 		if t < 0 {
 			continue
 		}
+		c.recv[t].Store(time.Now().UnixNano())
 		if err := c.send(&discoveryv3.DiscoveryRequest{TypeUrl: r.typeURL, ResourceNames: c.names(t), VersionInfo: r.version, ResponseNonce: r.nonce}); err != nil {
 			return err
 		}
 		c.bytes.Add(int64(r.size))
-		c.last[t].Store(time.Now().UnixNano())
+		c.acked[t].Store(time.Now().UnixNano())
 	}
 }
 

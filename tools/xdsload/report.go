@@ -20,8 +20,8 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
 func (r *results) print(w io.Writer, cfg config) {
-	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d SotW clients on loopback, EDS debounce %t\n\n",
-		cfg.services, cfg.endpoints, cfg.clients, cfg.edsDebounce)
+	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d SotW clients on loopback, EDS debounce %t, push concurrency %d\n\n",
+		cfg.services, cfg.endpoints, cfg.clients, cfg.edsDebounce, cfg.pushConcurrency)
 	fmt.Fprintf(w, "| measure | result |\n| --- | --- |\n")
 	fmt.Fprintf(w, "| initial sync of all clients (CDS+EDS+LDS+RDS) | %s, istiod CPU %.1f s, %.0f KiB per client |\n",
 		ms(r.connect), r.connectCPU.Seconds(), float64(r.bytesPerClient)/1024)
@@ -30,9 +30,9 @@ func (r *results) print(w io.Writer, cfg config) {
 		if n == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "| %s, %d runs: until all clients have it | p50 %s, p99 %s, max %s; per client p50 %s, p99 %s; istiod CPU %.2f s per change |\n",
+		fmt.Fprintf(w, "| %s, %d runs: time until the last client | p50 %s, p99 %s, max %s; per client p50 %s, p99 %s; istiod CPU %.2f s, load generator CPU %.2f s per change |\n",
 			p.name, n, ms(percentile(p.samples, .5)), ms(percentile(p.samples, .99)), ms(slices.Max(p.samples)),
-			ms(percentile(p.clients, .5)), ms(percentile(p.clients, .99)), p.cpu.Seconds()/float64(n))
+			ms(percentile(p.clients, .5)), ms(percentile(p.clients, .99)), p.cpu.Seconds()/float64(n), p.selfCPU.Seconds()/float64(n))
 	}
 	fmt.Fprintf(w, "| istiod RSS at the end / peak | %.0f MiB / %.0f MiB |\n", float64(r.rss)/(1<<20), float64(r.peak)/(1<<20))
 }

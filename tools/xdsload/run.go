@@ -20,6 +20,8 @@ type config struct {
 	services, endpoints, clients int
 	fullPushes, edsChanges       int
 	edsDebounce                  bool
+	logLevel                     string
+	pushConcurrency              int
 	timeout                      time.Duration
 }
 
@@ -29,6 +31,8 @@ type phase struct {
 	samples []time.Duration // per iteration: until the last client
 	clients []time.Duration // per client delivery, all iterations
 	cpu     time.Duration   // istiod CPU over all iterations
+	selfCPU time.Duration   // the load generator's CPU
+	acked   bool            // measure until ACKed (else until received)
 }
 
 type results struct {
@@ -70,7 +74,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, cfg.istiod, "--config-dir", dir, "--grpcAddr", grpcAddr, "--monitoringAddr", monAddr,
-		"--httpAddr", debugAddr, "--log-level", "warn", "--eds-debounce="+strconv.FormatBool(cfg.edsDebounce))
+		"--httpAddr", debugAddr, "--log-level", cfg.logLevel, "--eds-debounce="+strconv.FormatBool(cfg.edsDebounce), "--push-concurrency", strconv.Itoa(cfg.pushConcurrency))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start istiod: %w", err)
@@ -108,7 +112,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 			c.conn.Close()
 		})
 	}
-	if _, err := waitAll(ctx, clients, start, []int{cds, eds, lds, rds}, cfg.timeout); err != nil {
+	if _, err := waitAll(ctx, clients, start, []int{cds, eds, lds, rds}, cfg.timeout, true); err != nil {
 		return nil, fmt.Errorf("initial sync: %w", err)
 	}
 	res.connect = time.Since(start)
@@ -122,9 +126,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	log.Info("clients synced", "clients", cfg.clients, "took", res.connect)
 	time.Sleep(500 * time.Millisecond)
 
-	full := &phase{name: "full push (new service + endpoint change: CDS, EDS, LDS, RDS to every client)"}
-	vs := &phase{name: "VirtualService change (RDS to every client)"}
-	epc := &phase{name: "endpoint change (EDS to every client)"}
+	full := &phase{name: "full push (new service + endpoint change: CDS, EDS, LDS, RDS to every client), until ACKed", acked: true}
+	vs := &phase{name: "VirtualService change (RDS to every client), until ACKed", acked: true}
+	epc := &phase{name: "endpoint change (EDS to every subscriber), until received"}
 	for k := range cfg.fullPushes {
 		err := timed(ctx, pid, full, clients, []int{cds, eds, lds, rds}, cfg.timeout, func() error {
 			if err := writeNewService(dir, k); err != nil {
@@ -168,16 +172,19 @@ spec:
 // every type in want.
 func timed(ctx context.Context, pid int, p *phase, clients []*client, want []int, timeout time.Duration, change func() error) error {
 	cpu0, _ := cpuTime(pid)
+	self0, _ := cpuTime(os.Getpid())
 	t0 := time.Now()
 	if err := change(); err != nil {
 		return err
 	}
-	per, err := waitAll(ctx, clients, t0, want, timeout)
+	per, err := waitAll(ctx, clients, t0, want, timeout, p.acked)
 	if err != nil {
 		return err
 	}
 	cpu1, _ := cpuTime(pid)
+	self1, _ := cpuTime(os.Getpid())
 	p.cpu += cpu1 - cpu0
+	p.selfCPU += self1 - self0
 	p.samples = append(p.samples, slices.Max(per))
 	p.clients = append(p.clients, per...)
 	return nil
@@ -185,15 +192,21 @@ func timed(ctx context.Context, pid int, p *phase, clients []*client, want []int
 
 // waitAll waits until every client got every wanted type after t0 and
 // returns, per client, when the last of them arrived.
-func waitAll(ctx context.Context, clients []*client, t0 time.Time, want []int, timeout time.Duration) ([]time.Duration, error) {
+func waitAll(ctx context.Context, clients []*client, t0 time.Time, want []int, timeout time.Duration, acked bool) ([]time.Duration, error) {
 	deadline := time.Now().Add(timeout)
 	since := t0.UnixNano()
+	at := func(c *client, t int) int64 {
+		if acked {
+			return c.acked[t].Load()
+		}
+		return c.recv[t].Load()
+	}
 	for {
 		done, missing := 0, -1
 		for i, c := range clients {
 			ok := true
 			for _, t := range want {
-				if c.last[t].Load() <= since {
+				if at(c, t) <= since {
 					ok = false
 					break
 				}
@@ -212,7 +225,7 @@ func waitAll(ctx context.Context, clients []*client, t0 time.Time, want []int, t
 			for _, t := range want {
 				n := 0
 				for _, c := range clients {
-					if c.last[t].Load() > since {
+					if at(c, t) > since {
 						n++
 					}
 				}
@@ -230,7 +243,7 @@ func waitAll(ctx context.Context, clients []*client, t0 time.Time, want []int, t
 	for i, c := range clients {
 		var last int64
 		for _, t := range want {
-			last = max(last, c.last[t].Load())
+			last = max(last, at(c, t))
 		}
 		per[i] = time.Duration(last - since)
 	}

@@ -1,7 +1,6 @@
 package xds
 
 import (
-	"hash/fnv"
 	"slices"
 	"sync"
 	"time"
@@ -16,6 +15,16 @@ type pushEvent struct {
 	full  bool
 	hosts map[string]struct{}
 	start time.Time
+	// done is called once per connection when it has pushed the event (or
+	// a newer event merged with it).
+	done []func()
+}
+
+// finish reports the event pushed to one connection.
+func (e *pushEvent) finish() {
+	for _, f := range e.done {
+		f()
+	}
 }
 
 // merge combines a pending event with a newer one.
@@ -23,7 +32,7 @@ func (e *pushEvent) merge(n *pushEvent) *pushEvent {
 	if e == nil {
 		return n
 	}
-	m := &pushEvent{pc: n.pc, full: e.full || n.full, start: e.start}
+	m := &pushEvent{pc: n.pc, full: e.full || n.full, start: e.start, done: append(slices.Clone(e.done), n.done...)}
 	if !m.full {
 		m.hosts = make(map[string]struct{}, len(e.hosts)+len(n.hosts))
 		for h := range e.hosts {
@@ -119,16 +128,13 @@ func sortedNames(names []string) []string {
 	return slices.Compact(out)
 }
 
-// setHash fingerprints a response's resource set.
+// setHash fingerprints a response's resource set (sorted by name).
 func setHash(rs []*gen.Resource) string {
-	h := fnv.New64a()
+	var h uint64 = 14695981039346656037
 	for _, r := range rs {
-		h.Write([]byte(r.Name))
-		h.Write([]byte{0})
-		h.Write([]byte(r.Version))
-		h.Write([]byte{0})
+		h = (h ^ r.Hash) * 1099511628211
 	}
-	return itoa(h.Sum64())
+	return itoa(h) + "/" + itoa(len(rs))
 }
 
 // inHosts keeps the resources whose cluster is of a changed host.

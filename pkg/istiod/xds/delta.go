@@ -151,6 +151,7 @@ func (c *Connection) pushDelta(ctx context.Context, stream deltaStream, ev *push
 		}
 	}
 	c.server.observeConvergence(ev.start)
+	ev.finish()
 	return nil
 }
 

@@ -73,8 +73,16 @@ func (s *Server) Push(pc *model.PushContext, change model.Change) {
 	if change.Empty() {
 		return
 	}
-	ev := &pushEvent{pc: pc, full: change.Full, hosts: change.Hosts, start: time.Now()}
-	for _, c := range s.Connections() {
+	start := time.Now()
+	conns := s.Connections()
+	var left atomic.Int64
+	left.Store(int64(len(conns)))
+	ev := &pushEvent{pc: pc, full: change.Full, hosts: change.Hosts, start: start, done: []func(){func() {
+		if left.Add(-1) == 0 {
+			s.log.Debug("push complete", "version", pc.Version, "full", change.Full, "proxies", len(conns), "took", time.Since(start))
+		}
+	}}}
+	for _, c := range conns {
 		c.enqueue(ev)
 	}
 }

@@ -174,6 +174,7 @@ func (c *Connection) pushSotW(ctx context.Context, stream sotwStream, ev *pushEv
 		}
 	}
 	c.server.observeConvergence(ev.start)
+	ev.finish()
 	return nil
 }
 

@@ -54,9 +54,9 @@ func Generate(pc *model.PushContext, p *model.Proxy, typeURL string, names []str
 	var out []*Resource
 	switch typeURL {
 	case ClusterType:
-		out = append(slices.Clone(scopeClusters(pc, sc)), inboundClusters(pc, p)...)
+		out = merge(scopeClusters(pc, sc), inboundClusters(pc, p))
 	case ListenerType:
-		out = append(slices.Clone(scopeListeners(pc, sc)), inboundListener(pc, p))
+		out = merge(scopeListeners(pc, sc), []*Resource{inboundListener(pc, p)})
 	case RouteType:
 		out = scopeRoutes(pc, sc)
 	case EndpointType:
@@ -69,8 +69,26 @@ func Generate(pc *model.PushContext, p *model.Proxy, typeURL string, names []str
 	if len(names) > 0 && typeURL != NameTableType {
 		out = filter(out, names)
 	}
-	slices.SortFunc(out, func(a, b *Resource) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// merge merges two lists sorted by name into a new one.
+func merge(a, b []*Resource) []*Resource {
+	out := make([]*Resource, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].Name <= b[0].Name {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// sortByName sorts resources by name.
+func sortByName(rs []*Resource) []*Resource {
+	slices.SortFunc(rs, func(a, b *Resource) int { return strings.Compare(a.Name, b.Name) })
+	return rs
 }
 
 // filter keeps the resources named in names.
@@ -90,19 +108,22 @@ func filter(rs []*Resource, names []string) []*Resource {
 
 // pick returns the named resources of m, sorted by name.
 func pick(m map[string]*Resource, names []string) []*Resource {
-	var out []*Resource
 	if len(names) == 0 {
+		out := make([]*Resource, 0, len(m))
 		for _, r := range m {
 			out = append(out, r)
 		}
-	} else {
-		for _, n := range names {
-			if r := m[n]; r != nil {
-				out = append(out, r)
-			}
+		return sortByName(out)
+	}
+	out := make([]*Resource, 0, len(names))
+	for _, n := range names {
+		if r := m[n]; r != nil {
+			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Resource) int { return strings.Compare(a.Name, b.Name) })
+	if !slices.IsSortedFunc(out, func(a, b *Resource) int { return strings.Compare(a.Name, b.Name) }) {
+		sortByName(out)
+	}
 	return slices.CompactFunc(out, func(a, b *Resource) bool { return a.Name == b.Name })
 }
 

@@ -54,6 +54,8 @@ type Resource struct {
 	Any *anypb.Any
 	// Version is a hash of the content, used as the delta resource version.
 	Version string
+	// Hash is a hash of the name and content.
+	Hash uint64
 	// entry is the resource encoded as one element of a DiscoveryResponse's
 	// resources field (field 2, an Any); Any.Value aliases its tail.
 	entry []byte
@@ -76,6 +78,8 @@ func newResource(name string, m proto.Message) (*Resource, error) {
 	}
 	h := fnv.New64a()
 	h.Write(b)
+	sum := h.Sum64()
+	h.Write([]byte(name))
 	typeURL := "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName())
 	// Any: type_url = 1, value = 2; as DiscoveryResponse.resources = 2.
 	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(len(b))
@@ -89,7 +93,8 @@ func newResource(name string, m proto.Message) (*Resource, error) {
 	return &Resource{
 		Name:    name,
 		Any:     &anypb.Any{TypeUrl: typeURL, Value: entry[len(entry)-len(b):]},
-		Version: strconv.FormatUint(h.Sum64(), 36),
+		Version: strconv.FormatUint(sum, 36),
+		Hash:    h.Sum64(),
 		entry:   entry,
 	}, nil
 }

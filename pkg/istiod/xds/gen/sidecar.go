@@ -24,7 +24,7 @@ func scopeClusters(pc *model.PushContext, sc *model.Scope) []*Resource {
 				cs = append(cs, outboundClusters(svc, p, sc.DestinationRule[svc.Hostname], pc.Endpoints[svc.Hostname], false)...)
 			}
 		}
-		return marshalAll(cs, clusterName)
+		return sortByName(marshalAll(cs, clusterName))
 	}).([]*Resource)
 }
 
@@ -74,7 +74,7 @@ func labelPairs(m map[string]string) []string {
 // scopeListeners are virtualOutbound and the per-port outbound listeners.
 func scopeListeners(pc *model.PushContext, sc *model.Scope) []*Resource {
 	return pc.Memo(memoKey{kind: "lds", scope: sc.Key}, func() any {
-		return marshalAll(outboundListeners(sc), listenerName)
+		return sortByName(marshalAll(outboundListeners(sc), listenerName))
 	}).([]*Resource)
 }
 
@@ -117,7 +117,7 @@ func scopeRoutes(pc *model.PushContext, sc *model.Scope) []*Resource {
 			})
 			rcs = append(rcs, rc)
 		}
-		return marshalAll(rcs, func(r *routev3.RouteConfiguration) string { return r.GetName() })
+		return sortByName(marshalAll(rcs, func(r *routev3.RouteConfiguration) string { return r.GetName() }))
 	}).([]*Resource)
 }
 
@@ -165,15 +165,26 @@ func inboundPorts(pc *model.PushContext, p *model.Proxy) []inboundPort {
 	return out
 }
 
+// portsKey names a set of inbound ports, to share what is built from it.
+func portsKey(ports []inboundPort) string {
+	return fmt.Sprint(ports)
+}
+
 func inboundClusters(pc *model.PushContext, p *model.Proxy) []*Resource {
-	var cs []*clusterv3.Cluster
-	for _, ip := range inboundPorts(pc, p) {
-		cs = append(cs, inboundCluster(ip.port))
-	}
-	return marshalAll(cs, clusterName)
+	ports := inboundPorts(pc, p)
+	return pc.Memo(memoKey{kind: "inbound-cds", name: portsKey(ports)}, func() any {
+		var cs []*clusterv3.Cluster
+		for _, ip := range ports {
+			cs = append(cs, inboundCluster(ip.port))
+		}
+		return sortByName(marshalAll(cs, clusterName))
+	}).([]*Resource)
 }
 
 func inboundListener(pc *model.PushContext, p *model.Proxy) *Resource {
-	r, _ := newResource(VirtualInbound, virtualInbound(inboundPorts(pc, p)))
-	return r
+	ports := inboundPorts(pc, p)
+	return pc.Memo(memoKey{kind: "inbound-lds", name: portsKey(ports)}, func() any {
+		r, _ := newResource(VirtualInbound, virtualInbound(ports))
+		return r
+	}).(*Resource)
 }
