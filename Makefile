@@ -59,3 +59,9 @@ clean: ## remove build output
 .PHONY: bench-dns
 bench-dns: deps ## DNS proxy vs dnsmasq with dnsperf, 10 s runs (as root); figures go to docs/benchmarks.md
 	$(GO) run ./tools/dnsbench -duration 10s
+
+.PHONY: bench-istiod
+bench-istiod: ## istiod xDS: 1000 services x 5 endpoints, 1000 sidecar clients; figures go to docs/benchmarks.md
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/istiod ./cmd/istiod
+	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 1000 --full-pushes 5 --eds-changes 50
