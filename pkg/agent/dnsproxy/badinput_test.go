@@ -29,7 +29,7 @@ func rawQuery(t testing.TB, name string, qtype uint16, edit func(*dns.Msg)) []by
 	return b
 }
 
-// longName is a name of more than 255 octets in wire form, packed by hand
+// longNamePacket is a query for a name of more than 255 octets, packed by hand
 // because miekg/dns refuses to pack it.
 func longNamePacket() []byte {
 	b := []byte{0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0}

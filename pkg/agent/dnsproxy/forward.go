@@ -67,7 +67,7 @@ func newForwarder(cfg Config, m *metrics, now func() time.Duration) *forwarder {
 	return f
 }
 
-// query builds the message sent upstream for q.
+// upstreamQuery builds the message sent upstream for q.
 func upstreamQuery(q dns.Question, rd, cd, do bool, udpSize uint16) *dns.Msg {
 	m := new(dns.Msg)
 	m.Id = dns.Id()
