@@ -21,6 +21,9 @@ const (
 	InjectionTemplatePath = "charts/istiod/files/injection-template.yaml"
 	// IstiodValuesPath is the istiod chart's values, the injector's defaults.
 	IstiodValuesPath = "charts/istiod/values.yaml"
+	// CRDsPath is Istio's CustomResourceDefinitions, as published in the
+	// istio.io/api module (kubernetes/customresourcedefinitions.gen.yaml).
+	CRDsPath = "charts/base/files/crd-all.gen.yaml"
 )
 
 // ReadFile returns one embedded file, by its path under this directory.
