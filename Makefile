@@ -65,3 +65,15 @@ bench-istiod: ## istiod xDS: 1000 services x 5 endpoints, 1000 sidecar clients; 
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/istiod ./cmd/istiod
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 1000 --full-pushes 5 --eds-changes 50
+
+.PHONY: bench-ca fuzz-ca
+bench-ca: ## istiod CA: CSRs/s and p99 for ECDSA and RSA CSRs, beside openssl; figures go to docs/benchmarks.md
+	$(GO) test -run XXX -bench . -benchtime 3s ./pkg/istiod/ca/
+	$(GO) run ./tools/cabench -n 6000 -c 16
+
+fuzz-ca: ## fuzz SPIFFE IDs, CSR/PEM parsing, CreateCertificate requests and tokens, 30 s each
+	$(GO) test ./pkg/spiffe -run XXX -fuzz FuzzParse -fuzztime 30s
+	$(GO) test ./pkg/pki -run XXX -fuzz FuzzParseCSR -fuzztime 30s -fuzzminimizetime 1s
+	$(GO) test ./pkg/pki -run XXX -fuzz FuzzParseCertificates -fuzztime 30s -fuzzminimizetime 1s
+	$(GO) test ./pkg/istiod/ca -run XXX -fuzz FuzzCreateCertificate -fuzztime 30s -fuzzminimizetime 1s
+	$(GO) test ./pkg/istiod/ca -run XXX -fuzz FuzzJWTVerify -fuzztime 30s -fuzzminimizetime 1s
