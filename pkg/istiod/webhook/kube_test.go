@@ -11,7 +11,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,6 +35,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/skiff-mesh/skiff/manifests"
+	"github.com/skiff-mesh/skiff/pkg/capture"
+	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
 	"github.com/skiff-mesh/skiff/pkg/istiod/validation"
@@ -473,4 +477,123 @@ spec:
 			t.Errorf("valid VirtualService refused: %v", err)
 		}
 	})
+}
+
+// TestInjectedInitProgramsCapture: pods admitted by the real API server
+// carry istio-init arguments that, run by our istio-iptables in a network
+// namespace, program exactly the rules the annotations asked for.
+func TestInjectedInitProgramsCapture(t *testing.T) {
+	netnstest.RequireRoot(t)
+	a := startAdmission(t)
+	ctx := kubetest.Context(t)
+	bin := filepath.Join(t.TempDir(), "istio-iptables")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/skiff-mesh/skiff/cmd/istio-iptables").CombinedOutput(); err != nil {
+		t.Fatalf("build istio-iptables: %v\n%s", err, out)
+	}
+	ns := namespace(t, a.env.Client, "cap-", map[string]string{webhook.LabelInjection: "enabled"})
+	ports := func(ps ...uint16) []ipt.PortRange {
+		var out []ipt.PortRange
+		for _, p := range ps {
+			out = append(out, ipt.Port(p))
+		}
+		return out
+	}
+	prefixes := func(ps ...string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, p := range ps {
+			out = append(out, netip.MustParsePrefix(p))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        func(c *capture.Config)
+		rules       []string // rules that must be in iptables-save's output
+	}{
+		{name: "defaults", want: func(*capture.Config) {}, rules: []string{
+			"-A ISTIO_INBOUND -p tcp -m tcp --dport 15020 -j RETURN", "-A ISTIO_OUTPUT -j ISTIO_REDIRECT",
+		}},
+		{name: "traffic", annotations: map[string]string{
+			"traffic.sidecar.istio.io/includeOutboundIPRanges": "10.0.0.0/8,172.16.0.0/12",
+			"traffic.sidecar.istio.io/excludeOutboundIPRanges": "10.96.0.1/32",
+			"traffic.sidecar.istio.io/includeInboundPorts":     "8080,9090",
+			"traffic.sidecar.istio.io/excludeInboundPorts":     "9090",
+			"traffic.sidecar.istio.io/includeOutboundPorts":    "5432",
+			"traffic.sidecar.istio.io/excludeOutboundPorts":    "6379,11211",
+			"traffic.sidecar.istio.io/excludeInterfaces":       "eth1",
+			"istio.io/reroute-virtual-interfaces":              "tap0",
+		}, want: func(c *capture.Config) {
+			c.OutboundCIDRs = capture.CIDRs{Prefixes: prefixes("10.0.0.0/8", "172.16.0.0/12")}
+			c.OutboundExcludeCIDR = prefixes("10.96.0.1/32")
+			c.InboundPorts = capture.Ports{Ranges: ports(8080, 9090)}
+			c.InboundExcludePorts = ports(15090, 15021, 15020, 9090)
+			c.OutboundPorts = ports(5432)
+			c.OutboundExcludePorts = ports(6379, 11211)
+			c.ExcludeInterfaces = []string{"eth1"}
+			c.VirtualInterfaces = []string{"tap0"}
+		}, rules: []string{
+			"-A ISTIO_OUTPUT -p tcp -m tcp --dport 6379 -j RETURN",
+			"-A ISTIO_OUTPUT -p udp -m udp --dport 11211 -j RETURN",
+			"-A ISTIO_OUTPUT -d 10.96.0.1/32 -j RETURN",
+			"-A ISTIO_OUTPUT -d 172.16.0.0/12 -j ISTIO_REDIRECT",
+			"-A ISTIO_OUTPUT -p tcp -m tcp --dport 5432 -j ISTIO_REDIRECT",
+			"-A ISTIO_INBOUND -p tcp -m tcp --dport 8080 -j ISTIO_IN_REDIRECT",
+			"-A PREROUTING -i eth1 -j RETURN",
+		}},
+		{name: "tproxy", annotations: map[string]string{"sidecar.istio.io/interceptionMode": "TPROXY"}, want: func(c *capture.Config) {
+			c.InboundMode = capture.TProxy
+		}, rules: []string{"-j TPROXY --on-port 15006"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := netnstest.UniqueName("cap-")
+			if _, err := a.env.Client.CoreV1().Pods(ns).Create(ctx, appPod(name, tc.annotations), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			pod, err := a.env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pod.Spec.InitContainers) == 0 || pod.Spec.InitContainers[0].Name != "istio-init" {
+				t.Fatalf("no istio-init: %v", containerNames(pod.Spec.InitContainers))
+			}
+			init := pod.Spec.InitContainers[0]
+			if init.Args[0] != "istio-iptables" {
+				t.Fatalf("args %q", init.Args)
+			}
+			caps := init.SecurityContext.Capabilities
+			if fmt.Sprint(caps.Add) != "[NET_ADMIN NET_RAW]" || *init.SecurityContext.RunAsUser != 0 || *init.SecurityContext.RunAsNonRoot {
+				t.Errorf("istio-init security context %+v", init.SecurityContext)
+			}
+			netns := netnstest.New(t)
+			cmd := exec.Command(bin, append(init.Args[1:], "--network-namespace", netns.Path)...)
+			cmd.Env = os.Environ()
+			for _, e := range init.Env {
+				cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+			}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("istio-iptables %q: %v\n%s", init.Args[1:], err, out)
+			}
+			saved := netns.Exec(t, "iptables-nft-save")
+			st, err := ipt.ParseSave(saved)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := capture.Injector()
+			tc.want(&want)
+			for _, rs := range capture.Build(&want) {
+				if rs.Family != ipt.IPv4 {
+					continue
+				}
+				if d := ipt.Drift(rs, st, capture.Ownership); len(d) > 0 {
+					t.Errorf("rules differ from what the annotations ask for:\n%s\n--- iptables-save:\n%s", strings.Join(d, "\n"), saved)
+				}
+			}
+			for _, r := range tc.rules {
+				if !strings.Contains(saved, r) {
+					t.Errorf("iptables-save lacks %q:\n%s", r, saved)
+				}
+			}
+		})
+	}
 }
