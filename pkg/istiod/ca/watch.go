@@ -66,26 +66,41 @@ func (c *CA) watch(ctx context.Context) error {
 }
 
 // publishFile writes the root bundle to RootCertPath now and whenever it
-// changes, until ctx ends.
+// changes, until ctx ends. A failed write is logged and retried every
+// retryInterval.
 func (c *CA) publishFile(ctx context.Context) error {
 	path := c.cfg.RootCertPath
 	var last *pki.Bundle
 	for {
 		ch := c.Changed()
+		var retry <-chan time.Time
 		if roots := c.Roots(); !roots.Equal(last) {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return fmt.Errorf("publish root certificate: %w", err)
+			if err := writeRootFile(path, roots); err != nil {
+				c.log.Error("publish root certificate; will retry", "path", path, "err", err)
+				retry = time.After(retryInterval)
+			} else {
+				c.log.Info("published root certificate", "path", path, "roots", roots.Len())
+				last = roots
 			}
-			if err := writeFileAtomic(path, roots.PEM(), 0o644); err != nil {
-				return fmt.Errorf("publish root certificate: %w", err)
-			}
-			c.log.Info("published root certificate", "path", path, "roots", roots.Len())
-			last = roots
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ch:
+		case <-retry:
 		}
 	}
+}
+
+// retryInterval spaces attempts to write the root file.
+const retryInterval = 10 * time.Second
+
+func writeRootFile(path string, roots *pki.Bundle) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("publish root certificate: %w", err)
+	}
+	if err := writeFileAtomic(path, roots.PEM(), 0o644); err != nil {
+		return fmt.Errorf("publish root certificate: %w", err)
+	}
+	return nil
 }
