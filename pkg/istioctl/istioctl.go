@@ -1,0 +1,118 @@
+// Package istioctl is Skiff's istioctl: a table of subcommands, each in its
+// own file, run by Main. A new subcommand (proxy-status, proxy-config) is a
+// function returning a Command, listed once in commands.
+package istioctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Exit codes of Main.
+const (
+	ExitOK    = 0
+	ExitError = 1
+	ExitUsage = 2
+)
+
+// Env is what a command may touch besides its arguments.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Getenv looks up an environment variable.
+	Getenv func(string) string
+}
+
+// Command is one istioctl subcommand.
+type Command struct {
+	// Name is the word that selects it ("kube-inject").
+	Name string
+	// Short is its one-line description for the usage text.
+	Short string
+	// Run runs it. A *UsageError makes Main print the usage and exit 2.
+	Run func(ctx context.Context, env *Env, args []string) error
+}
+
+// UsageError is a mistake on the command line.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// commands is the command table. Add a command here; define it in its own file.
+func commands() []Command {
+	return []Command{
+		kubeInjectCommand(),
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: istioctl COMMAND [flags]\n\ncommands:")
+	cmds := commands()
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-14s %s\n", c.Name, c.Short)
+	}
+	fmt.Fprintln(w, "\nRun 'istioctl COMMAND --help' for a command's flags.")
+}
+
+// Main runs istioctl with args (without the program name) and returns the
+// exit code.
+func Main(ctx context.Context, args []string, env *Env) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(env.Stdout)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	for _, c := range commands() {
+		if c.Name != args[0] {
+			continue
+		}
+		err := c.Run(ctx, env, args[1:])
+		var ue *UsageError
+		switch {
+		case err == nil:
+			return ExitOK
+		case errors.Is(err, pflag.ErrHelp):
+			return ExitOK
+		case errors.As(err, &ue):
+			fmt.Fprintf(env.Stderr, "istioctl %s: %v\n", c.Name, err)
+			return ExitUsage
+		default:
+			fmt.Fprintf(env.Stderr, "istioctl %s: %v\n", c.Name, err)
+			return ExitError
+		}
+	}
+	fmt.Fprintf(env.Stderr, "istioctl: unknown command %q\n", args[0])
+	usage(env.Stderr)
+	return ExitUsage
+}
+
+// flagSet makes a command's flag set that reports errors as UsageErrors.
+func flagSet(name string, env *Env) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("istioctl "+name, pflag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.SortFlags = false
+	return fs
+}
+
+func parseFlags(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return &UsageError{err}
+	}
+	if fs.NArg() > 0 {
+		return &UsageError{fmt.Errorf("unexpected argument %q", strings.Join(fs.Args(), " "))}
+	}
+	return nil
+}
