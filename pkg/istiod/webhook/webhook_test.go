@@ -1,8 +1,13 @@
 package webhook
 
 import (
+	"bytes"
+	"context"
+	"crypto/tls"
 	"encoding/json"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -243,5 +248,58 @@ func checkPatch(t testing.TB, from, to []byte) {
 	}
 	if !jsonpatch.Equal(got, to) {
 		t.Errorf("patch %s gives %s, want %s", b, got, to)
+	}
+}
+
+func TestHandlerHTTP(t *testing.T) {
+	cfg, err := inject.DefaultConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := inject.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{Injector: in, Validator: &validation.Validator{}, MaxRequestBytes: 1 << 16})
+	h := s.Handler()
+	body := reviewBody(t, podResource, metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, testPod())
+	for _, tc := range []struct {
+		name, method, path, ctype string
+		body                      []byte
+		code                      int
+	}{
+		{"inject", http.MethodPost, "/inject", "application/json", body, 200},
+		{"inject with path parameters", http.MethodPost, "/inject/cluster/c1/net/n1", "application/json; charset=utf-8", body, 200},
+		{"validate", http.MethodPost, "/validate", "application/json", body, 200},
+		{"GET", http.MethodGet, "/inject", "application/json", nil, 405},
+		{"content type", http.MethodPost, "/inject", "text/plain", body, 415},
+		{"too large", http.MethodPost, "/inject", "application/json", bytes.Repeat([]byte(" "), 1<<17), 413},
+		{"garbage", http.MethodPost, "/validate", "application/json", []byte("nope"), 400},
+		{"ready", http.MethodGet, "/ready", "", nil, 200},
+		{"unknown", http.MethodPost, "/mutate", "application/json", body, 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, tc.path, bytes.NewReader(tc.body))
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.code {
+				t.Errorf("status %d (%s), want %d", rec.Code, rec.Body, tc.code)
+			}
+		})
+	}
+}
+
+func TestServeNeedsCertificate(t *testing.T) {
+	s := New(Options{})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := s.Serve(context.Background(), l, &tls.Config{}); err == nil {
+		t.Error("served without a certificate")
 	}
 }
