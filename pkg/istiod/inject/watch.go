@@ -49,4 +49,3 @@ func (in *Injector) WatchFiles(ctx context.Context, configPath, valuesPath strin
 		in.log.Info("injector configuration reloaded", "config", configPath, "values", valuesPath, "revision", in.Revision())
 	}
 }
-
