@@ -69,7 +69,7 @@ bench-istiod: ## istiod xDS: 1000 services x 5 endpoints, 1000 sidecar clients; 
 .PHONY: bench-ca fuzz-ca
 bench-ca: ## istiod CA: CSRs/s and p99 for ECDSA and RSA CSRs, beside openssl; figures go to docs/benchmarks.md
 	$(GO) test -run XXX -bench . -benchtime 3s ./pkg/istiod/ca/
-	$(GO) run ./tools/cabench -n 6000 -c 16
+	$(GO) run ./tools/cabench -n 10000 -c 2,16
 
 fuzz-ca: ## fuzz SPIFFE IDs, CSR/PEM parsing, CreateCertificate requests and tokens, 30 s each
 	$(GO) test ./pkg/spiffe -run XXX -fuzz FuzzParse -fuzztime 30s

@@ -7,7 +7,7 @@
 // path signs with the same ECDSA P-256 CA key and checks the CSR's
 // signature. It prints a Markdown table on stdout; progress goes to stderr.
 //
-//	go run ./tools/cabench [-n 6000] [-c 16] [-workers 2]
+//	go run ./tools/cabench [-n 6000] [-c 2,16] [-workers 2]
 package main
 
 import (
@@ -47,13 +47,14 @@ import (
 const identity = "spiffe://cluster.local/ns/default/sa/app"
 
 type options struct {
-	n, conc, pool, opensslN, batchN, workers int
+	n, pool, opensslN, batchN, workers int
+	conc                               []int
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 6000, "CSRs per gRPC and in-process run")
-	flag.IntVar(&o.conc, "c", 16, "concurrent gRPC callers")
+	concList := flag.String("c", "2,16", "concurrent gRPC callers: a comma-separated list, one run each")
 	flag.IntVar(&o.pool, "pool", 64, "distinct CSRs per key type (made before timing, reused in turn)")
 	flag.IntVar(&o.opensslN, "openssl-n", 400, "CSRs for the process-per-CSR openssl loop")
 	flag.IntVar(&o.batchN, "batch-n", 4000, "CSRs for the openssl ca batch run")
@@ -66,6 +67,14 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	for _, f := range strings.Split(*concList, ",") {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "cabench: -c %q: want positive integers\n", *concList)
+			os.Exit(2)
+		}
+		o.conc = append(o.conc, n)
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "cabench:", err)
@@ -136,15 +145,17 @@ func run(o options) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "%v: gRPC\n", kt)
-		r, err := benchGRPC(srv, c.Roots(), token, csrs, o)
-		if err != nil {
-			return err
+		for _, conc := range o.conc {
+			fmt.Fprintf(os.Stderr, "%v: gRPC, %d callers\n", kt, conc)
+			r, err := benchGRPC(srv, c.Roots(), token, csrs, o.n, conc)
+			if err != nil {
+				return err
+			}
+			r.key = kt.String()
+			rows = append(rows, r)
 		}
-		r.key = kt.String()
-		rows = append(rows, r)
 		fmt.Fprintf(os.Stderr, "%v: in-process\n", kt)
-		r, err = benchSign(c, csrs, o)
+		r, err := benchSign(c, csrs, o)
 		if err != nil {
 			return err
 		}
@@ -169,9 +180,9 @@ func run(o options) error {
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Sscanf(string(b), "%f %f %f", &load[0], &load[1], &load[2])
 	}
-	fmt.Printf("%d CPUs, load average at the end %.2f; CA key ECDSA P-256; gRPC: %d callers, one TLS connection, ES256 JWT auth;\n"+
+	fmt.Printf("%d CPUs, load average at the end %.2f; CA key ECDSA P-256; gRPC: one TLS connection, ES256 JWT auth;\n"+
 		"CPU per CSR: the CA server process only for gRPC, the whole process in-process, the openssl processes for openssl\n\n",
-		runtime.NumCPU(), load[0], o.conc)
+		runtime.NumCPU(), load[0])
 	fmt.Println("| signer | CSR key | CSRs | CSRs/s | p50 | p99 | CPU per CSR |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, r := range rows {
@@ -307,7 +318,7 @@ func cpuTime(who int) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func benchGRPC(srv *server, roots *pki.Bundle, token string, csrs []string, o options) (result, error) {
+func benchGRPC(srv *server, roots *pki.Bundle, token string, csrs []string, n, conc int) (result, error) {
 	conn, err := grpc.NewClient(srv.addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
 		RootCAs: roots.Pool(), ServerName: "istiod.istio-system.svc", MinVersion: tls.VersionTLS12})))
 	if err != nil {
@@ -319,7 +330,7 @@ func benchGRPC(srv *server, roots *pki.Bundle, token string, csrs []string, o op
 	if _, err := cl.CreateCertificate(ctx, &pb.IstioCertificateRequest{Csr: csrs[0]}); err != nil {
 		return result{}, fmt.Errorf("warm-up request: %w", err)
 	}
-	lats := make([]time.Duration, o.n)
+	lats := make([]time.Duration, n)
 	var (
 		next     atomic.Int64
 		wg       sync.WaitGroup
@@ -330,13 +341,13 @@ func benchGRPC(srv *server, roots *pki.Bundle, token string, csrs []string, o op
 		return result{}, err
 	}
 	start := time.Now()
-	for range o.conc {
+	for range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= o.n {
+				if i >= n {
 					return
 				}
 				t := time.Now()
@@ -359,7 +370,7 @@ func benchGRPC(srv *server, roots *pki.Bundle, token string, csrs []string, o op
 		return result{}, err
 	}
 	cpu := cpu1 - cpu0
-	return result{impl: "Skiff CA, CreateCertificate over gRPC+TLS (load generator in another process)", n: o.n, wall: wall, lats: lats, cpu: cpu}, nil
+	return result{impl: fmt.Sprintf("Skiff CA, CreateCertificate over gRPC+TLS, %d callers (load generator in another process)", conc), n: n, wall: wall, lats: lats, cpu: cpu}, nil
 }
 
 func benchSign(c *ca.CA, csrs []string, o options) (result, error) {
