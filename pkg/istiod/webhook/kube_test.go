@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -104,6 +105,7 @@ func servingTLS(t testing.TB) (*ca.CA, *tls.Config) {
 // TestServeWithCAServingCertificate: the server runs on the CA's own
 // serving certificate (istiod's DNS names), as istiod wires it.
 func TestServeWithCAServingCertificate(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	c, err := ca.New(context.Background(), ca.Config{SelfSignedDir: t.TempDir()}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -449,10 +451,11 @@ spec:
 		// The informer sees the rule shortly after it is created.
 		var last error
 		_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			// A fresh name per try: a try that beat the informer is accepted.
 			last = create(vsRes, `
 apiVersion: networking.istio.io/v1
 kind: VirtualService
-metadata: {name: reviews-v3}
+metadata: {name: `+netnstest.UniqueName("v3-")+`}
 spec:
   hosts: [reviews]
   http:
