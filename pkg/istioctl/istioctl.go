@@ -42,7 +42,10 @@ type Command struct {
 // UsageError is a mistake on the command line.
 type UsageError struct{ Err error }
 
+// Error returns the mistake.
 func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error.
 func (e *UsageError) Unwrap() error { return e.Err }
 
 // commands is the command table. Add a command here; define it in its own file.

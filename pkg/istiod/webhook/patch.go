@@ -11,9 +11,12 @@ import (
 
 // Op is one RFC 6902 JSON Patch operation.
 type Op struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
+	// Op is "add", "remove" or "replace".
+	Op string `json:"op"`
+	// Path is a JSON Pointer (RFC 6901).
+	Path string `json:"path"`
+	// Value is the new value of add and replace.
+	Value any `json:"value,omitempty"`
 }
 
 // pointerEscape escapes a JSON Pointer token (RFC 6901).

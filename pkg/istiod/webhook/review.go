@@ -21,8 +21,10 @@ var reviewVersions = map[string]bool{"admission.k8s.io/v1": true, "admission.k8s
 // RequestError is an HTTP request the webhook cannot answer with an
 // AdmissionReview (it is answered with Status and Error's text).
 type RequestError struct {
+	// Status is the HTTP status code to answer with.
 	Status int
-	Err    error
+	// Err is the reason, sent as the body.
+	Err error
 }
 
 // Error returns the reason.
