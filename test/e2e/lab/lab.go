@@ -78,6 +78,10 @@ func New(subnet string, log io.Writer) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Pods' processes run as the proxy user and reach their files under it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = io.Discard
 	}
@@ -280,4 +284,22 @@ func (l *Lab) Build(root string, pkgs ...string) error {
 		return fmt.Errorf("go build: %w: %s", err, out)
 	}
 	return nil
+}
+
+func runOut(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// chownR gives a tree to uid (and the same gid).
+func chownR(root string, uid int) error {
+	return filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	})
 }

@@ -1,0 +1,144 @@
+// Package e2e runs the binaries together: istiod, pilot-agent,
+// istio-iptables and proxyless gRPC apps in network namespaces.
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
+	"github.com/skiff-mesh/skiff/pkg/proxyview"
+	"github.com/skiff-mesh/skiff/test/e2e/lab"
+)
+
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestMesh(t *testing.T) {
+	netnstest.RequireRoot(t)
+	l, err := lab.New("10.46.0.0/24", logWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+		if left := l.Residue(); len(left) > 0 {
+			t.Errorf("namespaces left behind: %v", left)
+		}
+	}()
+	if err := l.Build("../..", "./cmd/istiod", "./cmd/pilot-agent", "./cmd/istio-iptables", "./examples/grpc-app"); err != nil {
+		t.Fatal(err)
+	}
+	m, err := lab.StartMesh(l, os.Getenv("SKIFF_E2E_PLAINTEXT") == "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("certificates", func(t *testing.T) {
+		for name, p := range m.Pods {
+			b, err := os.ReadFile(p.Work + "/var/lib/istio/data/cert-chain.pem")
+			if err != nil || !strings.Contains(string(b), "BEGIN CERTIFICATE") {
+				t.Errorf("%s: no workload certificate: %v", name, err)
+			}
+		}
+	})
+
+	t.Run("dns", func(t *testing.T) {
+		for _, tcp := range []bool{false, true} {
+			out, err := m.Dig("productpage", "reviews.default.svc.cluster.local", tcp)
+			if err != nil || strings.TrimSpace(out) != "10.96.0.10" {
+				t.Errorf("dig reviews (tcp=%t): %q %v", tcp, out, err)
+			}
+		}
+		out, err := m.Dig("productpage", "reviews", false)
+		if err != nil || !strings.Contains(out, "10.96.0.10") {
+			t.Errorf("dig reviews via the search list: %q %v", out, err)
+		}
+		out, err = m.Dig("productpage", "api.example.com", false)
+		if err != nil || strings.TrimSpace(out) != "240.240.0.1" {
+			t.Errorf("dig the ServiceEntry host: %q %v", out, err)
+		}
+	})
+
+	t.Run("traffic split", func(t *testing.T) {
+		out, err := m.Call(400)
+		if err != nil {
+			t.Fatalf("client: %v\n%s", err, out)
+		}
+		t.Logf("answers:\n%s", out)
+		v1, v2 := count(out, "v1"), count(out, "v2")
+		if v1+v2 != 400 {
+			t.Fatalf("v1=%d v2=%d, want 400 answers", v1, v2)
+		}
+		// 10% of 400 is 40; a binomial standard deviation is 6: allow 4 of them.
+		if v2 < 16 || v2 > 64 {
+			t.Errorf("v2 got %d of 400 calls, want about 40 (the 90/10 split)", v2)
+		}
+		if m.MTLS && !strings.Contains(out, "mTLS peer spiffe://cluster.local/ns/default/sa/productpage") {
+			t.Errorf("calls were not mutual TLS with the client's identity:\n%s", out)
+		}
+	})
+
+	t.Run("proxy-status", func(t *testing.T) {
+		var table string
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			table = proxyStatus(t, l, m)
+			if strings.Count(table, "SYNCED") >= 3 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Logf("\n%s", table)
+		for _, pod := range []string{"reviews-v1.default", "reviews-v2.default", "productpage.default"} {
+			if !strings.Contains(table, pod) {
+				t.Errorf("%s missing from proxy-status", pod)
+			}
+		}
+		if strings.Contains(table, "STALE") || strings.Contains(table, "ERROR") {
+			t.Errorf("not every proxy is in sync:\n%s", table)
+		}
+	})
+}
+
+var countRE = regexp.MustCompile(`(?m)^(\d+) (v\d)\b`)
+
+func count(out, version string) int {
+	n := 0
+	for _, m := range countRE.FindAllStringSubmatch(out, -1) {
+		if m[2] == version {
+			c, _ := strconv.Atoi(m[1])
+			n += c
+		}
+	}
+	return n
+}
+
+// proxyStatus reads istiod's syncz from the node namespace (with curl: Go's
+// HTTP client dials on other threads, outside the namespace).
+func proxyStatus(t *testing.T, l *lab.Lab, m *lab.Mesh) string {
+	out, err := l.Get(l.Node, m.DebugURL()+"/debug/syncz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streams []proxyview.ProxyStatus
+	if err := json.Unmarshal([]byte(out), &streams); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := proxyview.WriteStatus(&b, streams, "istiod", "skiff"); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
