@@ -4,7 +4,7 @@ GO ?= go
 BIN := bin
 # Debian packages the tests, benchmarks and demo use, by the command that proves each is there.
 DEB_PKGS := iptables:iptables nft:nftables ip:iproute2 conntrack:conntrack dig:dnsutils \
-	dnsmasq:dnsmasq-base dnsperf:dnsperf setpriv:util-linux hyperfine:hyperfine strace:strace jq:jq curl:curl
+	dnsmasq:dnsmasq-base dnsperf:dnsperf setpriv:util-linux hyperfine:hyperfine strace:strace jq:jq curl:curl openssl:openssl
 BINARIES := istio-iptables
 
 .PHONY: help deps k8s-assets build test test-short bench demo lint golden e2e fuzz clean
