@@ -115,7 +115,7 @@ func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
 		w.wildcard = c.isWildcard(typ, names)
 		w.names = sortedNames(names)
 		w.namesHash = raw.namesHash
-		w.lastHash = ""
+		w.lastHash, w.sent = "", nil
 		c.mu.Unlock()
 		return c.sendType(stream, c.server.PushContext(), w, nil, true)
 	}
@@ -144,7 +144,7 @@ func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
 		return nil
 	}
 	w.names = names
-	w.lastHash = ""
+	w.lastHash, w.sent = "", nil
 	c.mu.Unlock()
 	if len(names) == 0 && !gen.IsWildcard(typ) {
 		return nil // unsubscribed
@@ -178,9 +178,12 @@ func (c *Connection) pushSotW(ctx context.Context, stream sotwStream, ev *pushEv
 	return nil
 }
 
-// sendType generates and sends one type. With ev an endpoint-only push,
-// only the changed hosts' load assignments go out; otherwise the full set,
-// unless force is false and the set equals the last one sent.
+// sendType generates and sends one type. CDS, LDS and NDS go out whole,
+// unless force is false and the set equals the last one sent. EDS and RDS
+// may go out in part (SotW allows it for them): with force everything
+// subscribed, otherwise only what differs from what the client holds; with
+// an endpoint-only event only the changed hosts' load assignments are even
+// generated.
 func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch, ev *pushEvent, force bool) error {
 	c.mu.Lock()
 	names := w.names
@@ -200,35 +203,75 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 		c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "error", err)
 		rs = nil
 	}
-	hash := ""
-	if !partial {
-		hash = setHash(rs)
-		c.mu.Lock()
-		same := hash == w.lastHash
-		c.mu.Unlock()
-		if same && !force {
+	send := rs
+	incremental := w.typeURL == gen.EndpointType || w.typeURL == gen.RouteType
+	c.mu.Lock()
+	switch {
+	case incremental && !force:
+		send = changed(w.sent, rs)
+		if len(send) == 0 {
+			c.mu.Unlock()
 			return nil
 		}
-	}
-	if partial && len(rs) == 0 {
-		return nil
-	}
-	c.mu.Lock()
-	nonce := c.nextNonce()
-	w.nonceSent, w.versionSent, w.sentAt = nonce, pc.Version, time.Now()
-	if partial {
-		w.lastHash = "" // the client's set is now a mix: resend on the next full push
-	} else {
+		if partial {
+			w.sent = overlay(w.sent, rs)
+		} else {
+			w.sent = rs
+		}
+	case incremental:
+		w.sent = rs
+	default:
+		hash := setHash(rs)
+		if hash == w.lastHash && !force {
+			c.mu.Unlock()
+			return nil
+		}
 		w.lastHash = hash
 	}
+	nonce := c.nextNonce()
+	w.nonceSent, w.versionSent, w.sentAt = nonce, pc.Version, time.Now()
 	c.mu.Unlock()
-	resp := &sotwResponse{version: pc.Version, resources: rs, typeURL: w.typeURL, nonce: nonce}
+	resp := &sotwResponse{version: pc.Version, resources: send, typeURL: w.typeURL, nonce: nonce}
 	if err := stream.SendMsg(resp); err != nil {
 		return fmt.Errorf("send %s to %s: %w", typeLabel(w.typeURL), c.proxy.ID, err)
 	}
 	c.server.metrics.Push(typeLabel(w.typeURL))
-	c.server.log.Debug("sent", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "resources", len(rs), "nonce", nonce, "partial", partial)
+	c.server.log.Debug("sent", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "resources", len(send), "nonce", nonce, "partial", partial)
 	return nil
+}
+
+// changed returns the resources of next (sorted by name) that are not in
+// held (sorted by name) with the same content.
+func changed(held, next []*gen.Resource) []*gen.Resource {
+	var out []*gen.Resource
+	i := 0
+	for _, r := range next {
+		for i < len(held) && held[i].Name < r.Name {
+			i++
+		}
+		if i < len(held) && held[i].Name == r.Name && held[i].Hash == r.Hash {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// overlay returns held with the resources of upd (both sorted by name)
+// replacing or joining those of the same name.
+func overlay(held, upd []*gen.Resource) []*gen.Resource {
+	out := make([]*gen.Resource, 0, len(held)+len(upd))
+	for len(held) > 0 && len(upd) > 0 {
+		switch {
+		case held[0].Name < upd[0].Name:
+			out, held = append(out, held[0]), held[1:]
+		case held[0].Name > upd[0].Name:
+			out, upd = append(out, upd[0]), upd[1:]
+		default:
+			out, held, upd = append(out, upd[0]), held[1:], upd[1:]
+		}
+	}
+	return append(append(out, held...), upd...)
 }
 
 // changedClusters returns the subscribed cluster names of changed hosts.

@@ -1,6 +1,10 @@
 package xds
 
-import "time"
+import (
+	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
 
 // Sync states of one type for one proxy, as istioctl proxy-status shows them.
 const (
@@ -19,8 +23,11 @@ type watch struct {
 	names []string
 	// namesHash is the hash of the encoded names of the last SotW request.
 	namesHash uint64
-	// lastHash fingerprints the last full set sent; "" forces a resend.
+	// lastHash fingerprints the last full set sent (CDS, LDS, NDS); ""
+	// forces a resend.
 	lastHash string
+	// sent is what a SotW client holds of EDS or RDS, sorted by name.
+	sent []*gen.Resource
 
 	nonceSent, versionSent   string
 	nonceAcked, versionAcked string
