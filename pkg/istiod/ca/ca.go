@@ -181,6 +181,17 @@ func (c *CA) Reload() error {
 	if !found {
 		return fmt.Errorf("reload CA: %s or %s missing in %s", CACertFile, CAKeyFile, c.dir)
 	}
+	return c.applyLocked(m)
+}
+
+// apply switches to new key material if it differs and is valid.
+func (c *CA) apply(m material) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.applyLocked(m)
+}
+
+func (c *CA) applyLocked(m material) error {
 	old := c.state.Load()
 	if m.equal(old.raw) {
 		return nil
@@ -197,13 +208,18 @@ func (c *CA) Reload() error {
 	return nil
 }
 
-// Run watches the key material directory (plug-in and file modes), writes
+// Run watches the key material directory (plug-in and file modes) or the
+// istio-ca-secret Secret (Kubernetes mode) and switches issuer when it
+// changes, writes
 // the root bundle to RootCertPath and, in Kubernetes mode, publishes it as a
 // ConfigMap in every namespace, until ctx ends.
 func (c *CA) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	if c.dir != "" {
 		g.Go(func() error { return c.watch(ctx) })
+	}
+	if c.mode == ModeKubernetes {
+		g.Go(func() error { return c.watchSecret(ctx) })
 	}
 	if c.cfg.RootCertPath != "" {
 		g.Go(func() error { return c.publishFile(ctx) })

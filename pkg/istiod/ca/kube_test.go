@@ -200,8 +200,8 @@ func client0(t testing.TB, c *CA) pb.IstioCertificateServiceClient {
 }
 
 // testSecretPersistence checks the istio-ca-secret: created on first start
-// with Istio's keys and type, reused on restart, and one root when two
-// istiods start at once.
+// with Istio's keys and type, reused on restart, followed when edited, and
+// one root when two istiods start at once.
 func testSecretPersistence(t *testing.T, client kubernetes.Interface) {
 	ctx := kubetest.Context(t)
 	cfg := Config{Client: client, DisableConfigMapPublishing: true}
@@ -231,6 +231,30 @@ func testSecretPersistence(t *testing.T, client kubernetes.Interface) {
 	if !second.Issuer().Equal(first.Issuer()) {
 		t.Error("restart made a new root instead of reading the secret")
 	}
+
+	// Editing the secret switches the issuer without a restart; material
+	// that does not fit together is ignored.
+	runCA(t, first)
+	b := newPluggedCA(t, "secret")
+	update := func(files map[string][]byte) {
+		t.Helper()
+		s, err := client.CoreV1().Secrets("istio-system").Get(ctx, SecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Data = files
+		if _, err := client.CoreV1().Secrets("istio-system").Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oldRoot := first.Issuer()
+	update(map[string][]byte{CACertFile: b.interPEM, CAKeyFile: s.Data[CAKeyFile], RootCertFile: b.rootPEM})
+	time.Sleep(500 * time.Millisecond)
+	if !first.Issuer().Equal(oldRoot) {
+		t.Fatal("issuer switched to a certificate whose key is not in the secret")
+	}
+	update(b.files(b))
+	waitFor(t, "issuer from the edited secret", func() bool { return first.Issuer().Equal(b.inter) })
 
 	// Two istiods racing to create the secret end up with one root.
 	createNamespace(t, client, "race-system")

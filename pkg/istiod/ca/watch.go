@@ -8,6 +8,11 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-mesh/skiff/pkg/pki"
 )
@@ -102,5 +107,41 @@ func writeRootFile(path string, roots *pki.Bundle) error {
 	if err := writeFileAtomic(path, roots.PEM(), 0o644); err != nil {
 		return fmt.Errorf("publish root certificate: %w", err)
 	}
+	return nil
+}
+
+// watchSecret follows the istio-ca-secret Secret in Kubernetes mode and
+// switches to its material when it is edited (a root rotation without a
+// restart), until ctx ends. Invalid material is logged and ignored; a
+// deleted Secret leaves the current issuer in place.
+func (c *CA) watchSecret(ctx context.Context) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 0,
+		informers.WithNamespace(c.cfg.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", SecretName).String()
+		}))
+	inf := factory.Core().V1().Secrets().Informer()
+	onSecret := func(obj any) {
+		s, ok := obj.(*corev1.Secret)
+		if !ok || s.Name != SecretName {
+			return
+		}
+		if err := c.apply(secretMaterial(s)); err != nil {
+			c.log.Error("secret changed but cannot be used; keeping the current issuer",
+				"secret", c.cfg.Namespace+"/"+SecretName, "err", err)
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onSecret,
+		UpdateFunc: func(_, obj any) { onSecret(obj) },
+		DeleteFunc: func(any) {
+			c.log.Warn("secret deleted; keeping the current issuer", "secret", c.cfg.Namespace+"/"+SecretName)
+		},
+	}); err != nil {
+		return fmt.Errorf("watch secret: %w", err)
+	}
+	factory.Start(ctx.Done())
+	<-ctx.Done()
+	factory.Shutdown()
 	return nil
 }
