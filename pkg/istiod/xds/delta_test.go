@@ -93,7 +93,7 @@ func TestDelta(t *testing.T) {
 	t.Run("NACK is recorded and not resent", func(t *testing.T) {
 		e.push(t, e.with(t, detailsService))
 		r := drecv(t, c)
-		if r.GetTypeUrl() != gen.ClusterType || !slices.Equal(dnames(r), []string{"outbound|9080||details.default.svc.cluster.local"}) {
+		if r.GetTypeUrl() != gen.ClusterType || !slices.Equal(dnames(r), detailsClusters) {
 			t.Fatalf("got %s %v, want CDS with the new cluster only", gen.ShortName(r.GetTypeUrl()), dnames(r))
 		}
 		must(t, c.Nack(r, errors.New("cluster rejected")))
@@ -107,7 +107,7 @@ func TestDelta(t *testing.T) {
 		in.Services = slices.DeleteFunc(slices.Clone(in.Services), func(s *corev1.Service) bool { return s.Name == "details" })
 		e.push(t, &in)
 		r := drecv(t, c)
-		if r.GetTypeUrl() != gen.ClusterType || !slices.Equal(r.GetRemovedResources(), []string{"outbound|9080||details.default.svc.cluster.local"}) {
+		if r.GetTypeUrl() != gen.ClusterType || !slices.Equal(r.GetRemovedResources(), detailsClusters) {
 			t.Fatalf("got %s removed %v, want the details cluster removed", gen.ShortName(r.GetTypeUrl()), r.GetRemovedResources())
 		}
 		must(t, c.Ack(r))
@@ -140,6 +140,8 @@ func TestDelta(t *testing.T) {
 		}
 	})
 }
+
+var detailsClusters = []string{"outbound|3307||details.default.svc.cluster.local", "outbound|9080||details.default.svc.cluster.local"}
 
 func sorted(s []string) []string {
 	s = slices.Clone(s)

@@ -40,7 +40,7 @@ kind: Service
 metadata: {name: details, namespace: default}
 spec:
   clusterIP: 10.96.0.14
-  ports: [{name: http, port: 9080}]
+  ports: [{name: http, port: 9080}, {name: tcp-db, port: 3307}]
 `
 
 func TestSotWAckNackNonce(t *testing.T) {

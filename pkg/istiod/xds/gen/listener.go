@@ -57,7 +57,8 @@ func tcpFilter(cluster string) *listenerv3.Filter {
 
 // outboundListeners builds virtualOutbound and the per-port listeners for
 // the services of a scope: HTTP ports share 0.0.0.0_PORT (routes by port
-// name over RDS), TCP ports with a VIP get VIP_PORT.
+// name over RDS), reached from virtualOutbound through use_original_dst;
+// TCP ports with a VIP get VIP_PORT and a filter chain in virtualOutbound.
 func outboundListeners(sc *model.Scope) []*listenerv3.Listener {
 	var perPort []*listenerv3.Listener
 	httpPorts := map[uint16]bool{}
@@ -79,6 +80,7 @@ func outboundListeners(sc *model.Scope) []*listenerv3.Listener {
 							hcmFilter(rdsManager("outbound_"+name, fmt.Sprint(p.Port)))}}},
 					})
 				}
+				continue // reached from virtualOutbound through use_original_dst
 			}
 			for _, vip := range svc.Addresses {
 				key := fmt.Sprintf("%s_%d", vip, p.Port)
@@ -86,18 +88,12 @@ func outboundListeners(sc *model.Scope) []*listenerv3.Listener {
 					continue
 				}
 				seen[key] = true
-				cluster := model.ClusterName(p.Port, "", svc.Hostname)
-				var f *listenerv3.Filter
-				if p.Protocol.IsHTTP() {
-					f = hcmFilter(rdsManager("outbound_"+key, fmt.Sprint(p.Port)))
-				} else {
-					f = tcpFilter(cluster)
-					perPort = append(perPort, &listenerv3.Listener{
-						Name: key, Address: address(vip, p.Port), BindToPort: wrapperspb.Bool(false),
-						TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-						FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{f}}},
-					})
-				}
+				f := tcpFilter(model.ClusterName(p.Port, "", svc.Hostname))
+				perPort = append(perPort, &listenerv3.Listener{
+					Name: key, Address: address(vip, p.Port), BindToPort: wrapperspb.Bool(false),
+					TrafficDirection: corev3.TrafficDirection_OUTBOUND,
+					FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{f}}},
+				})
 				chains = append(chains, &listenerv3.FilterChain{
 					Name:             key,
 					FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{cidr(vip)}, DestinationPort: wrapperspb.UInt32(uint32(p.Port))},
