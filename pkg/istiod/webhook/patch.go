@@ -15,8 +15,21 @@ type Op struct {
 	Op string `json:"op"`
 	// Path is a JSON Pointer (RFC 6901).
 	Path string `json:"path"`
-	// Value is the new value of add and replace.
-	Value any `json:"value,omitempty"`
+	// Value is the new value of add and replace (which always carry one,
+	// even null, false, 0 or "").
+	Value any `json:"value"`
+}
+
+// MarshalJSON leaves out the value of a remove, and only there.
+func (o Op) MarshalJSON() ([]byte, error) {
+	if o.Op == "remove" {
+		return json.Marshal(struct {
+			Op   string `json:"op"`
+			Path string `json:"path"`
+		}{o.Op, o.Path})
+	}
+	type plain Op
+	return json.Marshal(plain(o))
 }
 
 // pointerEscape escapes a JSON Pointer token (RFC 6901).

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -224,6 +225,7 @@ func TestCreatePatch(t *testing.T) {
 		{"scalars", `{"a":[1,2,3],"b":true,"c":null}`, `{"a":[1,2],"b":"x","d":[]}`},
 		{"same", `{"a":[{"name":"x"}]}`, `{"a":[{"name":"x"}]}`},
 		{"empty to named", `{"c":[]}`, `{"c":[{"name":"a"}]}`},
+		{"zero values", `{"a":1,"b":"x","c":true,"d":{}}`, `{"a":0,"b":"","c":false,"d":{"e":null,"f":""}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkPatch(t, []byte(tc.from), []byte(tc.to))
@@ -246,7 +248,14 @@ func checkPatch(t testing.TB, from, to []byte) {
 	if err != nil {
 		t.Fatalf("apply %s: %v", b, err)
 	}
-	if !jsonpatch.Equal(got, to) {
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(to, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, w) {
 		t.Errorf("patch %s gives %s, want %s", b, got, to)
 	}
 }
