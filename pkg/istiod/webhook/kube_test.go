@@ -243,6 +243,8 @@ func containerNames(cs []corev1.Container) []string {
 type admission struct {
 	env      *kubetest.Env
 	injector *inject.Injector
+	// stopServer stops the webhook server (and is safe to call twice).
+	stopServer func()
 }
 
 func startAdmission(t *testing.T) *admission {
@@ -269,8 +271,9 @@ func startAdmission(t *testing.T) *admission {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	srvCtx, stopSrv := context.WithCancel(ctx)
 	done := make(chan error, 2)
-	go func() { done <- srv.Serve(ctx, l, tlsCfg) }()
+	go func() { done <- srv.Serve(srvCtx, l, tlsCfg) }()
 	go func() { subsets.Run(ctx); done <- nil }()
 	t.Cleanup(func() {
 		cancel()
@@ -307,7 +310,7 @@ func startAdmission(t *testing.T) *admission {
 	if err != nil {
 		t.Fatalf("webhook never took effect: %v", err)
 	}
-	return &admission{env: env, injector: in}
+	return &admission{env: env, injector: in, stopServer: stopSrv}
 }
 
 // TestRealAdmission registers the webhooks in a real kube-apiserver.
@@ -478,6 +481,23 @@ spec:
     - destination: {host: reviews, subset: v1}
 `); err != nil {
 			t.Errorf("valid VirtualService refused: %v", err)
+		}
+	})
+
+	// Last: with istiod gone, failurePolicy Fail refuses pods that would be
+	// injected and config that would be validated; other pods are unaffected.
+	t.Run("failurePolicy Fail when istiod is down", func(t *testing.T) {
+		inj := namespace(t, env.Client, "down-", map[string]string{webhook.LabelInjection: "enabled"})
+		plain := namespace(t, env.Client, "plain-", nil)
+		a.stopServer()
+		_, err := pods(inj).Create(ctx, appPod("shop", nil), metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+			t.Errorf("pod in an injection namespace with istiod down: %v", err)
+		} else {
+			t.Logf("refused as expected: %v", err)
+		}
+		if _, err := pods(plain).Create(ctx, appPod("shop", nil), metav1.CreateOptions{}); err != nil {
+			t.Errorf("pod in a plain namespace with istiod down: %v", err)
 		}
 	})
 }
