@@ -28,7 +28,12 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: f.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := istiod.Run(ctx, f.Config, log); err != nil {
+	opts, _, err := istiod.SecurityOptions(ctx, f.Config, f.Security, f.SecureGRPCAddr, log)
+	if err != nil {
+		log.Error("istiod CA failed", "error", err)
+		os.Exit(1)
+	}
+	if err := istiod.Run(ctx, f.Config, log, opts...); err != nil {
 		log.Error("istiod failed", "error", err)
 		os.Exit(1)
 	}

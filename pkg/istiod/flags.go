@@ -20,6 +20,8 @@ type Flags struct {
 	// SecureGRPCAddr is where the TLS server would listen (":15012");
 	// istiod serves it once the CA provides credentials.
 	SecureGRPCAddr string
+	// Security configures the CA.
+	Security Security
 }
 
 // ParseFlags parses istiod's arguments (Istio's pilot-discovery names; a
@@ -48,6 +50,7 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	fs.DurationVar(&c.DebounceMax, "debounce-max", c.DebounceMax, "longest a burst of changes delays a push (PILOT_DEBOUNCE_MAX)")
 	fs.BoolVar(&c.EDSDebounce, "eds-debounce", c.EDSDebounce, "debounce endpoint-only changes too (PILOT_ENABLE_EDS_DEBOUNCE)")
 	fs.IntVar(&c.PushConcurrency, "push-concurrency", c.PushConcurrency, "proxies pushed to at once (PILOT_PUSH_THROTTLE)")
+	f.Security.register(fs)
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return f, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -40,6 +41,17 @@ func generateGRPC(pc *model.PushContext, p *model.Proxy, typeURL string, names [
 		switch typeURL {
 		case ListenerType:
 			kind, build = "grpc-lds", func() proto.Message { return grpcListener(pc, sc, name) }
+			if strings.HasPrefix(name, GRPCInboundPrefix) {
+				// A server's listener depends on the proxy itself: not memoized per scope.
+				if l := grpcInboundListener(pc, sc, p, name); l != nil {
+					r, err := newResource(name, l)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, r)
+				}
+				continue
+			}
 		case RouteType:
 			kind, build = "grpc-rds", func() proto.Message { return grpcRoute(pc, sc, name) }
 		case ClusterType:
@@ -131,8 +143,11 @@ func grpcCluster(pc *model.PushContext, sc *model.Scope, name string) proto.Mess
 	if !ok {
 		return nil
 	}
-	for _, c := range outboundClusters(svc, sp, sc.DestinationRule[host], pc.Endpoints[host], true) {
+	dr := sc.DestinationRule[host]
+	for _, c := range outboundClusters(svc, sp, dr, pc.Endpoints[host], true) {
 		if c.GetName() == name {
+			_, subset, _, _ := model.ParseClusterName(name)
+			withClientTLS(c, dr, subset)
 			return c
 		}
 	}
