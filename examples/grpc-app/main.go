@@ -55,13 +55,14 @@ func main() {
 	target := flag.String("target", "xds:///reviews.default.svc.cluster.local:9080", "client: what to call")
 	calls := flag.Int("calls", 100, "client: number of calls")
 	mtls := flag.Bool("mtls", false, "use xDS credentials (mTLS configured by istiod)")
+	linger := flag.Duration("linger", 0, "client: keep the connection (and its xDS subscriptions) this long after the calls")
 	flag.Parse()
 	log.SetFlags(0)
 	switch *mode {
 	case "server":
 		serve(*addr, *version, *mtls)
 	case "client":
-		os.Exit(call(*target, *calls, *mtls))
+		os.Exit(call(*target, *calls, *mtls, *linger))
 	default:
 		log.Fatalf("unknown mode %q", *mode)
 	}
@@ -94,7 +95,7 @@ func serve(addr, version string, mtls bool) {
 	log.Fatal(s.Serve(ln))
 }
 
-func call(target string, n int, mtls bool) int {
+func call(target string, n int, mtls bool, linger time.Duration) int {
 	creds := insecure.NewCredentials()
 	if mtls {
 		var err error
@@ -135,5 +136,6 @@ func call(target string, n int, mtls bool) int {
 		fmt.Printf("%d failed\n", failed)
 		return 1
 	}
+	time.Sleep(linger)
 	return 0
 }

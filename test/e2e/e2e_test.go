@@ -91,25 +91,50 @@ func TestMesh(t *testing.T) {
 	})
 
 	t.Run("proxy-status", func(t *testing.T) {
+		// A long-running client keeps its subscriptions while we look.
+		client, err := m.StartClient(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Stop(time.Second)
 		var table string
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(15 * time.Second)
 		for {
 			table = proxyStatus(t, l, m)
-			if strings.Count(table, "SYNCED") >= 3 || time.Now().After(deadline) {
+			if allSynced(table) || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 		t.Logf("\n%s", table)
-		for _, pod := range []string{"reviews-v1.default", "reviews-v2.default", "productpage.default"} {
-			if !strings.Contains(table, pod) {
-				t.Errorf("%s missing from proxy-status", pod)
-			}
-		}
-		if strings.Contains(table, "STALE") || strings.Contains(table, "ERROR") {
+		if !allSynced(table) {
 			t.Errorf("not every proxy is in sync:\n%s", table)
 		}
 	})
+}
+
+// allSynced: each of the three pods has a row, every type it subscribed to
+// is SYNCED, and the client has its clusters, endpoints, listener and routes.
+func allSynced(table string) bool {
+	rows := map[string][]string{}
+	for _, line := range strings.Split(table, "\n")[1:] {
+		if f := strings.Fields(strings.ReplaceAll(line, "NOT SENT", "NOT_SENT")); len(f) >= 7 {
+			rows[f[0]] = f[2:7]
+		}
+	}
+	for _, pod := range []string{"reviews-v1.default", "reviews-v2.default", "productpage.default"} {
+		r, ok := rows[pod]
+		if !ok {
+			return false
+		}
+		for _, s := range r {
+			if s != "SYNCED" && s != "NOT_SENT" {
+				return false
+			}
+		}
+	}
+	c := rows["productpage.default"]
+	return c[0] == "SYNCED" && c[1] == "SYNCED" && c[2] == "SYNCED" && c[3] == "SYNCED" && rows["reviews-v1.default"][1] == "SYNCED"
 }
 
 var countRE = regexp.MustCompile(`(?m)^(\d+) (v\d)\b`)

@@ -245,17 +245,33 @@ func waitHTTP2(l *Lab, ns *NS, url string, timeout time.Duration) error {
 	}
 }
 
+func (m *Mesh) clientArgs(calls int) []string {
+	args := []string{"--mode", "client", "--calls", fmt.Sprint(calls)}
+	if m.MTLS {
+		args = append(args, "--mtls")
+	}
+	return args
+}
+
+func (m *Mesh) clientEnv() []string {
+	return []string{"GRPC_XDS_BOOTSTRAP=" + filepath.Join(m.Pods["productpage"].Work, "etc/istio/proxy/grpc-bootstrap.json")}
+}
+
 // Call runs the client app in the productpage pod: calls RPCs to reviews
 // through xDS and returns its output (counts per answer).
 func (m *Mesh) Call(calls int) (string, error) {
 	p := m.Pods["productpage"]
-	args := []string{"netns", "exec", p.NS.Name, "setpriv", "--reuid=1337", "--regid=1337", "--clear-groups",
-		"env", "GRPC_XDS_BOOTSTRAP=" + filepath.Join(p.Work, "etc/istio/proxy/grpc-bootstrap.json"),
-		filepath.Join(m.Lab.Bin, "grpc-app"), "--mode", "client", "--calls", fmt.Sprint(calls)}
-	if m.MTLS {
-		args = append(args, "--mtls")
-	}
-	return runOut("ip", args...)
+	args := append([]string{"netns", "exec", p.NS.Name, "setpriv", "--reuid=1337", "--regid=1337", "--clear-groups", "env"}, m.clientEnv()...)
+	args = append(args, filepath.Join(m.Lab.Bin, "grpc-app"))
+	return runOut("ip", append(args, m.clientArgs(calls)...)...)
+}
+
+// StartClient runs a client that makes one call and then keeps its xDS
+// subscriptions for linger, as a long-running app would.
+func (m *Mesh) StartClient(linger time.Duration) (*Proc, error) {
+	p := m.Pods["productpage"]
+	return m.Lab.Start("productpage/app", &p.NS, 1337, p.Work, m.clientEnv(), filepath.Join(m.Lab.Bin, "grpc-app"),
+		append(m.clientArgs(1), "--linger", linger.String())...)
 }
 
 // Dig resolves name from a pod as an ordinary app (root, not the proxy
