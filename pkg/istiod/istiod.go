@@ -235,8 +235,8 @@ func (d *Istiod) push(first time.Time, only func(model.Change) bool) bool {
 	defer d.pushMu.Unlock()
 	start := time.Now()
 	version := strconv.FormatUint(d.versions.Add(1), 10)
-	pc := model.BuildPushContext(d.reg.Inputs(), start.UTC().Format("2006-01-02T15:04:05Z")+"/"+version)
 	prev := d.xds.PushContext()
+	pc := model.Rebuild(prev, d.reg.Inputs(), start.UTC().Format("2006-01-02T15:04:05Z")+"/"+version)
 	change := pc.Diff(prev)
 	if only != nil && !only(change) {
 		return false

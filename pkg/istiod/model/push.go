@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // PushContext is an immutable snapshot of the mesh for one push: services,
@@ -43,6 +44,13 @@ type PushContext struct {
 
 	memoMu sync.Mutex
 	memo   map[any]*memoEntry
+
+	// What Rebuild reuses.
+	inputs      *Inputs
+	pods        *podIndex
+	kubeByHost  map[string]*corev1.Service
+	entryByHost map[string]*networking.ServiceEntry
+	slicesBySvc map[string][]*discoveryv1.EndpointSlice
 }
 
 type memoEntry struct {
@@ -117,93 +125,75 @@ func (pc *PushContext) Diff(prev *PushContext) Change {
 // BuildPushContext indexes in. Conflicts (two objects defining one host) are
 // resolved deterministically: Kubernetes services win over ServiceEntries,
 // then the oldest object wins.
-func BuildPushContext(in *Inputs, version string) *PushContext {
+func BuildPushContext(in *Inputs, version string) *PushContext { return Rebuild(nil, in, version) }
+
+// Rebuild is BuildPushContext reusing what in shares with prev's inputs:
+// when every configuration object is the same (registries keep the pointers
+// of unchanged objects), services and configuration are taken from prev, and
+// so are the endpoints of services whose EndpointSlices are the same.
+func Rebuild(prev *PushContext, in *Inputs, version string) *PushContext {
 	pc := &PushContext{
 		Version:         version,
-		ServiceByHost:   map[string]*Service{},
 		Endpoints:       map[string][]Endpoint{},
-		Sidecars:        map[string][]*networking.Sidecar{},
 		WorkloadEntries: map[string]*networking.WorkloadEntry{},
 		EndpointHash:    map[string]uint64{},
+		inputs:          in,
 	}
-	pods := indexPods(in.Pods)
-	pc.Pods = pods.byIP
-	kubeByHost := map[string]*corev1.Service{}
+	if prev != nil && prev.inputs != nil && sameConfig(prev.inputs, in) {
+		pc.copyConfig(prev)
+	} else {
+		pc.buildConfig(in)
+		prev = nil
+	}
+	pc.buildEndpoints(in, prev)
+	return pc
+}
+
+// sameConfig reports whether a and b hold the same configuration objects
+// (everything but EndpointSlices and WorkloadEntries).
+func sameConfig(a, b *Inputs) bool {
+	return samePtrs(a.Services, b.Services) && samePtrs(a.Pods, b.Pods) && samePtrs(a.ServiceEntries, b.ServiceEntries) &&
+		samePtrs(a.VirtualServices, b.VirtualServices) && samePtrs(a.DestinationRules, b.DestinationRules) && samePtrs(a.Sidecars, b.Sidecars)
+}
+
+func samePtrs[T comparable](a, b []T) bool { return slices.Equal(a, b) }
+
+func (pc *PushContext) copyConfig(prev *PushContext) {
+	pc.Services, pc.ServiceByHost = prev.Services, prev.ServiceByHost
+	pc.VirtualServices, pc.DestinationRules, pc.Sidecars = prev.VirtualServices, prev.DestinationRules, prev.Sidecars
+	pc.Pods, pc.pods, pc.ConfigHash = prev.Pods, prev.pods, prev.ConfigHash
+	pc.kubeByHost, pc.entryByHost = prev.kubeByHost, prev.entryByHost
+}
+
+// buildConfig indexes services and Istio configuration.
+func (pc *PushContext) buildConfig(in *Inputs) {
+	pc.ServiceByHost = map[string]*Service{}
+	pc.Sidecars = map[string][]*networking.Sidecar{}
+	pc.pods = indexPods(in.Pods)
+	pc.Pods = pc.pods.byIP
+	pc.kubeByHost = map[string]*corev1.Service{}
 	for _, s := range sortedByAge(in.Services) {
 		svc := serviceFromKube(s)
 		if _, dup := pc.ServiceByHost[svc.Hostname]; dup {
 			continue
 		}
 		pc.ServiceByHost[svc.Hostname] = svc
-		kubeByHost[svc.Hostname] = s
+		pc.kubeByHost[svc.Hostname] = s
 	}
-	entryByHost := map[string]*networking.ServiceEntry{}
+	pc.entryByHost = map[string]*networking.ServiceEntry{}
 	for _, se := range sortedByAge(in.ServiceEntries) {
 		for _, svc := range servicesFromEntry(se) {
 			if _, dup := pc.ServiceByHost[svc.Hostname]; dup {
 				continue
 			}
 			pc.ServiceByHost[svc.Hostname] = svc
-			entryByHost[svc.Hostname] = se
+			pc.entryByHost[svc.Hostname] = se
 		}
 	}
 	for _, svc := range pc.ServiceByHost {
 		pc.Services = append(pc.Services, svc)
 	}
 	slices.SortFunc(pc.Services, func(a, b *Service) int { return strings.Compare(a.Hostname, b.Hostname) })
-
-	// Endpoints.
-	slicesBySvc := map[string][]int{}
-	for i, sl := range in.EndpointSlices {
-		name := sl.Labels["kubernetes.io/service-name"]
-		slicesBySvc[sl.Namespace+"/"+name] = append(slicesBySvc[sl.Namespace+"/"+name], i)
-	}
-	wes := sortedByAge(in.WorkloadEntries)
-	for _, we := range wes {
-		pc.WorkloadEntries[we.Spec.GetAddress()] = we
-	}
-	for _, svc := range pc.Services {
-		var eps []Endpoint
-		if k := kubeByHost[svc.Hostname]; k != nil {
-			if svc.Resolution == DNSLB && k.Spec.ExternalName != "" {
-				for _, p := range svc.Ports {
-					eps = append(eps, Endpoint{Address: k.Spec.ExternalName, DNSName: true, Port: p.Port, ServicePort: p.Port, Healthy: true, Weight: 1})
-				}
-			}
-			for _, i := range slicesBySvc[k.Namespace+"/"+k.Name] {
-				eps = append(eps, sliceEndpoints(svc, k, in.EndpointSlices[i], pods)...)
-			}
-		} else if se := entryByHost[svc.Hostname]; se != nil {
-			for _, we := range se.Spec.GetEndpoints() {
-				eps = append(eps, workloadEndpoints(svc, we, true)...)
-			}
-			if svc.Resolution == DNSLB && len(se.Spec.GetEndpoints()) == 0 && !strings.HasPrefix(svc.Hostname, "*") {
-				for _, p := range svc.Ports {
-					target := p.Port
-					if p.TargetPort != 0 {
-						target = p.TargetPort
-					}
-					eps = append(eps, Endpoint{Address: svc.Hostname, DNSName: true, Port: target, ServicePort: p.Port, Healthy: true, Weight: 1})
-				}
-			}
-		}
-		if len(svc.Selector) > 0 {
-			for _, we := range wes {
-				if we.Namespace == svc.Namespace && LabelsMatch(svc.Selector, we.Spec.GetLabels()) {
-					eps = append(eps, workloadEndpoints(svc, &we.Spec, true)...)
-				}
-			}
-		}
-		slices.SortStableFunc(eps, func(a, b Endpoint) int {
-			return cmp.Or(cmp.Compare(a.ServicePort, b.ServicePort), strings.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
-		})
-		if len(eps) > 0 {
-			pc.Endpoints[svc.Hostname] = eps
-		}
-		pc.EndpointHash[svc.Hostname] = hashEndpoints(eps)
-	}
-
-	// Configuration.
 	for _, vs := range sortedByAge(in.VirtualServices) {
 		gws := vs.Spec.GetGateways()
 		if len(gws) == 0 || slices.Contains(gws, "mesh") {
@@ -221,7 +211,76 @@ func BuildPushContext(in *Inputs, version string) *PushContext {
 		pc.Sidecars[ns] = list
 	}
 	pc.ConfigHash = pc.hashConfig(in.Pods)
-	return pc
+}
+
+// buildEndpoints computes each service's endpoints, taking from prev (same
+// configuration) those whose EndpointSlices did not change.
+func (pc *PushContext) buildEndpoints(in *Inputs, prev *PushContext) {
+	pc.slicesBySvc = map[string][]*discoveryv1.EndpointSlice{}
+	for _, sl := range in.EndpointSlices {
+		key := sl.Namespace + "/" + sl.Labels["kubernetes.io/service-name"]
+		pc.slicesBySvc[key] = append(pc.slicesBySvc[key], sl)
+	}
+	wes := sortedByAge(in.WorkloadEntries)
+	for _, we := range wes {
+		pc.WorkloadEntries[we.Spec.GetAddress()] = we
+	}
+	if prev != nil && !samePtrs(prev.inputs.WorkloadEntries, in.WorkloadEntries) {
+		prev = nil
+	}
+	for _, svc := range pc.Services {
+		k := pc.kubeByHost[svc.Hostname]
+		if prev != nil && (k == nil || samePtrs(prev.slicesBySvc[k.Namespace+"/"+k.Name], pc.slicesBySvc[k.Namespace+"/"+k.Name])) {
+			if eps, ok := prev.Endpoints[svc.Hostname]; ok {
+				pc.Endpoints[svc.Hostname] = eps
+			}
+			pc.EndpointHash[svc.Hostname] = prev.EndpointHash[svc.Hostname]
+			continue
+		}
+		eps := pc.serviceEndpoints(svc, k, wes)
+		if len(eps) > 0 {
+			pc.Endpoints[svc.Hostname] = eps
+		}
+		pc.EndpointHash[svc.Hostname] = hashEndpoints(eps)
+	}
+}
+
+func (pc *PushContext) serviceEndpoints(svc *Service, k *corev1.Service, wes []*networking.WorkloadEntry) []Endpoint {
+	var eps []Endpoint
+	if k != nil {
+		if svc.Resolution == DNSLB && k.Spec.ExternalName != "" {
+			for _, p := range svc.Ports {
+				eps = append(eps, Endpoint{Address: k.Spec.ExternalName, DNSName: true, Port: p.Port, ServicePort: p.Port, Healthy: true, Weight: 1})
+			}
+		}
+		for _, sl := range pc.slicesBySvc[k.Namespace+"/"+k.Name] {
+			eps = append(eps, sliceEndpoints(svc, k, sl, pc.pods)...)
+		}
+	} else if se := pc.entryByHost[svc.Hostname]; se != nil {
+		for _, we := range se.Spec.GetEndpoints() {
+			eps = append(eps, workloadEndpoints(svc, we, true)...)
+		}
+		if svc.Resolution == DNSLB && len(se.Spec.GetEndpoints()) == 0 && !strings.HasPrefix(svc.Hostname, "*") {
+			for _, p := range svc.Ports {
+				target := p.Port
+				if p.TargetPort != 0 {
+					target = p.TargetPort
+				}
+				eps = append(eps, Endpoint{Address: svc.Hostname, DNSName: true, Port: target, ServicePort: p.Port, Healthy: true, Weight: 1})
+			}
+		}
+	}
+	if len(svc.Selector) > 0 {
+		for _, we := range wes {
+			if we.Namespace == svc.Namespace && LabelsMatch(svc.Selector, we.Spec.GetLabels()) {
+				eps = append(eps, workloadEndpoints(svc, &we.Spec, true)...)
+			}
+		}
+	}
+	slices.SortStableFunc(eps, func(a, b Endpoint) int {
+		return cmp.Or(cmp.Compare(a.ServicePort, b.ServicePort), strings.Compare(a.Address, b.Address), cmp.Compare(a.Port, b.Port))
+	})
+	return eps
 }
 
 func boolInt(b bool) int {

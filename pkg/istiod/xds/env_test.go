@@ -65,7 +65,7 @@ func (e *env) push(t *testing.T, in *model.Inputs) model.Change {
 	t.Helper()
 	e.n++
 	prev := e.srv.PushContext()
-	pc := model.BuildPushContext(in, "v"+strconv.Itoa(e.n))
+	pc := model.Rebuild(prev, in, "v"+strconv.Itoa(e.n))
 	change := pc.Diff(prev)
 	gen.Inherit(pc, prev, change)
 	e.srv.Push(pc, change)

@@ -1,0 +1,62 @@
+package model_test
+
+import (
+	"log/slog"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry/file"
+)
+
+func sample(t *testing.T) *model.Inputs {
+	t.Helper()
+	r := file.New(filepath.Join("..", "..", "..", "examples", "mesh"), slog.New(slog.DiscardHandler))
+	if err := r.Load(); err != nil {
+		t.Fatal(err)
+	}
+	return r.Inputs()
+}
+
+// TestRebuild checks that a rebuild after an endpoint change equals a
+// build from scratch, reports only that service, and reuses the rest.
+func TestRebuild(t *testing.T) {
+	in := sample(t)
+	prev := model.BuildPushContext(in, "1")
+
+	next := *in
+	next.EndpointSlices = slices.Clone(in.EndpointSlices)
+	for i, sl := range next.EndpointSlices {
+		if sl.Name == "ratings-x1" {
+			c := sl.DeepCopy()
+			c.Endpoints = append(c.Endpoints, discoveryv1.Endpoint{Addresses: []string{"127.0.0.23"}})
+			next.EndpointSlices[i] = c
+		}
+	}
+	re := model.Rebuild(prev, &next, "2")
+	scratch := model.BuildPushContext(&next, "2")
+	if !reflect.DeepEqual(re.Endpoints, scratch.Endpoints) || !reflect.DeepEqual(re.EndpointHash, scratch.EndpointHash) || re.ConfigHash != scratch.ConfigHash {
+		t.Fatal("rebuild differs from a build from scratch")
+	}
+	c := re.Diff(prev)
+	if _, ok := c.Hosts["ratings.default.svc.cluster.local"]; c.Full || len(c.Hosts) != 1 || !ok {
+		t.Fatalf("change %+v, want ratings' endpoints only", c)
+	}
+	if &re.Services[0] != &prev.Services[0] {
+		t.Error("services were rebuilt, want them reused")
+	}
+	if eps := re.Endpoints["reviews.default.svc.cluster.local"]; &eps[0] != &prev.Endpoints["reviews.default.svc.cluster.local"][0] {
+		t.Error("unchanged endpoints were rebuilt, want them reused")
+	}
+
+	// A configuration change rebuilds everything.
+	cfg := next
+	cfg.VirtualServices = slices.Clone(in.VirtualServices[:1])
+	if c := model.Rebuild(re, &cfg, "3").Diff(re); !c.Full {
+		t.Fatalf("dropping a VirtualService: %+v, want a full change", c)
+	}
+}
