@@ -97,8 +97,8 @@ func replaceFile(path, content string) error {
 	return os.Rename(tmp, path)
 }
 
-// writeNewService adds a service without endpoints: CDS, LDS and RDS
-// change for every client.
+// writeNewService adds a service without endpoints, with an HTTP and a TCP
+// port: CDS, LDS (the TCP port's listener) and RDS change for every client.
 func writeNewService(dir string, k int) error {
 	name := fmt.Sprintf("new-%d", k)
 	return replaceFile(filepath.Join(dir, name+".yaml"), fmt.Sprintf(`apiVersion: v1
@@ -106,6 +106,6 @@ kind: Service
 metadata: {name: %s, namespace: %s}
 spec:
   clusterIP: 10.101.%d.%d
-  ports: [{name: http, port: 8080}]
+  ports: [{name: http, port: 8080}, {name: tcp-db, port: 5432}]
 `, name, benchNS, k/250, k%250+1))
 }
