@@ -7,7 +7,7 @@ DEB_PKGS := iptables:iptables nft:nftables ip:iproute2 conntrack:conntrack dig:d
 	dnsmasq:dnsmasq-base dnsperf:dnsperf setpriv:util-linux hyperfine:hyperfine strace:strace jq:jq curl:curl openssl:openssl
 BINARIES := istio-iptables
 
-.PHONY: help deps k8s-assets build test test-short bench demo lint golden e2e fuzz clean
+.PHONY: help deps k8s-assets build test bench bench-iptables bench-cni bench-agent demo demo-capture lint golden e2e fuzz clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -22,7 +22,7 @@ deps: ## install the Debian packages and Go modules the tests need (as root)
 
 build: ## build every binary into bin/
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/... ./examples/...
+	$(GO) build -ldflags "-s -w" -o $(BIN)/ ./cmd/... ./examples/...
 
 k8s-assets: ## build kube-apiserver and etcd once per machine, cached outside the repo (first time: 20+ min)
 	bash tools/k8sassets/build.sh
@@ -39,15 +39,30 @@ lint: ## gofmt and go vet
 golden: ## rewrite golden files from the current code
 	$(GO) test ./pkg/... -run Golden -update
 
-fuzz: ## run each fuzz target for 30 s
+fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/capture -run XXX -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./pkg/iptables -run XXX -fuzz FuzzParseSave -fuzztime 30s
+	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzHandlePacket -fuzztime 30s
+	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzAdmissionReview -fuzztime 30s -fuzzminimizetime 2s
+	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzCreatePatch -fuzztime 30s -fuzzminimizetime 2s
 
-bench: deps build ## benchmarks; figures go to docs/benchmarks.md
+bench: bench-iptables bench-cni bench-agent bench-dns bench-ca bench-istiod ## every benchmark; figures go to docs/benchmarks.md
+
+bench-iptables: deps build ## istio-iptables first install vs one exec per rule
 	$(GO) test -run XXX -bench . -benchtime 50x ./pkg/capture/
 	BIN=$(BIN)/istio-iptables bash tools/bench/istio-iptables.sh
 
-demo: deps build ## show capture in a pod namespace: outbound, inbound and DNS (as root)
+bench-cni: deps k8s-assets ## CNI ADD latency with and without the plugin, alone and 30 at once
+	$(GO) test -run XXX -bench Add -benchtime 60x ./pkg/cni/
+
+bench-agent: deps build ## pilot-agent start-to-ready, binary size and idle RSS
+	$(GO) test -run XXX -bench StartToReady -benchtime 20x ./pkg/agent/
+	bash tools/bench/pilot-agent.sh
+
+demo: deps ## a mesh in network namespaces: istiod, agents, mTLS gRPC apps, captured DNS, 90/10 split (as root)
+	$(GO) run ./tools/demo/mesh -root .
+
+demo-capture: deps build ## istio-iptables alone: outbound, inbound and DNS captured in a pod namespace (as root)
 	BIN=$(BIN) bash tools/demo/capture.sh
 
 e2e: deps build ## end-to-end tests (the binaries together in namespaces)

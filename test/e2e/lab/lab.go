@@ -303,3 +303,14 @@ func chownR(root string, uid int) error {
 		return os.Lchown(p, uid, uid)
 	})
 }
+
+// GoBuild builds one package into out with extra build flags.
+func GoBuild(root, out, pkg string, flags ...string) error {
+	args := append([]string{"build", "-o", out}, flags...)
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w: %s", pkg, err, b)
+	}
+	return nil
+}

@@ -1,12 +1,17 @@
 package lab
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/netns"
 )
 
 // MeshPod is a pod of the demo mesh: its namespace, its agent and its app.
@@ -17,6 +22,22 @@ type MeshPod struct {
 	Work  string
 	Agent *Proc
 	App   *Proc
+
+	agentEnv []string
+}
+
+// RestartAgent starts the pod's agent (after Stop) and returns the time from
+// exec to its readiness, polled every 2 ms.
+func (m *Mesh) RestartAgent(p *MeshPod) (time.Duration, error) {
+	start := time.Now()
+	var err error
+	if p.Agent, err = m.Lab.Start(p.Name+"/agent", &p.NS, 1337, p.Work, p.agentEnv, filepath.Join(m.Lab.Bin, "pilot-agent"), "proxy", "sidecar"); err != nil {
+		return 0, err
+	}
+	if err := waitReady(&p.NS, 20*time.Second); err != nil {
+		return 0, fmt.Errorf("agent %s: %w", p.Name, err)
+	}
+	return time.Since(start), nil
 }
 
 // Mesh is istiod in the node namespace and pods with agents around it.
@@ -214,11 +235,9 @@ func (m *Mesh) startPod(p *MeshPod) error {
 		"ISTIO_META_DNS_CAPTURE=true", "ECC_SIGNATURE_ALGORITHM=ECDSA", "GRPC_XDS_BOOTSTRAP=" + bootstrap,
 		"OUTPUT_CERTS=" + filepath.Join(p.Work, "var/lib/istio/data"),
 	}
-	if p.Agent, err = l.Start(p.Name+"/agent", &p.NS, 1337, p.Work, env, filepath.Join(l.Bin, "pilot-agent"), "proxy", "sidecar"); err != nil {
+	p.agentEnv = env
+	if _, err := m.RestartAgent(p); err != nil {
 		return err
-	}
-	if err := waitHTTP2(l, &p.NS, "http://127.0.0.1:15020/healthz/ready", 20*time.Second); err != nil {
-		return fmt.Errorf("agent: %w", err)
 	}
 	if p.Version == "" {
 		return nil // the client runs on demand
@@ -229,20 +248,6 @@ func (m *Mesh) startPod(p *MeshPod) error {
 	}
 	p.App, err = l.Start(p.Name+"/app", &p.NS, 1337, p.Work, []string{"GRPC_XDS_BOOTSTRAP=" + bootstrap}, filepath.Join(l.Bin, "grpc-app"), args...)
 	return err
-}
-
-func waitHTTP2(l *Lab, ns *NS, url string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		out, err := l.Exec(ns, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", url)
-		if err == nil && strings.TrimSpace(out) == "200" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s (last: %s)", url, timeout, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func (m *Mesh) clientArgs(calls int) []string {
@@ -290,4 +295,30 @@ func (m *Mesh) DebugURL() string { return fmt.Sprintf("http://%s:%d", m.Lab.Gate
 // Get fetches url from inside ns.
 func (l *Lab) Get(ns *NS, url string) (string, error) {
 	return l.Exec(ns, "curl", "-sf", url)
+}
+
+// waitReady polls the agent's /healthz/ready inside ns every 2 ms, over a
+// socket made in the namespace (no process per poll).
+func waitReady(ns *NS, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var conn net.Conn
+		err := netns.Do(ns.Path, func() (err error) {
+			conn, err = net.DialTimeout("tcp", "127.0.0.1:15020", time.Second)
+			return err
+		})
+		if err == nil {
+			_ = conn.SetDeadline(time.Now().Add(time.Second))
+			_, _ = io.WriteString(conn, "GET /healthz/ready HTTP/1.0\r\n\r\n")
+			status, _ := bufio.NewReader(conn).ReadString('\n')
+			conn.Close()
+			if strings.Contains(status, " 200 ") {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s", timeout)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
