@@ -50,8 +50,11 @@ type PushContext struct {
 	pods        *podIndex
 	kubeByHost  map[string]*corev1.Service
 	entryByHost map[string]*networking.ServiceEntry
-	slicesBySvc map[string][]*discoveryv1.EndpointSlice
+	slicesBySvc map[nsName][]*discoveryv1.EndpointSlice
 }
+
+// nsName keys objects by namespace and name without building strings.
+type nsName struct{ ns, name string }
 
 type memoEntry struct {
 	once sync.Once
@@ -216,9 +219,9 @@ func (pc *PushContext) buildConfig(in *Inputs) {
 // buildEndpoints computes each service's endpoints, taking from prev (same
 // configuration) those whose EndpointSlices did not change.
 func (pc *PushContext) buildEndpoints(in *Inputs, prev *PushContext) {
-	pc.slicesBySvc = map[string][]*discoveryv1.EndpointSlice{}
+	pc.slicesBySvc = make(map[nsName][]*discoveryv1.EndpointSlice, len(in.EndpointSlices))
 	for _, sl := range in.EndpointSlices {
-		key := sl.Namespace + "/" + sl.Labels["kubernetes.io/service-name"]
+		key := nsName{sl.Namespace, sl.Labels["kubernetes.io/service-name"]}
 		pc.slicesBySvc[key] = append(pc.slicesBySvc[key], sl)
 	}
 	wes := sortedByAge(in.WorkloadEntries)
@@ -230,7 +233,7 @@ func (pc *PushContext) buildEndpoints(in *Inputs, prev *PushContext) {
 	}
 	for _, svc := range pc.Services {
 		k := pc.kubeByHost[svc.Hostname]
-		if prev != nil && (k == nil || samePtrs(prev.slicesBySvc[k.Namespace+"/"+k.Name], pc.slicesBySvc[k.Namespace+"/"+k.Name])) {
+		if prev != nil && (k == nil || samePtrs(prev.slicesBySvc[nsName{k.Namespace, k.Name}], pc.slicesBySvc[nsName{k.Namespace, k.Name}])) {
 			if eps, ok := prev.Endpoints[svc.Hostname]; ok {
 				pc.Endpoints[svc.Hostname] = eps
 			}
@@ -253,7 +256,7 @@ func (pc *PushContext) serviceEndpoints(svc *Service, k *corev1.Service, wes []*
 				eps = append(eps, Endpoint{Address: k.Spec.ExternalName, DNSName: true, Port: p.Port, ServicePort: p.Port, Healthy: true, Weight: 1})
 			}
 		}
-		for _, sl := range pc.slicesBySvc[k.Namespace+"/"+k.Name] {
+		for _, sl := range pc.slicesBySvc[nsName{k.Namespace, k.Name}] {
 			eps = append(eps, sliceEndpoints(svc, k, sl, pc.pods)...)
 		}
 	} else if se := pc.entryByHost[svc.Hostname]; se != nil {

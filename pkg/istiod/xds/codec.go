@@ -41,7 +41,10 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 
 func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if r, ok := v.(*rawRequest); ok {
-		return r.decode(data.Materialize())
+		// A pooled copy: the names of an ACK are hashed and dropped; free
+		// returns it once the request is handled.
+		r.buf = data.MaterializeToBuffer(mem.DefaultBufferPool())
+		return r.decode(r.buf.ReadOnlyData())
 	}
 	return protoCodec.Unmarshal(data, v)
 }
@@ -74,10 +77,19 @@ func (r *sotwResponse) encode() mem.BufferSlice {
 type rawRequest struct {
 	// req has every field but resource_names.
 	req discoveryv3.DiscoveryRequest
-	// names holds the encoded resource_names fields.
+	// names holds the encoded resource_names fields; it may point into buf.
 	names     []byte
 	namesHash uint64
 	hasNames  bool
+	buf       mem.Buffer
+}
+
+// free releases the request's buffer; names must not be read after it.
+func (r *rawRequest) free() {
+	if r.buf != nil {
+		r.buf.Free()
+		r.buf, r.names = nil, nil
+	}
 }
 
 var namesSeed = maphash.MakeSeed()

@@ -74,7 +74,12 @@ func (s *Server) Push(pc *model.PushContext, change model.Change) {
 		return
 	}
 	start := time.Now()
-	conns := s.Connections()
+	s.mu.RLock()
+	conns := make([]*Connection, 0, len(s.conns))
+	for _, c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.RUnlock()
 	var left atomic.Int64
 	left.Store(int64(len(conns)))
 	ev := &pushEvent{pc: pc, full: change.Full, hosts: change.Hosts, start: start, done: []func(){func() {

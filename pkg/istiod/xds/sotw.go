@@ -64,7 +64,9 @@ func (s *Server) streamSotW(stream sotwStream) error {
 				}
 				pushReady = c.pushReady
 			}
-			if err := c.handleSotW(stream, req); err != nil {
+			err := c.handleSotW(stream, req)
+			req.free()
+			if err != nil {
 				return err
 			}
 		case <-pushReady:
