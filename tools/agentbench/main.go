@@ -61,26 +61,29 @@ func run(runs int, idle time.Duration) error {
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	time.Sleep(idle)
-	rss, err := rssKB(p.Agent.Cmd.Process.Pid)
+	mem, err := memKB(p.Agent.Cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("binary (stripped): %.1f MB\n", float64(st.Size())/1e6)
 	fmt.Printf("exec to ready, %d runs: median %s, min %s, max %s (polled every 2 ms)\n", runs,
 		times[len(times)/2].Round(time.Millisecond), times[0].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
-	fmt.Printf("idle RSS after %s: %.1f MB\n", idle, float64(rss)/1024)
+	fmt.Printf("idle RSS after %s: %.1f MB (anonymous %.1f MB, file-backed %.1f MB: the binary's pages)\n", idle,
+		float64(mem["VmRSS:"])/1024, float64(mem["RssAnon:"])/1024, float64(mem["RssFile:"])/1024)
 	return nil
 }
 
-func rssKB(pid int) (int, error) {
+// memKB reads the memory lines of /proc/PID/status, in kB.
+func memKB(pid int) (map[string]int, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	out := map[string]int{}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			return strconv.Atoi(f[1])
+		if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[0], "Rss") || len(f) >= 2 && f[0] == "VmRSS:" {
+			out[f[0]], _ = strconv.Atoi(f[1])
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+	return out, nil
 }

@@ -31,7 +31,8 @@ type MeshPod struct {
 func (m *Mesh) RestartAgent(p *MeshPod) (time.Duration, error) {
 	start := time.Now()
 	var err error
-	if p.Agent, err = m.Lab.Start(p.Name+"/agent", &p.NS, 1337, p.Work, p.agentEnv, filepath.Join(m.Lab.Bin, "pilot-agent"), "proxy", "sidecar"); err != nil {
+	env := append(p.agentEnv, strings.Fields(os.Getenv("SKIFF_AGENT_ENV"))...)
+	if p.Agent, err = m.Lab.Start(p.Name+"/agent", &p.NS, 1337, p.Work, env, filepath.Join(m.Lab.Bin, "pilot-agent"), "proxy", "sidecar"); err != nil {
 		return 0, err
 	}
 	if err := waitReady(&p.NS, 20*time.Second); err != nil {
