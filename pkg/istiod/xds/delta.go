@@ -86,10 +86,10 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 	w := c.watched[typ]
 	first := w == nil
 	if first {
-		w = &watch{typeURL: typ, have: map[string]string{}}
+		w = &watch{typeURL: typ, initial: map[string]string{}}
 		w.wildcard = c.isWildcard(typ, req.GetResourceNamesSubscribe())
 		for n, v := range req.GetInitialResourceVersions() {
-			w.have[n] = v
+			w.initial[n] = v
 		}
 		c.watched[typ] = w
 	}
@@ -125,7 +125,9 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 		if i, ok := slices.BinarySearch(w.names, n); ok {
 			w.names = slices.Delete(w.names, i, i+1)
 		}
-		delete(w.have, n)
+		delete(w.initial, n)
+		// held may share its array with generated lists: never edit in place.
+		w.held = slices.DeleteFunc(slices.Clone(w.held), func(r *gen.Resource) bool { return r.Name == n })
 	}
 	c.mu.Unlock()
 	if first || len(added) > 0 {
@@ -182,35 +184,48 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 			c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "error", err)
 		}
 	}
+	partial := ev != nil && !ev.full
 	c.mu.Lock()
 	resp := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: w.typeURL, SystemVersionInfo: pc.Version}
-	present := make(map[string]bool, len(rs))
-	for _, r := range rs {
-		present[r.Name] = true
-		if w.have[r.Name] == r.Version {
-			continue
+	for _, r := range changed(w.held, rs) {
+		if v, ok := w.initial[r.Name]; ok && v == r.Version {
+			continue // the client brought it from its previous stream
 		}
 		resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: r.Name, Version: r.Version, Resource: r.Any})
 	}
 	// What the client holds but is gone: for wildcard everything absent, for
 	// named subscriptions the subscribed names that no longer exist.
-	if ev == nil || ev.full {
-		for n := range w.have {
-			if !present[n] {
+	if !partial {
+		present := make(map[string]bool, len(rs))
+		for _, r := range rs {
+			present[r.Name] = true
+		}
+		for _, r := range w.held {
+			if !present[r.Name] {
+				resp.RemovedResources = append(resp.RemovedResources, r.Name)
+			}
+		}
+		for n := range w.initial {
+			if !present[n] && !slices.Contains(resp.RemovedResources, n) {
 				resp.RemovedResources = append(resp.RemovedResources, n)
 			}
 		}
 		slices.Sort(resp.RemovedResources)
 	}
+	if partial {
+		w.held = overlay(w.held, rs)
+	} else {
+		w.held = rs
+	}
+	for _, r := range rs {
+		delete(w.initial, r.Name)
+	}
+	for _, n := range resp.RemovedResources {
+		delete(w.initial, n)
+	}
 	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 && !force {
 		c.mu.Unlock()
 		return nil
-	}
-	for _, r := range resp.Resources {
-		w.have[r.Name] = r.Version
-	}
-	for _, n := range resp.RemovedResources {
-		delete(w.have, n)
 	}
 	resp.Nonce = c.nextNonce()
 	w.nonceSent, w.versionSent, w.sentAt = resp.Nonce, pc.Version, time.Now()

@@ -34,8 +34,11 @@ type watch struct {
 	nackNonce, nackMessage   string
 	sentAt                   time.Time
 
-	// have is what a delta client holds: name -> version.
-	have map[string]string
+	// held is what a delta client holds from this stream, sorted by name.
+	held []*gen.Resource
+	// initial are the versions a delta client said it holds when it
+	// subscribed (from a previous stream), until superseded.
+	initial map[string]string
 }
 
 // status returns the sync state of the watch (nil: never subscribed).
