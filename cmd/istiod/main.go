@@ -28,9 +28,13 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: f.LogLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts, _, err := istiod.SecurityOptions(ctx, f.Config, f.Security, f.SecureGRPCAddr, log)
+	opts, authority, err := istiod.SecurityOptions(ctx, f.Config, f.Security, f.SecureGRPCAddr, log)
 	if err != nil {
 		log.Error("istiod CA failed", "error", err)
+		os.Exit(1)
+	}
+	if err := istiod.StartWebhooks(ctx, f.Config, f.Webhooks, authority, log); err != nil {
+		log.Error("istiod webhooks failed", "error", err)
 		os.Exit(1)
 	}
 	if err := istiod.Run(ctx, f.Config, log, opts...); err != nil {

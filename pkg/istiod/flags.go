@@ -22,6 +22,8 @@ type Flags struct {
 	SecureGRPCAddr string
 	// Security configures the CA.
 	Security Security
+	// Webhooks configures the admission webhooks.
+	Webhooks Webhooks
 }
 
 // ParseFlags parses istiod's arguments (Istio's pilot-discovery names; a
@@ -51,6 +53,7 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	fs.BoolVar(&c.EDSDebounce, "eds-debounce", c.EDSDebounce, "debounce endpoint-only changes too (PILOT_ENABLE_EDS_DEBOUNCE)")
 	fs.IntVar(&c.PushConcurrency, "push-concurrency", c.PushConcurrency, "proxies pushed to at once (PILOT_PUSH_THROTTLE)")
 	f.Security.register(fs)
+	f.Webhooks.register(fs)
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return f, err

@@ -10,8 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 )
@@ -107,13 +105,7 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 }
 
 func kubeClient(cfg Config) (kubernetes.Interface, error) {
-	var rc *rest.Config
-	var err error
-	if cfg.Kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-	}
+	rc, err := restConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for the CA: %w", err)
 	}
