@@ -30,8 +30,9 @@ const (
 	rds
 )
 
-// rawResponse is the envelope of a DiscoveryResponse; the resources are
-// skipped, not decoded, so the load generator stays cheap.
+// rawResponse is the envelope of a DiscoveryResponse or a
+// DeltaDiscoveryResponse (version 1, type_url 4 and nonce 5 in both); the
+// resources are skipped, not decoded, so the load generator stays cheap.
 type rawResponse struct {
 	version, typeURL, nonce string
 	size                    int
@@ -81,6 +82,7 @@ func (rawCodec) Unmarshal(b []byte, v any) error {
 // client is one sidecar-like ADS stream.
 type client struct {
 	id       int
+	delta    bool
 	conn     *grpc.ClientConn
 	stream   grpc.ClientStream
 	sendMu   sync.Mutex
@@ -93,7 +95,7 @@ type client struct {
 
 var adsDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerStreams: true, ClientStreams: true}
 
-func dial(ctx context.Context, addr string, id int, edsNames []string) (*client, error) {
+func dial(ctx context.Context, addr string, id int, edsNames []string, delta bool) (*client, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20)),
 		// Envoy's defaults: 256 MiB stream and connection windows, so the
@@ -102,12 +104,16 @@ func dial(ctx context.Context, addr string, id int, edsNames []string) (*client,
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
 	}
-	s, err := conn.NewStream(ctx, adsDesc, "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources")
+	method := "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+	if delta {
+		method = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
+	}
+	s, err := conn.NewStream(ctx, adsDesc, method)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
-	return &client{id: id, conn: conn, stream: s, edsNames: edsNames}, nil
+	return &client{id: id, delta: delta, conn: conn, stream: s, edsNames: edsNames}, nil
 }
 
 func (c *client) names(t int) []string {
@@ -120,7 +126,7 @@ func (c *client) names(t int) []string {
 	return nil
 }
 
-func (c *client) send(req *discoveryv3.DiscoveryRequest) error {
+func (c *client) send(req proto.Message) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	return c.stream.SendMsg(req)
@@ -131,9 +137,19 @@ func (c *client) send(req *discoveryv3.DiscoveryRequest) error {
 func (c *client) run() error {
 	node := &corev3.Node{Id: fmt.Sprintf("sidecar~10.250.%d.%d~client-%d.%s~%s.svc.cluster.local", c.id/250, c.id%250+1, c.id, benchNS, benchNS)}
 	for t, url := range types {
-		req := &discoveryv3.DiscoveryRequest{TypeUrl: url, ResourceNames: c.names(t)}
-		if t == 0 {
-			req.Node = node
+		var req proto.Message
+		if c.delta {
+			d := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: url, ResourceNamesSubscribe: c.names(t)}
+			if t == 0 {
+				d.Node = node
+			}
+			req = d
+		} else {
+			r := &discoveryv3.DiscoveryRequest{TypeUrl: url, ResourceNames: c.names(t)}
+			if t == 0 {
+				r.Node = node
+			}
+			req = r
 		}
 		if err := c.send(req); err != nil {
 			return err
@@ -149,7 +165,11 @@ func (c *client) run() error {
 			continue
 		}
 		c.recv[t].Store(time.Now().UnixNano())
-		if err := c.send(&discoveryv3.DiscoveryRequest{TypeUrl: r.typeURL, ResourceNames: c.names(t), VersionInfo: r.version, ResponseNonce: r.nonce}); err != nil {
+		var ack proto.Message = &discoveryv3.DiscoveryRequest{TypeUrl: r.typeURL, ResourceNames: c.names(t), VersionInfo: r.version, ResponseNonce: r.nonce}
+		if c.delta {
+			ack = &discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.typeURL, ResponseNonce: r.nonce}
+		}
+		if err := c.send(ack); err != nil {
 			return err
 		}
 		c.bytes.Add(int64(r.size))

@@ -26,6 +26,7 @@ func main() {
 	flag.IntVar(&cfg.fullPushes, "full-pushes", 5, "full pushes to time")
 	flag.IntVar(&cfg.edsChanges, "eds-changes", 50, "endpoint changes to time")
 	flag.BoolVar(&cfg.edsDebounce, "eds-debounce", true, "run istiod with EDS debounce (Istio's default)")
+	flag.BoolVar(&cfg.delta, "delta", false, "clients use delta xDS (ACKs without names) instead of state of the world")
 	flag.IntVar(&cfg.pushConcurrency, "push-concurrency", 100, "istiod's --push-concurrency (Istio's PILOT_PUSH_THROTTLE)")
 	flag.StringVar(&cfg.logLevel, "istiod-log-level", "warn", "istiod's --log-level")
 	flag.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "longest wait for one convergence")

@@ -20,8 +20,12 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
 func (r *results) print(w io.Writer, cfg config) {
-	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d SotW clients on loopback, EDS debounce %t, push concurrency %d\n\n",
-		cfg.services, cfg.endpoints, cfg.clients, cfg.edsDebounce, cfg.pushConcurrency)
+	kind := "SotW"
+	if cfg.delta {
+		kind = "delta"
+	}
+	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d %s clients on loopback, EDS debounce %t, push concurrency %d\n\n",
+		cfg.services, cfg.endpoints, cfg.clients, kind, cfg.edsDebounce, cfg.pushConcurrency)
 	fmt.Fprintf(w, "| measure | result |\n| --- | --- |\n")
 	fmt.Fprintf(w, "| initial sync of all clients (CDS+EDS+LDS+RDS) | %s, istiod CPU %.1f s, %.0f KiB per client |\n",
 		ms(r.connect), r.connectCPU.Seconds(), float64(r.bytesPerClient)/1024)

@@ -22,6 +22,7 @@ type config struct {
 	edsDebounce                  bool
 	logLevel                     string
 	pushConcurrency              int
+	delta                        bool
 	timeout                      time.Duration
 }
 
@@ -100,7 +101,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	defer wg.Wait()
 	defer cancel()
 	for i := range clients {
-		c, err := dial(cctx, grpcAddr, i, edsNames)
+		c, err := dial(cctx, grpcAddr, i, edsNames, cfg.delta)
 		if err != nil {
 			return nil, err
 		}

@@ -33,7 +33,10 @@ var protoCodec = encoding.GetCodecV2("proto")
 func (codec) Name() string { return "proto" }
 
 func (codec) Marshal(v any) (mem.BufferSlice, error) {
-	if r, ok := v.(*sotwResponse); ok {
+	switch r := v.(type) {
+	case *sotwResponse:
+		return r.encode(), nil
+	case *deltaResponse:
 		return r.encode(), nil
 	}
 	return protoCodec.Marshal(v)
@@ -67,6 +70,53 @@ func (r *sotwResponse) encode() mem.BufferSlice {
 	out = append(out, mem.SliceBuffer(head))
 	for _, res := range r.resources {
 		out = append(out, mem.SliceBuffer(res.ResponseEntry()))
+	}
+	return append(out, mem.SliceBuffer(tail))
+}
+
+// deltaResponse is a DeltaDiscoveryResponse whose resources' Any bytes are
+// shared, pre-encoded: only each Resource's small envelope is written.
+type deltaResponse struct {
+	systemVersion, typeURL, nonce string
+	resources                     []*gen.Resource
+	removed                       []string
+}
+
+func (r *deltaResponse) encode() mem.BufferSlice {
+	out := make(mem.BufferSlice, 0, 2*len(r.resources)+2)
+	head := protowire.AppendTag(nil, 1, protowire.BytesType) // system_version_info
+	head = protowire.AppendString(head, r.systemVersion)
+	out = append(out, mem.SliceBuffer(head))
+	// One buffer for all envelopes, each followed by the shared Any bytes.
+	env := make([]byte, 0, len(r.resources)*(len(r.typeURL)/2+64))
+	starts := make([]int, 0, len(r.resources)+1)
+	for _, res := range r.resources {
+		anyBytes := res.AnyBytes()
+		// Resource: name = 3, version = 1, resource = 2 (Any).
+		size := protowire.SizeTag(3) + protowire.SizeBytes(len(res.Name)) +
+			protowire.SizeTag(1) + protowire.SizeBytes(len(res.Version)) +
+			protowire.SizeTag(2) + protowire.SizeBytes(len(anyBytes))
+		starts = append(starts, len(env))
+		env = protowire.AppendTag(env, 2, protowire.BytesType) // resources
+		env = protowire.AppendVarint(env, uint64(size))
+		env = protowire.AppendTag(env, 3, protowire.BytesType)
+		env = protowire.AppendString(env, res.Name)
+		env = protowire.AppendTag(env, 1, protowire.BytesType)
+		env = protowire.AppendString(env, res.Version)
+		env = protowire.AppendTag(env, 2, protowire.BytesType)
+		env = protowire.AppendVarint(env, uint64(len(anyBytes)))
+	}
+	starts = append(starts, len(env))
+	for i, res := range r.resources {
+		out = append(out, mem.SliceBuffer(env[starts[i]:starts[i+1]]), mem.SliceBuffer(res.AnyBytes()))
+	}
+	tail := protowire.AppendTag(nil, 4, protowire.BytesType) // type_url
+	tail = protowire.AppendString(tail, r.typeURL)
+	tail = protowire.AppendTag(tail, 5, protowire.BytesType) // nonce
+	tail = protowire.AppendString(tail, r.nonce)
+	for _, n := range r.removed {
+		tail = protowire.AppendTag(tail, 6, protowire.BytesType) // removed_resources
+		tail = protowire.AppendString(tail, n)
 	}
 	return append(out, mem.SliceBuffer(tail))
 }

@@ -186,12 +186,12 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	}
 	partial := ev != nil && !ev.full
 	c.mu.Lock()
-	resp := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: w.typeURL, SystemVersionInfo: pc.Version}
+	resp := &deltaResponse{typeURL: w.typeURL, systemVersion: pc.Version}
 	for _, r := range changed(w.held, rs) {
 		if v, ok := w.initial[r.Name]; ok && v == r.Version {
 			continue // the client brought it from its previous stream
 		}
-		resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: r.Name, Version: r.Version, Resource: r.Any})
+		resp.resources = append(resp.resources, r)
 	}
 	// What the client holds but is gone: for wildcard everything absent, for
 	// named subscriptions the subscribed names that no longer exist.
@@ -202,15 +202,15 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 		}
 		for _, r := range w.held {
 			if !present[r.Name] {
-				resp.RemovedResources = append(resp.RemovedResources, r.Name)
+				resp.removed = append(resp.removed, r.Name)
 			}
 		}
 		for n := range w.initial {
-			if !present[n] && !slices.Contains(resp.RemovedResources, n) {
-				resp.RemovedResources = append(resp.RemovedResources, n)
+			if !present[n] && !slices.Contains(resp.removed, n) {
+				resp.removed = append(resp.removed, n)
 			}
 		}
-		slices.Sort(resp.RemovedResources)
+		slices.Sort(resp.removed)
 	}
 	if partial {
 		w.held = overlay(w.held, rs)
@@ -220,15 +220,15 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	for _, r := range rs {
 		delete(w.initial, r.Name)
 	}
-	for _, n := range resp.RemovedResources {
+	for _, n := range resp.removed {
 		delete(w.initial, n)
 	}
-	if len(resp.Resources) == 0 && len(resp.RemovedResources) == 0 && !force {
+	if len(resp.resources) == 0 && len(resp.removed) == 0 && !force {
 		c.mu.Unlock()
 		return nil
 	}
-	resp.Nonce = c.nextNonce()
-	w.nonceSent, w.versionSent, w.sentAt = resp.Nonce, pc.Version, time.Now()
+	resp.nonce = c.nextNonce()
+	w.nonceSent, w.versionSent, w.sentAt = resp.nonce, pc.Version, time.Now()
 	c.mu.Unlock()
 	if err := stream.SendMsg(resp); err != nil {
 		return fmt.Errorf("send delta %s to %s: %w", typeLabel(w.typeURL), c.proxy.ID, err)

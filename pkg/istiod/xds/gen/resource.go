@@ -67,6 +67,15 @@ type Resource struct {
 // not modify it.
 func (r *Resource) ResponseEntry() []byte { return r.entry }
 
+// AnyBytes returns the encoded Any (type_url and value) without the
+// response field's tag and length, for embedding in other messages.
+// Callers must not modify it.
+func (r *Resource) AnyBytes() []byte {
+	_, _, n := protowire.ConsumeTag(r.entry)
+	_, m := protowire.ConsumeVarint(r.entry[n:])
+	return r.entry[n+m:]
+}
+
 var deterministic = proto.MarshalOptions{Deterministic: true}
 
 // newResource marshals m (deterministically, so equal content has an equal
@@ -107,3 +116,7 @@ func mustAny(m proto.Message) *anypb.Any {
 	}
 	return &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b}
 }
+
+// NewResourceForTest marshals m as a resource named name (for tests of
+// code that sends resources).
+func NewResourceForTest(name string, m proto.Message) (*Resource, error) { return newResource(name, m) }
