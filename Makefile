@@ -14,6 +14,7 @@ help: ## list the targets
 
 deps: ## install the Debian packages and Go modules the tests need (as root)
 	@missing=""; for p in $(DEB_PKGS); do command -v $${p%%:*} >/dev/null || missing="$$missing $${p##*:}"; done; \
+	[ -x /usr/lib/cni/bridge ] || missing="$$missing containernetworking-plugins"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
