@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -112,10 +113,13 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 			continue
 		}
 		if _, ok := slices.BinarySearch(w.names, n); !ok {
-			w.names = append(w.names, n)
-			slices.Sort(w.names)
-			added = append(added, n)
+			added = append(added, c.server.names.intern([]byte(n)))
 		}
+	}
+	if len(added) > 0 {
+		w.names = append(w.names, added...)
+		slices.Sort(w.names)
+		w.names = slices.Compact(w.names)
 	}
 	for _, n := range req.GetResourceNamesUnsubscribe() {
 		if n == "*" {
@@ -196,17 +200,9 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	// What the client holds but is gone: for wildcard everything absent, for
 	// named subscriptions the subscribed names that no longer exist.
 	if !partial {
-		present := make(map[string]bool, len(rs))
-		for _, r := range rs {
-			present[r.Name] = true
-		}
-		for _, r := range w.held {
-			if !present[r.Name] {
-				resp.removed = append(resp.removed, r.Name)
-			}
-		}
+		resp.removed = missing(w.held, rs)
 		for n := range w.initial {
-			if !present[n] && !slices.Contains(resp.removed, n) {
+			if _, ok := slices.BinarySearchFunc(rs, n, byName); !ok && !slices.Contains(resp.removed, n) {
 				resp.removed = append(resp.removed, n)
 			}
 		}
@@ -235,4 +231,21 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	}
 	c.server.metrics.Push(typeLabel(w.typeURL))
 	return nil
+}
+
+func byName(r *gen.Resource, name string) int { return strings.Compare(r.Name, name) }
+
+// missing returns the names in held that are not in next (both sorted).
+func missing(held, next []*gen.Resource) []string {
+	var out []string
+	j := 0
+	for _, r := range held {
+		for j < len(next) && next[j].Name < r.Name {
+			j++
+		}
+		if j == len(next) || next[j].Name != r.Name {
+			out = append(out, r.Name)
+		}
+	}
+	return out
 }
