@@ -107,12 +107,14 @@ func apply(ctx context.Context, cfg *Config, log *slog.Logger, env Env) error {
 	r := env.runner(m)
 	for _, rs := range Build(cfg) {
 		start := time.Now()
-		cur, err := readState(ctx, r, rs.Family)
-		if err != nil {
-			if !cfg.DryRun {
-				return err
+		cur := &ipt.State{}
+		if !nothingThere(m, rs.Family) {
+			if cur, err = readState(ctx, r, rs.Family); err != nil {
+				if !cfg.DryRun {
+					return err
+				}
+				cur = &ipt.State{}
 			}
-			cur = &ipt.State{}
 		}
 		text := ipt.Plan(rs, cur, Ownership)
 		if cfg.ForceApply {
@@ -160,6 +162,20 @@ func afterApply(cfg *Config) error {
 		return setupRouting(cfg, families)
 	}
 	return cleanupRouting(cfg)
+}
+
+// nothingThere reports whether the backend certainly holds no table of the
+// family in this namespace (a new pod), so iptables-save need not run: the
+// kernel is asked directly, without a process.
+func nothingThere(m ipt.Mode, f ipt.Family) bool {
+	switch m {
+	case ipt.Legacy:
+		return !ipt.LegacyFamilyInUse(f)
+	case ipt.NFT:
+		used, err := nftables.FamilyInUse(nftables.Options{}, f == ipt.IPv6)
+		return err == nil && !used
+	}
+	return false
 }
 
 func summary(text string) string {

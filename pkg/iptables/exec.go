@@ -129,6 +129,10 @@ func LegacyTablesExist() (bool, error) {
 	return false, nil
 }
 
+// LegacyFamilyInUse reports whether any legacy table of the family exists
+// in the calling thread's namespace (reading /proc, no side effects).
+func LegacyFamilyInUse(f Family) bool { return legacyTables(f) }
+
 func legacyTables(f Family) bool {
 	names := "/proc/thread-self/net/ip_tables_names"
 	if f == IPv6 {
