@@ -116,10 +116,11 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 			added = append(added, c.server.names.intern([]byte(n)))
 		}
 	}
+	// w.names is copied on write: pushes read it without a copy.
 	if len(added) > 0 {
-		w.names = append(w.names, added...)
-		slices.Sort(w.names)
-		w.names = slices.Compact(w.names)
+		names := append(slices.Clip(slices.Clone(w.names)), added...)
+		slices.Sort(names)
+		w.names = slices.Compact(names)
 	}
 	for _, n := range req.GetResourceNamesUnsubscribe() {
 		if n == "*" {
@@ -127,7 +128,7 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 			continue
 		}
 		if i, ok := slices.BinarySearch(w.names, n); ok {
-			w.names = slices.Delete(w.names, i, i+1)
+			w.names = slices.Delete(slices.Clone(w.names), i, i+1)
 		}
 		delete(w.initial, n)
 		// held may share its array with generated lists: never edit in place.
@@ -168,7 +169,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	c.mu.Lock()
 	var names []string
 	if !w.wildcard {
-		names = slices.Clone(w.names)
+		names = w.names // never modified in place
 	}
 	subscribed := w.wildcard || len(names) > 0
 	c.mu.Unlock()
