@@ -35,7 +35,7 @@ func BenchmarkAdd(b *testing.B) {
 }
 
 func benchAdd(b *testing.B, chained bool, parallel int) {
-	n := newNode(b, nil)
+	n := newNode(b, map[string]any{"plugin_log_level": "warn"})
 	if !chained {
 		var list map[string]any
 		_ = json.Unmarshal(n.conflist.Bytes, &list)

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -100,10 +101,12 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 		return nil, cniError(types.ErrInvalidNetworkConfig, "kubeconfig", err)
 	}
 	interval, _ := conf.lookupInterval()
+	start := time.Now()
 	pod, err := getPodWithRetry(context.Background(), pods, ns, name, conf.PodLookupTries, interval)
 	if err != nil {
 		return nil, cniError(types.ErrTryAgainLater, "pod lookup failed", err)
 	}
+	t.log.Debug("pod looked up", "pod", t.pod, "took", time.Since(start))
 	if t.decision, err = Decide(pod); err != nil {
 		return nil, cniError(types.ErrInvalidNetworkConfig, "bad pod annotation", fmt.Errorf("pod %s: %w", t.pod, err))
 	}
@@ -152,6 +155,8 @@ func (p *Plugin) applyCapture(t *target) error {
 			return capture.Run(ctx, cfg, log, capture.Env{Out: io.Discard})
 		}
 	}
+	start := time.Now()
+	defer func() { t.log.Debug("capture applied", "pod", t.pod, "took", time.Since(start)) }()
 	if err := apply(context.Background(), cfg, t.log); err != nil {
 		return cniError(types.ErrInternal, "install traffic capture", fmt.Errorf("pod %s: %w", t.pod, err))
 	}
