@@ -23,6 +23,7 @@ const (
 	AnnotationExcludeInterfaces = "traffic.sidecar.istio.io/excludeInterfaces"
 	AnnotationRerouteVirtual    = "istio.io/reroute-virtual-interfaces"
 	AnnotationKubevirt          = "traffic.sidecar.istio.io/kubevirtInterfaces"
+	AnnotationStatusPort        = "status.sidecar.istio.io/port"
 )
 
 // Container names the injector uses.
@@ -31,7 +32,8 @@ const (
 	InitContainer  = "istio-init"
 )
 
-// alwaysExcludedInbound are the agent's and Envoy's own ports.
+// alwaysExcludedInbound are the agent's and Envoy's own ports; the agent's
+// status port (15020) moves with the status.sidecar.istio.io/port annotation.
 var alwaysExcludedInbound = []ipt.PortRange{ipt.Port(15020), ipt.Port(15021), ipt.Port(15090)}
 
 // Decision is what the plugin does for a pod.
@@ -130,7 +132,17 @@ func captureConfig(pod *Pod, proxy *Container) (*capture.Config, error) {
 	if cfg.InboundExcludePorts, err = annotation(pod, AnnotationExcludeInbound, "", capture.ParsePortList); err != nil {
 		return nil, err
 	}
-	cfg.InboundExcludePorts = mergePorts(cfg.InboundExcludePorts, alwaysExcludedInbound)
+	always := alwaysExcludedInbound
+	if v, ok := pod.Metadata.Annotations[AnnotationStatusPort]; ok {
+		p, err := annotation(pod, AnnotationStatusPort, v, capture.ParsePortList)
+		if err != nil {
+			return nil, err
+		}
+		if len(p) == 1 && p[0] != ipt.Port(15020) {
+			always = append([]ipt.PortRange{p[0]}, always[1:]...)
+		}
+	}
+	cfg.InboundExcludePorts = mergePorts(cfg.InboundExcludePorts, always)
 	if cfg.OutboundPorts, err = annotation(pod, AnnotationIncludeOutbound, "", capture.ParsePortList); err != nil {
 		return nil, err
 	}

@@ -132,3 +132,17 @@ func TestDecideBadAnnotation(t *testing.T) {
 		}
 	}
 }
+
+func TestDecideStatusPort(t *testing.T) {
+	d, err := Decide(injectedPod(map[string]string{AnnotationStatusPort: "16020"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ipt.PortRange{ipt.Port(16020), ipt.Port(15021), ipt.Port(15090)}
+	if !cmp.Equal(d.Capture.InboundExcludePorts, want) {
+		t.Errorf("excluded inbound %v, want %v", d.Capture.InboundExcludePorts, want)
+	}
+	if _, err := Decide(injectedPod(map[string]string{AnnotationStatusPort: "x"})); err == nil || !strings.Contains(err.Error(), AnnotationStatusPort) {
+		t.Errorf("bad status port: %v", err)
+	}
+}
