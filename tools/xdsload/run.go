@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -74,9 +75,24 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, cfg.istiod, "--config-dir", dir, "--grpcAddr", grpcAddr, "--monitoringAddr", monAddr,
+	bin, err := filepath.Abs(cfg.istiod)
+	if err != nil {
+		return nil, err
+	}
+	secureAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "xdsload-istiod-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	cmd := exec.CommandContext(ctx, bin, "--config-dir", dir, "--grpcAddr", grpcAddr, "--monitoringAddr", monAddr,
+		"--secureGRPCAddr", secureAddr, "--webhookAddr", "",
 		"--httpAddr", debugAddr, "--log-level", cfg.logLevel, "--eds-debounce="+strconv.FormatBool(cfg.edsDebounce), "--push-concurrency", strconv.Itoa(cfg.pushConcurrency))
 	cmd.Stderr = os.Stderr
+	cmd.Dir = work // istiod's relative default paths (the CA's files) land here
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start istiod: %w", err)
 	}
