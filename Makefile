@@ -81,6 +81,7 @@ bench-istiod: ## istiod xDS: 1000 services x 5 endpoints, 1000 sidecar clients; 
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/istiod ./cmd/istiod
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 1000 --full-pushes 5 --eds-changes 50
+	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 1000 --full-pushes 5 --eds-changes 50 --delta
 
 .PHONY: bench-ca fuzz-ca
 bench-ca: ## istiod CA: CSRs/s and p99 for ECDSA and RSA CSRs, beside openssl; figures go to docs/benchmarks.md
