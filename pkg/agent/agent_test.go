@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,7 +21,10 @@ import (
 	secretv3 "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
 	"github.com/miekg/dns"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/skiff-mesh/skiff/pkg/agent"
@@ -37,8 +42,12 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// mesh is istiod on the sample mesh, with the CA on the same plaintext port.
-type mesh struct{ addr string }
+// mesh is istiod on the sample mesh, with the CA on the same plaintext
+// port, and on the TLS port (which requires a client identity).
+type mesh struct {
+	addr, tlsAddr string
+	ca            *agenttest.CA
+}
 
 func startMesh(t testing.TB) *mesh {
 	t.Helper()
@@ -48,7 +57,9 @@ func startMesh(t testing.TB) *mesh {
 	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", ""
 	cfg.DebounceAfter = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
-	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler), istiod.WithGRPC(func(s *grpc.Server) { ca.Register(s) }))
+	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler), istiod.WithGRPC(func(s *grpc.Server) { ca.Register(s) }),
+		istiod.WithSecureGRPC("127.0.0.1:0", credentials.NewTLS(ca.ServerTLSConfig()),
+			grpc.StreamInterceptor(istiod.RequireIdentity(ca.CA, slog.New(slog.DiscardHandler)))))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -56,7 +67,7 @@ func startMesh(t testing.TB) *mesh {
 	done := make(chan struct{})
 	go func() { _ = d.Serve(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &mesh{addr: d.Addr("grpc")}
+	return &mesh{addr: d.Addr("grpc"), tlsAddr: d.Addr("grpc-tls"), ca: ca}
 }
 
 // podEnv is the environment the injector gives a sidecar, in a work dir.
@@ -232,4 +243,41 @@ func dialUnix(t testing.TB, path string) *grpc.ClientConn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestAgentOverMutualTLS: the agent reaches istiod on the TLS port, verifying
+// istiod against the mesh root, with its token for the first certificate,
+// and xDS is accepted because it proves an identity; a client that proves
+// none is refused.
+func TestAgentOverMutualTLS(t *testing.T) {
+	m := startMesh(t)
+	_, port, _ := net.SplitHostPort(m.tlsAddr)
+	cfg, resolv := podEnv(t, m, "DISABLE_ENVOY=true",
+		fmt.Sprintf("PROXY_CONFIG={\"discoveryAddress\": \"localhost:%s\", \"controlPlaneAuthPolicy\": \"MUTUAL_TLS\", \"statusPort\": %d}", port, freePort(t)))
+	root := cfg.Path(cfg.RootCertPath)
+	os.MkdirAll(filepath.Dir(root), 0o755)
+	if err := os.WriteFile(root, m.ca.RootCertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Plaintext {
+		t.Fatal("MUTUAL_TLS parsed as plaintext")
+	}
+	runAgent(t, cfg, resolv)
+
+	// Without a certificate or a token, xDS on the TLS port is refused.
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(m.ca.RootCertPEM())
+	conn, err := grpc.NewClient("localhost:"+port, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: "localhost"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(context.Background())
+	if err == nil {
+		s.Send(&discovery.DiscoveryRequest{TypeUrl: "type.googleapis.com/envoy.config.cluster.v3.Cluster", Node: nodeOf("sidecar~127.0.0.31~x.default~default.svc.cluster.local")})
+		_, err = s.Recv()
+	}
+	if status.Code(err) != codes.Unauthenticated {
+		t.Errorf("anonymous xDS on the TLS port: %v, want Unauthenticated", err)
+	}
 }

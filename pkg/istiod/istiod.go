@@ -82,7 +82,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		return nil, err
 	}
 	if o.secureAddr != "" {
-		if err := d.addGRPC("grpc-tls", o.secureAddr, o.registerGRPC, grpc.Creds(o.secureCreds)); err != nil {
+		if err := d.addGRPC("grpc-tls", o.secureAddr, o.registerGRPC, append([]grpc.ServerOption{grpc.Creds(o.secureCreds)}, o.secureOpts...)...); err != nil {
 			d.closeListeners()
 			return nil, err
 		}

@@ -13,6 +13,7 @@ type options struct {
 	registerGRPC []func(*grpc.Server)
 	secureAddr   string
 	secureCreds  credentials.TransportCredentials
+	secureOpts   []grpc.ServerOption
 	registry     *prometheus.Registry
 }
 
@@ -24,9 +25,10 @@ func WithGRPC(register func(*grpc.Server)) Option {
 }
 
 // WithSecureGRPC runs a second gRPC server on addr (":15012") with creds,
-// serving the same services as the plaintext one.
-func WithSecureGRPC(addr string, creds credentials.TransportCredentials) Option {
-	return func(o *options) { o.secureAddr, o.secureCreds = addr, creds }
+// serving the same services as the plaintext one; extra options (such as
+// interceptors that authenticate callers) apply to it alone.
+func WithSecureGRPC(addr string, creds credentials.TransportCredentials, extra ...grpc.ServerOption) Option {
+	return func(o *options) { o.secureAddr, o.secureCreds, o.secureOpts = addr, creds, extra }
 }
 
 // WithMetricsRegistry makes istiod register its collectors in reg (so other

@@ -99,7 +99,8 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 	}()
 	opts := []Option{WithGRPC(func(s *grpc.Server) { authority.Register(s) })}
 	if secureAddr != "" {
-		opts = append(opts, WithSecureGRPC(secureAddr, credentials.NewTLS(authority.ServerTLSConfig())))
+		opts = append(opts, WithSecureGRPC(secureAddr, credentials.NewTLS(authority.ServerTLSConfig()),
+			grpc.StreamInterceptor(RequireIdentity(authority, log))))
 	}
 	return opts, authority, nil
 }

@@ -55,7 +55,7 @@ func NewCA(t testing.TB, namespace, sa string) *CA {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), Authenticators: []ca.Authenticator{tokenAuth{id}}},
+	c, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), Authenticators: []ca.Authenticator{tokenAuth{id}}, ServingDNSNames: []string{"localhost"}},
 		slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
