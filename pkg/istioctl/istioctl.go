@@ -52,6 +52,8 @@ func (e *UsageError) Unwrap() error { return e.Err }
 func commands() []Command {
 	return []Command{
 		kubeInjectCommand(),
+		proxyStatusCommand(),
+		proxyConfigCommand(),
 	}
 }
 

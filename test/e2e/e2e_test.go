@@ -3,8 +3,8 @@
 package e2e
 
 import (
-	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
-	"github.com/skiff-mesh/skiff/pkg/proxyview"
 	"github.com/skiff-mesh/skiff/test/e2e/lab"
 )
 
@@ -36,8 +35,11 @@ func TestMesh(t *testing.T) {
 		if left := l.Residue(); len(left) > 0 {
 			t.Errorf("namespaces left behind: %v", left)
 		}
+		if left := l.ProcessResidue(); len(left) > 0 {
+			t.Errorf("processes left behind: %v", left)
+		}
 	}()
-	if err := l.Build("../..", "./cmd/istiod", "./cmd/pilot-agent", "./cmd/istio-iptables", "./examples/grpc-app"); err != nil {
+	if err := l.Build("../..", "./cmd/istiod", "./cmd/pilot-agent", "./cmd/istio-iptables", "./cmd/istioctl", "./examples/grpc-app"); err != nil {
 		t.Fatal(err)
 	}
 	m, err := lab.StartMesh(l, os.Getenv("SKIFF_E2E_PLAINTEXT") == "")
@@ -110,6 +112,17 @@ func TestMesh(t *testing.T) {
 		if !allSynced(table) {
 			t.Errorf("not every proxy is in sync:\n%s", table)
 		}
+		clusters := istioctl(t, l, m, "proxy-config", "clusters", "productpage")
+		if !strings.Contains(clusters, "reviews.default.svc.cluster.local   9080   v2       outbound    EDS") {
+			t.Errorf("proxy-config clusters:\n%s", clusters)
+		}
+		secret := istioctl(t, l, m, "proxy-config", "secret", "productpage", "--agent", "http://"+m.Pods["productpage"].IP.String()+":15020")
+		t.Logf("\n%s", secret)
+		for _, want := range []string{"RESOURCE NAME", "default         Cert Chain   ACTIVE   true", "ROOTCA"} {
+			if !strings.Contains(secret, want) {
+				t.Errorf("proxy-config secret lacks %q:\n%s", want, secret)
+			}
+		}
 	})
 }
 
@@ -150,20 +163,16 @@ func count(out, version string) int {
 	return n
 }
 
-// proxyStatus reads istiod's syncz from the node namespace (with curl: Go's
-// HTTP client dials on other threads, outside the namespace).
-func proxyStatus(t *testing.T, l *lab.Lab, m *lab.Mesh) string {
-	out, err := l.Get(l.Node, m.DebugURL()+"/debug/syncz")
+// istioctl runs the istioctl binary in the node namespace, pointed at istiod.
+func istioctl(t *testing.T, l *lab.Lab, m *lab.Mesh, args ...string) string {
+	t.Helper()
+	out, err := l.Exec(l.Node, filepath.Join(l.Bin, "istioctl"), append(args, "--istiod", m.DebugURL())...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("istioctl %v: %v", args, err)
 	}
-	var streams []proxyview.ProxyStatus
-	if err := json.Unmarshal([]byte(out), &streams); err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := proxyview.WriteStatus(&b, streams, "istiod", "skiff"); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return out
+}
+
+func proxyStatus(t *testing.T, l *lab.Lab, m *lab.Mesh) string {
+	return istioctl(t, l, m, "proxy-status")
 }

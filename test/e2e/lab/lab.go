@@ -314,3 +314,16 @@ func GoBuild(root, out, pkg string, flags ...string) error {
 	}
 	return nil
 }
+
+// ProcessResidue lists running processes started from the lab's binaries (for tests).
+func (l *Lab) ProcessResidue() []string {
+	var left []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), l.Bin) {
+			left = append(left, d.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return left
+}

@@ -59,7 +59,7 @@ func run(root string, verbose bool, calls int) (err error) {
 		if cerr := l.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
-		if left := l.Residue(); len(left) > 0 {
+		if left := append(l.Residue(), l.ProcessResidue()...); len(left) > 0 {
 			fmt.Println("  left behind:", left)
 		} else {
 			fmt.Println("  nothing left behind")
