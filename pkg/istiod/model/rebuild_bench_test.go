@@ -1,0 +1,42 @@
+package model_test
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+)
+
+func BenchmarkRebuildEndpointChange(b *testing.B) {
+	in := &model.Inputs{}
+	for i := range 1000 {
+		name := fmt.Sprintf("svc-%04d", i)
+		in.Services = append(in.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench"},
+			Spec: corev1.ServiceSpec{ClusterIP: fmt.Sprintf("10.100.%d.%d", i/250, i%250+1), Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}})
+		sl := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench", Labels: map[string]string{"kubernetes.io/service-name": name}},
+			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080))}}}
+		for j := range 5 {
+			sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.1.%d.%d", i%250, j+1)}})
+		}
+		in.EndpointSlices = append(in.EndpointSlices, sl)
+	}
+	prev := model.BuildPushContext(in, "0")
+	b.ResetTimer()
+	for i := range b.N {
+		next := *in
+		next.EndpointSlices = append([]*discoveryv1.EndpointSlice(nil), in.EndpointSlices...)
+		c := in.EndpointSlices[i%1000].DeepCopy()
+		c.Endpoints[0].Addresses[0] = "10.9.9.9"
+		next.EndpointSlices[i%1000] = c
+		pc := model.Rebuild(prev, &next, "1")
+		if ch := pc.Diff(prev); ch.Full || len(ch.Hosts) != 1 {
+			b.Fatalf("change %+v", ch)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
