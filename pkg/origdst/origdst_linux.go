@@ -57,31 +57,13 @@ func Of(c *net.TCPConn) (netip.AddrPort, error) {
 // are switched just for the socket(2) call (netfilter reads the socket
 // file's credentials), so it needs CAP_SETUID/CAP_SETGID but no child process.
 func DialAs(dst netip.AddrPort, uid, gid uint32, timeout time.Duration) (*net.TCPConn, error) {
-	domain := unix.AF_INET
-	if dst.Addr().Is6() && !dst.Addr().Is4In6() {
-		domain = unix.AF_INET6
-	}
-	fd, err := socketAs(domain, uid, gid)
-	if err != nil {
-		return nil, err
-	}
-	var sa unix.Sockaddr
-	if domain == unix.AF_INET6 {
-		sa = &unix.SockaddrInet6{Port: int(dst.Port()), Addr: dst.Addr().As16()}
-	} else {
-		sa = &unix.SockaddrInet4{Port: int(dst.Port()), Addr: dst.Addr().Unmap().As4()}
-	}
-	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &unix.Timeval{Sec: int64(timeout / time.Second), Usec: int64(timeout % time.Second / time.Microsecond)}); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("set connect timeout: %w", err)
-	}
-	if err := unix.Connect(fd, sa); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("connect %s as uid %d: %w", dst, uid, err)
-	}
-	f := fileFromFD(fd)
-	defer f.Close()
-	c, err := net.FileConn(f)
+	c, err := socketAs(unix.SOCK_STREAM, dst, uid, gid, func(fd int, sa unix.Sockaddr) error {
+		tv := unix.Timeval{Sec: int64(timeout / time.Second), Usec: int64(timeout % time.Second / time.Microsecond)}
+		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
+			return fmt.Errorf("set connect timeout: %w", err)
+		}
+		return connect(fd, sa, dst, uid)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -91,23 +73,7 @@ func DialAs(dst netip.AddrPort, uid, gid uint32, timeout time.Duration) (*net.TC
 // DialUDPAs returns a connected UDP socket that netfilter's owner match
 // attributes to uid and gid, made like DialAs.
 func DialUDPAs(dst netip.AddrPort, uid, gid uint32) (*net.UDPConn, error) {
-	domain := unix.AF_INET
-	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(dst.Port()), Addr: dst.Addr().Unmap().As4()}
-	if dst.Addr().Is6() && !dst.Addr().Is4In6() {
-		domain = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: int(dst.Port()), Addr: dst.Addr().As16()}
-	}
-	fd, err := socketTypeAs(domain, unix.SOCK_DGRAM, uid, gid)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Connect(fd, sa); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("connect %s as uid %d: %w", dst, uid, err)
-	}
-	f := fileFromFD(fd)
-	defer f.Close()
-	c, err := net.FileConn(f)
+	c, err := socketAs(unix.SOCK_DGRAM, dst, uid, gid, func(fd int, sa unix.Sockaddr) error { return connect(fd, sa, dst, uid) })
 	if err != nil {
 		return nil, err
 	}
@@ -117,31 +83,49 @@ func DialUDPAs(dst netip.AddrPort, uid, gid uint32) (*net.UDPConn, error) {
 // ListenUDPAs binds a UDP socket that netfilter's owner match attributes to
 // uid and gid, as the DNS proxy's socket is when the agent runs as the proxy user.
 func ListenUDPAs(addr netip.AddrPort, uid, gid uint32) (*net.UDPConn, error) {
-	domain := unix.AF_INET
-	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().Unmap().As4()}
-	if addr.Addr().Is6() && !addr.Addr().Is4In6() {
-		domain = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
-	}
-	fd, err := socketTypeAs(domain, unix.SOCK_DGRAM, uid, gid)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Bind(fd, sa); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("bind %s: %w", addr, err)
-	}
-	f := fileFromFD(fd)
-	defer f.Close()
-	c, err := net.FilePacketConn(f)
+	c, err := socketAs(unix.SOCK_DGRAM, addr, uid, gid, func(fd int, sa unix.Sockaddr) error {
+		if err := unix.Bind(fd, sa); err != nil {
+			return fmt.Errorf("bind %s: %w", addr, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
 	return c.(*net.UDPConn), nil
 }
 
-func socketAs(domain int, uid, gid uint32) (int, error) {
-	return socketTypeAs(domain, unix.SOCK_STREAM, uid, gid)
+func connect(fd int, sa unix.Sockaddr, dst netip.AddrPort, uid uint32) error {
+	if err := unix.Connect(fd, sa); err != nil {
+		return fmt.Errorf("connect %s as uid %d: %w", dst, uid, err)
+	}
+	return nil
+}
+
+// socketAs makes a socket of typ for addr's family owned by uid/gid, lets
+// setup bind or connect it, and wraps it as a net.Conn (a UDP one from
+// net.FilePacketConn when it is only bound).
+func socketAs(typ int, addr netip.AddrPort, uid, gid uint32, setup func(fd int, sa unix.Sockaddr) error) (any, error) {
+	domain := unix.AF_INET
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().Unmap().As4()}
+	if addr.Addr().Is6() && !addr.Addr().Is4In6() {
+		domain = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
+	}
+	fd, err := socketTypeAs(domain, typ, uid, gid)
+	if err != nil {
+		return nil, err
+	}
+	if err := setup(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	f := fileFromFD(fd)
+	defer f.Close()
+	if c, err := net.FileConn(f); err == nil {
+		return c, nil
+	}
+	return net.FilePacketConn(f)
 }
 
 func socketTypeAs(domain, typ int, uid, gid uint32) (int, error) {
