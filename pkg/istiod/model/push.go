@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -219,9 +220,14 @@ func (pc *PushContext) buildConfig(in *Inputs) {
 // buildEndpoints computes each service's endpoints, taking from prev (same
 // configuration) those whose EndpointSlices did not change.
 func (pc *PushContext) buildEndpoints(in *Inputs, prev *PushContext) {
+	if prev != nil && samePtrs(prev.inputs.WorkloadEntries, in.WorkloadEntries) && pc.patchEndpoints(in, prev) {
+		return
+	}
+	pc.Endpoints, pc.EndpointHash = map[string][]Endpoint{}, map[string]uint64{}
+	pc.WorkloadEntries = map[string]*networking.WorkloadEntry{}
 	pc.slicesBySvc = make(map[nsName][]*discoveryv1.EndpointSlice, len(in.EndpointSlices))
 	for _, sl := range in.EndpointSlices {
-		key := nsName{sl.Namespace, sl.Labels["kubernetes.io/service-name"]}
+		key := sliceKey(sl)
 		pc.slicesBySvc[key] = append(pc.slicesBySvc[key], sl)
 	}
 	wes := sortedByAge(in.WorkloadEntries)
@@ -231,21 +237,89 @@ func (pc *PushContext) buildEndpoints(in *Inputs, prev *PushContext) {
 	if prev != nil && !samePtrs(prev.inputs.WorkloadEntries, in.WorkloadEntries) {
 		prev = nil
 	}
+	if prev != nil {
+		// Start from prev's maps (a bulk copy) and replace what changed.
+		pc.Endpoints, pc.EndpointHash = maps.Clone(prev.Endpoints), maps.Clone(prev.EndpointHash)
+	}
 	for _, svc := range pc.Services {
 		k := pc.kubeByHost[svc.Hostname]
 		if prev != nil && (k == nil || samePtrs(prev.slicesBySvc[nsName{k.Namespace, k.Name}], pc.slicesBySvc[nsName{k.Namespace, k.Name}])) {
-			if eps, ok := prev.Endpoints[svc.Hostname]; ok {
-				pc.Endpoints[svc.Hostname] = eps
-			}
-			pc.EndpointHash[svc.Hostname] = prev.EndpointHash[svc.Hostname]
 			continue
 		}
 		eps := pc.serviceEndpoints(svc, k, wes)
 		if len(eps) > 0 {
 			pc.Endpoints[svc.Hostname] = eps
+		} else {
+			delete(pc.Endpoints, svc.Hostname)
 		}
 		pc.EndpointHash[svc.Hostname] = hashEndpoints(eps)
 	}
+}
+
+// maxPatched bounds the EndpointSlices patchEndpoints handles one by one.
+const maxPatched = 64
+
+// patchEndpoints handles the common case cheaply: the same EndpointSlices
+// in the same order (registries keep both), a few of them replaced. It
+// shares prev's indexes and recomputes only the services of the replaced
+// slices, without reading the others; false means it could not.
+func (pc *PushContext) patchEndpoints(in *Inputs, prev *PushContext) bool {
+	old := prev.inputs.EndpointSlices
+	if len(old) != len(in.EndpointSlices) {
+		return false
+	}
+	var changed []int
+	for i, sl := range in.EndpointSlices {
+		if sl != old[i] {
+			if changed = append(changed, i); len(changed) > maxPatched {
+				return false
+			}
+		}
+	}
+	for _, i := range changed {
+		if sliceKey(old[i]) != sliceKey(in.EndpointSlices[i]) {
+			return false
+		}
+	}
+	pc.WorkloadEntries, pc.slicesBySvc = prev.WorkloadEntries, prev.slicesBySvc
+	pc.Endpoints, pc.EndpointHash = prev.Endpoints, prev.EndpointHash
+	if len(changed) == 0 {
+		return true
+	}
+	pc.slicesBySvc = maps.Clone(prev.slicesBySvc)
+	pc.Endpoints, pc.EndpointHash = maps.Clone(prev.Endpoints), maps.Clone(prev.EndpointHash)
+	touched := map[nsName]bool{}
+	for _, i := range changed {
+		key := sliceKey(in.EndpointSlices[i])
+		list := slices.Clone(pc.slicesBySvc[key])
+		for j, sl := range list {
+			if sl == old[i] {
+				list[j] = in.EndpointSlices[i]
+			}
+		}
+		pc.slicesBySvc[key] = list
+		touched[key] = true
+	}
+	wes := sortedByAge(in.WorkloadEntries)
+	for key := range touched {
+		host := KubeHostname(key.name, key.ns)
+		svc, k := pc.ServiceByHost[host], pc.kubeByHost[host]
+		if svc == nil || k == nil {
+			continue // slices of no service
+		}
+		eps := pc.serviceEndpoints(svc, k, wes)
+		if len(eps) > 0 {
+			pc.Endpoints[host] = eps
+		} else {
+			delete(pc.Endpoints, host)
+		}
+		pc.EndpointHash[host] = hashEndpoints(eps)
+	}
+	return true
+}
+
+func sliceKey(sl *discoveryv1.EndpointSlice) nsName {
+	return nsName{sl.Namespace, sl.Labels["kubernetes.io/service-name"]}
 }
 
 func (pc *PushContext) serviceEndpoints(svc *Service, k *corev1.Service, wes []*networking.WorkloadEntry) []Endpoint {
