@@ -3,6 +3,7 @@ package cni
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/skiff-mesh/skiff/pkg/capture"
@@ -134,12 +135,13 @@ func captureConfig(pod *Pod, proxy *Container) (*capture.Config, error) {
 	}
 	always := alwaysExcludedInbound
 	if v, ok := pod.Metadata.Annotations[AnnotationStatusPort]; ok {
-		p, err := annotation(pod, AnnotationStatusPort, v, capture.ParsePortList)
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 16)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("annotation %s: %q is not a port (0 disables the status server)", AnnotationStatusPort, v)
 		}
-		if len(p) == 1 && p[0] != ipt.Port(15020) {
-			always = append([]ipt.PortRange{p[0]}, always[1:]...)
+		always = always[1:] // the status port moves, or with 0 there is none
+		if n != 0 {
+			always = append([]ipt.PortRange{ipt.Port(uint16(n))}, always...)
 		}
 	}
 	cfg.InboundExcludePorts = mergePorts(cfg.InboundExcludePorts, always)

@@ -142,6 +142,10 @@ func TestDecideStatusPort(t *testing.T) {
 	if !cmp.Equal(d.Capture.InboundExcludePorts, want) {
 		t.Errorf("excluded inbound %v, want %v", d.Capture.InboundExcludePorts, want)
 	}
+	d, err = Decide(injectedPod(map[string]string{AnnotationStatusPort: "0"}))
+	if err != nil || !cmp.Equal(d.Capture.InboundExcludePorts, want[1:]) {
+		t.Errorf("status port 0 (no status server): %v %v", d.Capture.InboundExcludePorts, err)
+	}
 	if _, err := Decide(injectedPod(map[string]string{AnnotationStatusPort: "x"})); err == nil || !strings.Contains(err.Error(), AnnotationStatusPort) {
 		t.Errorf("bad status port: %v", err)
 	}
