@@ -106,11 +106,11 @@ func connect(fd int, sa unix.Sockaddr, dst netip.AddrPort, uid uint32) error {
 // setup bind or connect it, and wraps it as a net.Conn (a UDP one from
 // net.FilePacketConn when it is only bound).
 func socketAs(typ int, addr netip.AddrPort, uid, gid uint32, setup func(fd int, sa unix.Sockaddr) error) (any, error) {
-	domain := unix.AF_INET
-	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().Unmap().As4()}
-	if addr.Addr().Is6() && !addr.Addr().Is4In6() {
-		domain = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
+	domain := unix.AF_INET6
+	var sa unix.Sockaddr = &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
+	if a := addr.Addr().Unmap(); a.Is4() {
+		domain = unix.AF_INET
+		sa = &unix.SockaddrInet4{Port: int(addr.Port()), Addr: a.As4()}
 	}
 	fd, err := socketTypeAs(domain, typ, uid, gid)
 	if err != nil {
