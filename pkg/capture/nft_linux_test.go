@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/nftables"
 )
@@ -334,54 +333,16 @@ func TestNFTablesDryRun(t *testing.T) {
 func TestNFTablesCaptureWithRealPackets(t *testing.T) {
 	netnstest.RequireRoot(t)
 	p := newPod(t)
-	cfg := Injector()
-	cfg.RedirectDNS = true
-	cfg.OutboundExcludePorts = []ipt.PortRange{ipt.Port(3306)}
-	cfg.OutboundExcludeCIDR = []netip.Prefix{netip.PrefixFrom(p.peerIP2, 32)}
-	cfg.DNSServersV4 = []netip.Addr{p.peerIP}
-	cfg.RunValidation = true
-
-	status := listen(t, p.pod, ":15020")
-	server := listen(t, p.peer, ":8080")
-	mysql := listen(t, p.peer, ":3306")
-	dnsServer(t, p.pod, "127.0.0.1:15053", "10.0.0.53", true)          // the agent's DNS proxy
-	dnsServer(t, p.peer, p.peerIP.String()+":53", "192.0.2.99", false) // the pod's resolv.conf server
-
-	// Validation fails without rules, then passes as part of the run.
-	probe := cfg
-	probe.SkipRuleApply = true
-	if err := runNFTErr(p.pod, &probe, testLog(t), io.Discard); !errors.Is(err, ErrValidation) {
-		t.Errorf("validation without rules: %v, want ErrValidation", err)
-	}
-	runNFT(t, p.pod, &cfg)
-	outbound := listen(t, p.pod, ":15001")
-	inbound := listen(t, p.pod, ":15006")
-
-	peer := netip.AddrPortFrom(p.peerIP, 8080)
-	dial(t, p.pod, peer)
-	expect(t, "app outbound", outbound, peer, server)
-	dialAsProxy(t, p.pod, peer)
-	expect(t, "proxy uid outbound", server, peer, outbound)
-	dial(t, p.pod, netip.AddrPortFrom(p.peerIP, 3306))
-	expect(t, "excluded outbound port", mysql, netip.AddrPortFrom(p.peerIP, 3306), outbound)
-	dial(t, p.pod, netip.AddrPortFrom(p.peerIP2, 8080))
-	expect(t, "excluded CIDR", server, netip.AddrPortFrom(p.peerIP2, 8080), outbound)
-
-	podApp := netip.AddrPortFrom(p.podIP, 9080)
-	dial(t, p.peer, podApp)
-	expect(t, "inbound", inbound, podApp)
-	dial(t, p.peer, netip.AddrPortFrom(p.podIP, 15020))
-	expect(t, "excluded inbound port", status, netip.AddrPortFrom(p.podIP, 15020), inbound)
-
-	ns := p.peerIP.String() + ":53"
-	for _, network := range []string{"udp", "tcp"} {
-		if got := query(t, p.pod, network, ns, false); got != "10.0.0.53" {
-			t.Errorf("app DNS over %s answered by %s, want the agent (10.0.0.53)", network, got)
-		}
-		if got := query(t, p.pod, network, ns, true); got != "192.0.2.99" {
-			t.Errorf("proxy DNS over %s answered by %s, want upstream (192.0.2.99)", network, got)
-		}
-	}
+	cfg, outbound, server, peer := captureScenario(t, p,
+		func(cfg *Config) error {
+			probe := *cfg
+			probe.SkipRuleApply, probe.RunValidation = true, true
+			return runNFTErr(p.pod, &probe, testLog(t), io.Discard)
+		},
+		func(cfg *Config) {
+			cfg.RunValidation = true
+			runNFT(t, p.pod, cfg)
+		})
 
 	// After cleanup nothing is captured any more.
 	cleanupNFT(t, p.pod, &cfg)

@@ -183,61 +183,77 @@ func query(t *testing.T, ns *netnstest.NS, network, server string, asProxy bool)
 	return answer
 }
 
+// captureScenario is the real-packet check every backend passes: the
+// injector's rules plus DNS capture, an excluded port and CIDR. noRules runs
+// validation before any rule exists (it must fail); apply installs the rules.
+// It returns the config, the pod's outbound capture listener, the peer's
+// server and its address, for checks after cleanup.
+func captureScenario(t *testing.T, p *pod, noRules func(*Config) error, apply func(*Config)) (Config, *listener, *listener, netip.AddrPort) {
+	t.Helper()
+	cfg := Injector()
+	cfg.RedirectDNS = true
+	cfg.OutboundExcludePorts = []ipt.PortRange{ipt.Port(3306)}
+	cfg.OutboundExcludeCIDR = []netip.Prefix{netip.PrefixFrom(p.peerIP2, 32)}
+	cfg.DNSServersV4 = []netip.Addr{p.peerIP}
+
+	status := listen(t, p.pod, ":15020")
+	server := listen(t, p.peer, ":8080")
+	mysql := listen(t, p.peer, ":3306")
+	dnsServer(t, p.pod, "127.0.0.1:15053", "10.0.0.53", true)          // the agent's DNS proxy
+	dnsServer(t, p.peer, p.peerIP.String()+":53", "192.0.2.99", false) // the pod's resolv.conf server
+
+	// Validation fails without rules (the probe's connection is refused).
+	if err := noRules(&cfg); !errors.Is(err, ErrValidation) {
+		t.Errorf("validation without rules: %v, want ErrValidation", err)
+	}
+	apply(&cfg)
+	outbound := listen(t, p.pod, ":15001")
+	inbound := listen(t, p.pod, ":15006")
+
+	peer := netip.AddrPortFrom(p.peerIP, 8080)
+	dial(t, p.pod, peer)
+	expect(t, "app outbound", outbound, peer, server)
+	dialAsProxy(t, p.pod, peer)
+	expect(t, "proxy uid outbound", server, peer, outbound)
+	dial(t, p.pod, netip.AddrPortFrom(p.peerIP, 3306))
+	expect(t, "excluded outbound port", mysql, netip.AddrPortFrom(p.peerIP, 3306), outbound)
+	dial(t, p.pod, netip.AddrPortFrom(p.peerIP2, 8080))
+	expect(t, "excluded CIDR", server, netip.AddrPortFrom(p.peerIP2, 8080), outbound)
+
+	podApp := netip.AddrPortFrom(p.podIP, 9080)
+	dial(t, p.peer, podApp)
+	expect(t, "inbound", inbound, podApp)
+	dial(t, p.peer, netip.AddrPortFrom(p.podIP, 15020))
+	expect(t, "excluded inbound port", status, netip.AddrPortFrom(p.podIP, 15020), inbound)
+
+	ns := p.peerIP.String() + ":53"
+	for _, network := range []string{"udp", "tcp"} {
+		if got := query(t, p.pod, network, ns, false); got != "10.0.0.53" {
+			t.Errorf("app DNS over %s answered by %s, want the agent (10.0.0.53)", network, got)
+		}
+		if got := query(t, p.pod, network, ns, true); got != "192.0.2.99" {
+			t.Errorf("proxy DNS over %s answered by %s, want upstream (192.0.2.99)", network, got)
+		}
+	}
+	return cfg, outbound, server, peer
+}
+
 func TestCaptureWithRealPackets(t *testing.T) {
 	netnstest.RequireRoot(t)
 	for _, m := range backends {
 		t.Run(string(m), func(t *testing.T) {
 			t.Parallel()
 			p := newPod(t)
-			cfg := Injector()
-			cfg.RedirectDNS = true
-			cfg.OutboundExcludePorts = []ipt.PortRange{ipt.Port(3306)}
-			cfg.OutboundExcludeCIDR = []netip.Prefix{netip.PrefixFrom(p.peerIP2, 32)}
-			cfg.DNSServersV4 = []netip.Addr{p.peerIP}
-
-			status := listen(t, p.pod, ":15020")
-			server := listen(t, p.peer, ":8080")
-			mysql := listen(t, p.peer, ":3306")
-			dnsServer(t, p.pod, "127.0.0.1:15053", "10.0.0.53", true)          // the agent's DNS proxy
-			dnsServer(t, p.peer, p.peerIP.String()+":53", "192.0.2.99", false) // the pod's resolv.conf server
-
-			// Validation fails without rules (the probe's connection is refused).
-			p.pod.Do(t, func() error {
-				if err := Validate(context.Background(), &cfg); !errors.Is(err, ErrValidation) {
-					t.Errorf("validation without rules: %v, want ErrValidation", err)
-				}
-				return nil
-			})
-			run(t, p.pod, &cfg, m)
-			p.pod.Do(t, func() error { return Validate(context.Background(), &cfg) })
-			outbound := listen(t, p.pod, ":15001")
-			inbound := listen(t, p.pod, ":15006")
-
-			peer := netip.AddrPortFrom(p.peerIP, 8080)
-			dial(t, p.pod, peer)
-			expect(t, "app outbound", outbound, peer, server)
-			dialAsProxy(t, p.pod, peer)
-			expect(t, "proxy uid outbound", server, peer, outbound)
-			dial(t, p.pod, netip.AddrPortFrom(p.peerIP, 3306))
-			expect(t, "excluded outbound port", mysql, netip.AddrPortFrom(p.peerIP, 3306), outbound)
-			dial(t, p.pod, netip.AddrPortFrom(p.peerIP2, 8080))
-			expect(t, "excluded CIDR", server, netip.AddrPortFrom(p.peerIP2, 8080), outbound)
-
-			podApp := netip.AddrPortFrom(p.podIP, 9080)
-			dial(t, p.peer, podApp)
-			expect(t, "inbound", inbound, podApp)
-			dial(t, p.peer, netip.AddrPortFrom(p.podIP, 15020))
-			expect(t, "excluded inbound port", status, netip.AddrPortFrom(p.podIP, 15020), inbound)
-
-			ns := p.peerIP.String() + ":53"
-			for _, network := range []string{"udp", "tcp"} {
-				if got := query(t, p.pod, network, ns, false); got != "10.0.0.53" {
-					t.Errorf("app DNS over %s answered by %s, want the agent (10.0.0.53)", network, got)
-				}
-				if got := query(t, p.pod, network, ns, true); got != "192.0.2.99" {
-					t.Errorf("proxy DNS over %s answered by %s, want upstream (192.0.2.99)", network, got)
-				}
+			validate := func(cfg *Config) (err error) {
+				p.pod.Do(t, func() error { err = Validate(context.Background(), cfg); return nil })
+				return err
 			}
+			captureScenario(t, p, validate, func(cfg *Config) {
+				run(t, p.pod, cfg, m)
+				if err := validate(cfg); err != nil {
+					t.Errorf("validation with rules: %v", err)
+				}
+			})
 		})
 	}
 }
