@@ -132,6 +132,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	xopts := xdsproxy.Options{Upstream: upstream, Node: xdsNode(cfg)}
 	if dns != nil {
 		xopts.OnNameTable = dns.UpdateTable
+		xopts.OnClusters = func(names []string) { dns.UpdateServicePorts(servicePorts(names)) }
 	}
 	xp := xdsproxy.New(xopts, log)
 
@@ -377,3 +378,21 @@ func (t tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]s
 }
 
 func (t tokenCreds) RequireTransportSecurity() bool { return true }
+
+// servicePorts reads the service ports the DNS proxy's SRV answers need from
+// outbound cluster names ("outbound|9080||reviews.default.svc.cluster.local").
+func servicePorts(clusters []string) map[string][]dnsproxy.ServicePort {
+	out := map[string][]dnsproxy.ServicePort{}
+	for _, c := range clusters {
+		f := strings.Split(c, "|")
+		if len(f) != 4 || f[0] != "outbound" || f[2] != "" {
+			continue
+		}
+		port, err := strconv.ParseUint(f[1], 10, 16)
+		if err != nil {
+			continue
+		}
+		out[f[3]] = append(out[f[3]], dnsproxy.ServicePort{Port: uint16(port)})
+	}
+	return out
+}

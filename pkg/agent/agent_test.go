@@ -169,6 +169,24 @@ func TestAgentAgainstIstiod(t *testing.T) {
 		t.Errorf("answer %s", r.Answer[0])
 	}
 
+	// SRV for a mesh service, with its port from istiod's clusters.
+	srvq := new(dns.Msg)
+	srvq.SetQuestion("_9080._tcp.reviews.default.svc.cluster.local.", dns.TypeSRV)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r, _, err := c.Exchange(srvq, cfg.DNSProxyAddr)
+		if err == nil && len(r.Answer) > 0 {
+			if srv, ok := r.Answer[0].(*dns.SRV); !ok || srv.Port != 9080 || srv.Target != "reviews.default.svc.cluster.local." {
+				t.Errorf("SRV answer %v", r.Answer[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no SRV answer for reviews: %v %v", r, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	// The private key is never written to disk without OUTPUT_CERTS.
 	filepath.WalkDir(cfg.WorkDir, func(path string, d os.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {

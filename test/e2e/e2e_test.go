@@ -67,6 +67,10 @@ func TestMesh(t *testing.T) {
 		if err != nil || !strings.Contains(out, "10.96.0.10") {
 			t.Errorf("dig reviews via the search list: %q %v", out, err)
 		}
+		out, err = l.Exec(&m.Pods["productpage"].NS, "dig", "+short", "+time=2", "+tries=1", "SRV", "_9080._tcp.reviews.default.svc.cluster.local")
+		if err != nil || !strings.Contains(out, "9080 reviews.default.svc.cluster.local.") {
+			t.Errorf("dig SRV for reviews: %q %v", out, err)
+		}
 		out, err = m.Dig("productpage", "api.example.com", false)
 		if err != nil || strings.TrimSpace(out) != "240.240.0.1" {
 			t.Errorf("dig the ServiceEntry host: %q %v", out, err)

@@ -6,6 +6,7 @@ import (
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
@@ -47,11 +48,29 @@ func (p *Proxy) nameTableStream(ctx context.Context) (bool, error) {
 	if err := s.Send(&discovery.DiscoveryRequest{Node: p.opts.Node, TypeUrl: NameTableType}); err != nil {
 		return false, err
 	}
+	if p.opts.OnClusters != nil {
+		if err := s.Send(&discovery.DiscoveryRequest{TypeUrl: ClusterType}); err != nil {
+			return false, err
+		}
+	}
 	delivered := false
 	for {
 		resp, err := s.Recv()
 		if err != nil {
 			return delivered, err
+		}
+		if resp.GetTypeUrl() == ClusterType && p.opts.OnClusters != nil {
+			var names []string
+			for _, r := range resp.GetResources() {
+				if n := resourceName(r.GetValue()); n != "" {
+					names = append(names, n)
+				}
+			}
+			p.opts.OnClusters(names)
+			if err := s.Send(&discovery.DiscoveryRequest{TypeUrl: ClusterType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}); err != nil {
+				return delivered, err
+			}
+			continue
 		}
 		ack := &discovery.DiscoveryRequest{TypeUrl: NameTableType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
 		var table nds.NameTable
@@ -79,4 +98,32 @@ func (p *Proxy) nameTableStream(ctx context.Context) (bool, error) {
 			return delivered, err
 		}
 	}
+}
+
+// ClusterType is the CDS type URL.
+const ClusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+
+// resourceName reads field 1 (the name, as in Cluster and Listener) from an
+// encoded resource without decoding the rest or linking its message type.
+func resourceName(b []byte) string {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return ""
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return ""
+			}
+			return string(v)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return ""
+		}
+		b = b[m:]
+	}
+	return ""
 }

@@ -37,6 +37,10 @@ type Options struct {
 	Node *corev3.Node
 	// OnNameTable receives every NameTable istiod pushes (nil: NDS is not requested).
 	OnNameTable func(*nds.NameTable)
+	// OnClusters, when set, receives the names of every cluster istiod has
+	// for this proxy (the DNS proxy's SRV answers take service ports from
+	// them); CDS is then requested on the agent's own stream too.
+	OnClusters func(names []string)
 	// MaxBackoff caps the wait between upstream reconnects (30 s).
 	MaxBackoff time.Duration
 }
