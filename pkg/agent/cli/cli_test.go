@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func run(args ...string) (int, string, string) {
+	var out, errb strings.Builder
+	code := Main(context.Background(), args, nil, &out, &errb, nil)
+	return code, out.String(), errb.String()
+}
+
+func TestVersionAndUsage(t *testing.T) {
+	if code, out, _ := run("version"); code != 0 || strings.TrimSpace(out) != Version {
+		t.Errorf("version: %d %q", code, out)
+	}
+	if code, _, errs := run("frobnicate"); code != 2 || !strings.Contains(errs, `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: %d %q", code, errs)
+	}
+	if code, _, _ := run(); code != 2 {
+		t.Errorf("no command: %d", code)
+	}
+}
+
+func TestIstioIptablesSubcommand(t *testing.T) {
+	code, out, errs := run("istio-iptables", "--dry-run", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-b", "*")
+	if code != 0 || !strings.Contains(out, "-A ISTIO_OUTPUT -j ISTIO_REDIRECT") {
+		t.Errorf("istio-iptables --dry-run: %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs := run("istio-iptables", "-p", "70000"); code != 2 || !strings.Contains(errs, "70000") {
+		t.Errorf("bad flag: %d %q", code, errs)
+	}
+}
+
+func TestRequest(t *testing.T) {
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
+	}))
+	defer admin.Close()
+	port := admin.Listener.Addr().String()[strings.LastIndex(admin.Listener.Addr().String(), ":")+1:]
+	code, out, errs := run("request", "--debug-port", port, "post", "drain_listeners")
+	if code != 0 || out != "POST /drain_listeners" {
+		t.Errorf("request: %d %q %q", code, out, errs)
+	}
+}
+
+func TestWait(t *testing.T) {
+	var ready atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Swap(true) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	if code, _, errs := run("wait", "--url", srv.URL, "--periodMillis", "10", "--timeoutSeconds", "5"); code != 0 {
+		t.Errorf("wait: %d %s", code, errs)
+	}
+	srv.Close()
+	if code, _, _ := run("wait", "--url", srv.URL, "--periodMillis", "10", "--timeoutSeconds", "0"); code != 1 {
+		t.Errorf("wait on a dead URL: %d, want 1", code)
+	}
+}
