@@ -394,33 +394,7 @@ func TestNFTablesTProxyInbound(t *testing.T) {
 	default:
 	}
 
-	var ln net.Listener
-	p.pod.Do(t, func() (err error) {
-		lc := net.ListenConfig{Control: transparent}
-		ln, err = lc.Listen(context.Background(), "tcp", ":15006")
-		return err
-	})
-	defer ln.Close()
-	got := make(chan string, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			got <- c.LocalAddr().String()
-			c.Close()
-		}
-	}()
-	dial(t, p.peer, netip.AddrPortFrom(p.podIP, 9080))
-	select {
-	case a := <-got:
-		if a != "10.77.0.2:9080" {
-			t.Errorf("TPROXY delivered with local address %s, want 10.77.0.2:9080", a)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("inbound connection not delivered to the TPROXY listener")
-	}
-	if out := p.pod.Exec(t, "ip", "rule", "show"); !containsAll(out, "fwmark 0x539", "lookup 133") {
-		t.Errorf("ip rule missing:\n%s", out)
-	}
+	expectTProxyDelivery(t, p)
 	cleanupNFT(t, p.pod, &cfg)
 	assertNoNFTResidue(t, p.pod)
 	if out := p.pod.Exec(t, "ip", "route", "show", "table", "133"); out != "" {

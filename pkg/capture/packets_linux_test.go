@@ -281,13 +281,11 @@ func TestExcludedInterface(t *testing.T) {
 	}
 }
 
-func TestTProxyInbound(t *testing.T) {
-	netnstest.RequireRoot(t)
-	p := newPod(t)
-	cfg := Injector()
-	cfg.InboundMode = TProxy
-	run(t, p.pod, &cfg, ipt.NFT)
-	// TPROXY delivers to a transparent listener with the original destination as its local address.
+// expectTProxyDelivery listens transparently on 15006 in the pod, dials the
+// pod's app port from the peer, and checks that TPROXY delivered it with the
+// original destination as the local address, with the policy routing in place.
+func expectTProxyDelivery(t *testing.T, p *pod) {
+	t.Helper()
 	var ln net.Listener
 	p.pod.Do(t, func() (err error) {
 		lc := net.ListenConfig{Control: transparent}
@@ -315,6 +313,15 @@ func TestTProxyInbound(t *testing.T) {
 	if out := p.pod.Exec(t, "ip", "rule", "show"); !containsAll(out, "fwmark 0x539", "lookup 133") {
 		t.Errorf("ip rule missing:\n%s", out)
 	}
+}
+
+func TestTProxyInbound(t *testing.T) {
+	netnstest.RequireRoot(t)
+	p := newPod(t)
+	cfg := Injector()
+	cfg.InboundMode = TProxy
+	run(t, p.pod, &cfg, ipt.NFT)
+	expectTProxyDelivery(t, p)
 	clean := cfg
 	clean.CleanupOnly = true
 	run(t, p.pod, &clean, ipt.NFT)
