@@ -24,23 +24,7 @@ type deltaStream = grpc.ServerStream
 // streamDelta serves one delta (incremental) ADS stream.
 func (s *Server) streamDelta(stream deltaStream) error {
 	ctx := stream.Context()
-	reqs := make(chan *discoveryv3.DeltaDiscoveryRequest)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			req := &discoveryv3.DeltaDiscoveryRequest{}
-			err := stream.RecvMsg(req)
-			if err != nil {
-				errc <- err
-				return
-			}
-			select {
-			case reqs <- req:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	reqs, errc := receive(ctx, stream, func() *discoveryv3.DeltaDiscoveryRequest { return &discoveryv3.DeltaDiscoveryRequest{} })
 	var c *Connection
 	defer func() {
 		if c != nil {

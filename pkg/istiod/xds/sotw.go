@@ -23,23 +23,7 @@ type sotwStream = grpc.ServerStream
 // streamSotW serves one state-of-the-world ADS stream.
 func (s *Server) streamSotW(stream sotwStream) error {
 	ctx := stream.Context()
-	reqs := make(chan *rawRequest)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			req := &rawRequest{}
-			err := stream.RecvMsg(req)
-			if err != nil {
-				errc <- err
-				return
-			}
-			select {
-			case reqs <- req:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	reqs, errc := receive(ctx, stream, func() *rawRequest { return &rawRequest{} })
 	var c *Connection
 	defer func() {
 		if c != nil {
@@ -293,4 +277,27 @@ func (s *Server) observeConvergence(start time.Time) {
 	if s.metrics != nil {
 		s.metrics.Convergence.Observe(time.Since(start).Seconds())
 	}
+}
+
+// receive reads a stream's requests on a goroutine of its own, so the
+// handler can wait on them and on pushes at once. The error channel gets the
+// stream's end (io.EOF included); the goroutine stops with ctx.
+func receive[T any](ctx context.Context, stream interface{ RecvMsg(any) error }, newMsg func() T) (<-chan T, <-chan error) {
+	reqs := make(chan T)
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			req := newMsg()
+			if err := stream.RecvMsg(req); err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case reqs <- req:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return reqs, errc
 }
