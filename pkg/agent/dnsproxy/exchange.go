@@ -9,25 +9,20 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
 )
 
-// udpBufs are receive buffers for upstream answers, as large as a UDP
-// datagram can be so nothing is silently cut.
-var udpBufs = sync.Pool{New: func() any { b := make([]byte, 65535); return &b }}
-
-// exchange sends packed, the wire form of req, to server over network
-// ("udp" or "tcp") and returns the answer whose ID and question match.
-// Other datagrams are ignored (late answers, spoofing attempts). ctx bounds
-// the whole exchange and interrupts it when cancelled.
-func exchange(ctx context.Context, network string, server netip.AddrPort, packed []byte, req *dns.Msg) (*dns.Msg, error) {
+// exchangeTCP sends packed, the wire form of req, to server over a new TCP
+// connection and returns the answer if its ID and question match. ctx
+// bounds the whole exchange and interrupts it when cancelled. It serves
+// the rare retry of a truncated UDP answer, so the connection is not kept.
+func exchangeTCP(ctx context.Context, server netip.AddrPort, packed []byte, req *dns.Msg) (*dns.Msg, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, network, server.String())
+	conn, err := d.DialContext(ctx, "tcp", server.String())
 	if err != nil {
-		return nil, fmt.Errorf("dial %s %s: %w", network, server, err)
+		return nil, fmt.Errorf("dial tcp %s: %w", server, err)
 	}
 	defer conn.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -35,40 +30,17 @@ func exchange(ctx context.Context, network string, server netip.AddrPort, packed
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	var r *dns.Msg
-	if network == "tcp" {
-		r, err = exchangeTCP(conn, packed, req)
-	} else {
-		r, err = exchangeUDP(conn, packed, req)
-	}
+	r, err := roundTripTCP(conn, packed, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, fmt.Errorf("exchange with %s over %s: %w", server, network, err)
+		return nil, fmt.Errorf("exchange with %s over tcp: %w", server, err)
 	}
 	return r, nil
 }
 
-func exchangeUDP(conn net.Conn, packed []byte, req *dns.Msg) (*dns.Msg, error) {
-	if _, err := conn.Write(packed); err != nil {
-		return nil, err
-	}
-	bp := udpBufs.Get().(*[]byte)
-	defer udpBufs.Put(bp)
-	for {
-		n, err := conn.Read(*bp)
-		if err != nil {
-			return nil, err
-		}
-		r := new(dns.Msg)
-		if r.Unpack((*bp)[:n]) == nil && answers(r, req) {
-			return r, nil
-		}
-	}
-}
-
-func exchangeTCP(conn net.Conn, packed []byte, req *dns.Msg) (*dns.Msg, error) {
+func roundTripTCP(conn net.Conn, packed []byte, req *dns.Msg) (*dns.Msg, error) {
 	frame := make([]byte, 2+len(packed))
 	binary.BigEndian.PutUint16(frame, uint16(len(packed)))
 	copy(frame[2:], packed)

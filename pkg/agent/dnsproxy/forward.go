@@ -29,6 +29,7 @@ var errRcode = errors.New("upstream answered with a failure rcode")
 // upstream is one nameserver and what we know about its health.
 type upstream struct {
 	addr     netip.AddrPort
+	udp      *udpPool
 	badUntil atomic.Int64 // server clock, nanoseconds
 	reqUDP   prometheus.Counter
 	reqTCP   prometheus.Counter
@@ -58,6 +59,7 @@ func newForwarder(cfg Config, m *metrics, now func() time.Duration) *forwarder {
 		s := a.String()
 		f.ups = append(f.ups, &upstream{
 			addr:     a,
+			udp:      newUDPPool(a),
 			reqUDP:   m.upRequests.WithLabelValues(s, "udp"),
 			reqTCP:   m.upRequests.WithLabelValues(s, "tcp"),
 			duration: m.upDuration.WithLabelValues(s),
@@ -65,6 +67,13 @@ func newForwarder(cfg Config, m *metrics, now func() time.Duration) *forwarder {
 		})
 	}
 	return f
+}
+
+// close closes the upstream sockets once no query uses them.
+func (f *forwarder) close() {
+	for _, u := range f.ups {
+		u.udp.close()
+	}
 }
 
 // upstreamQuery builds the message sent upstream for q.
@@ -185,10 +194,10 @@ func (f *forwarder) race(ctx context.Context, m *dns.Msg, packed []byte) (*dns.M
 func (f *forwarder) try(ctx context.Context, u *upstream, m *dns.Msg, packed []byte) (*dns.Msg, error) {
 	start := time.Now()
 	u.reqUDP.Inc()
-	r, err := exchange(ctx, "udp", u.addr, packed, m)
+	r, err := u.udp.exchange(ctx, packed, m)
 	if err == nil && r.Truncated {
 		u.reqTCP.Inc()
-		r, err = exchange(ctx, "tcp", u.addr, packed, m)
+		r, err = exchangeTCP(ctx, u.addr, packed, m)
 	}
 	if err != nil {
 		reason := failureReason(err)

@@ -184,6 +184,7 @@ func (s *Server) Close() error {
 		}
 		s.mu.Unlock()
 		s.wg.Wait()
+		s.fwd.close()
 		s.m.unregister()
 	})
 	return nil

@@ -1,0 +1,273 @@
+package dnsproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// The pool's shape. A socket answers for its random source port for at most
+// sockMaxUses queries or sockMaxAge, whichever comes first, so an off-path
+// attacker who learns a port has little time to use it; a query still has
+// to match a random ID and the exact question.
+const (
+	poolSockets = 4
+	sockMaxUses = 2048
+	sockMaxAge  = 10 * time.Second
+)
+
+// errPoolClosed means the pool was closed while a query waited.
+var errPoolClosed = errors.New("upstream socket pool closed")
+
+// udpPool keeps a few long-lived connected UDP sockets to one upstream, each
+// on a port the kernel picked at random, and demultiplexes their answers to
+// the waiting queries by ID and question. It replaces a socket per query,
+// whose dial, bind and close cost more than the exchange itself.
+type udpPool struct {
+	server  netip.AddrPort
+	size    int           // live sockets, poolSockets
+	maxUses int           // queries per socket, sockMaxUses
+	maxAge  time.Duration // a socket's life, sockMaxAge
+	now     func() time.Time
+
+	mu     sync.Mutex
+	socks  []*udpSock // live sockets taking new queries, at most size
+	next   int
+	closed bool
+	wg     sync.WaitGroup // reader goroutines
+}
+
+// udpSock is one pooled socket and the queries waiting on it.
+type udpSock struct {
+	pool *udpPool
+	conn *net.UDPConn
+	born time.Time
+
+	mu      sync.Mutex
+	uses    int
+	retired bool // takes no new queries; closed once idle
+	pending map[uint16][]*waiter
+}
+
+// waiter is one query waiting for its answer.
+type waiter struct {
+	req *dns.Msg
+	ch  chan result // buffered: the reader never blocks
+}
+
+// result is what a waiter receives.
+type result struct {
+	r   *dns.Msg
+	err error
+}
+
+func newUDPPool(server netip.AddrPort) *udpPool {
+	return &udpPool{server: server, size: poolSockets, maxUses: sockMaxUses, maxAge: sockMaxAge, now: time.Now}
+}
+
+// exchange sends packed, the wire form of req, and returns the answer whose
+// ID and question match req. ctx bounds the wait.
+func (p *udpPool) exchange(ctx context.Context, packed []byte, req *dns.Msg) (*dns.Msg, error) {
+	r, err := p.roundTrip(ctx, packed, req)
+	if err != nil {
+		return nil, fmt.Errorf("exchange with %s over udp: %w", p.server, err)
+	}
+	return r, nil
+}
+
+func (p *udpPool) roundTrip(ctx context.Context, packed []byte, req *dns.Msg) (*dns.Msg, error) {
+	s, w, err := p.register(req)
+	if err != nil {
+		return nil, err
+	}
+	defer s.unregister(w)
+	if _, err := s.conn.Write(packed); err != nil {
+		s.fail(err)
+		return nil, err
+	}
+	select {
+	case res := <-w.ch:
+		return res.r, res.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// register picks a socket for req, opening or rotating one as needed, and
+// records req as waiting on it.
+func (p *udpPool) register(req *dns.Msg) (*udpSock, *waiter, error) {
+	w := &waiter{req: req, ch: make(chan result, 1)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, nil, errPoolClosed
+	}
+	for range p.size + 1 {
+		if len(p.socks) < p.size {
+			s, err := p.open()
+			if err != nil {
+				return nil, nil, err
+			}
+			p.socks = append(p.socks, s)
+		}
+		p.next = (p.next + 1) % len(p.socks)
+		s := p.socks[p.next]
+		if s.add(w, p.now()) {
+			return s, w, nil
+		}
+		p.socks = append(p.socks[:p.next], p.socks[p.next+1:]...) // s retired itself
+	}
+	return nil, nil, fmt.Errorf("no usable socket to %s", p.server)
+}
+
+// open makes a socket and starts its reader. Called with p.mu held.
+func (p *udpPool) open() (*udpSock, error) {
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(p.server))
+	if err != nil {
+		return nil, fmt.Errorf("dial udp %s: %w", p.server, err)
+	}
+	s := &udpSock{pool: p, conn: c, born: p.now(), pending: map[uint16][]*waiter{}}
+	p.wg.Add(1)
+	go s.read()
+	return s, nil
+}
+
+// drop takes s out of the pool's live sockets, if it is still there.
+func (p *udpPool) drop(s *udpSock) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, x := range p.socks {
+		if x == s {
+			p.socks = append(p.socks[:i], p.socks[i+1:]...)
+			return
+		}
+	}
+}
+
+// close closes every socket, fails the waiting queries and waits for the
+// readers to exit.
+func (p *udpPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	socks := p.socks
+	p.socks = nil
+	p.mu.Unlock()
+	for _, s := range socks {
+		s.retire()
+		_ = s.conn.Close()
+	}
+	p.wg.Wait()
+}
+
+// add records w unless s is due for rotation, in which case s retires and
+// add reports false.
+func (s *udpSock) add(w *waiter, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retired || s.uses >= s.pool.maxUses || now.Sub(s.born) >= s.pool.maxAge {
+		s.retireLocked()
+		return false
+	}
+	s.uses++
+	s.pending[w.req.Id] = append(s.pending[w.req.Id], w)
+	return true
+}
+
+// unregister forgets w; the last query on a retired socket closes it.
+func (s *udpSock) unregister(w *waiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ws := s.pending[w.req.Id]
+	for i, x := range ws {
+		if x == w {
+			ws = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(ws) == 0 {
+		delete(s.pending, w.req.Id)
+	} else {
+		s.pending[w.req.Id] = ws
+	}
+	s.closeIfIdleLocked()
+}
+
+func (s *udpSock) retire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retireLocked()
+}
+
+func (s *udpSock) retireLocked() {
+	s.retired = true
+	s.closeIfIdleLocked()
+}
+
+func (s *udpSock) closeIfIdleLocked() {
+	if s.retired && len(s.pending) == 0 {
+		_ = s.conn.Close() // the reader sees the error and exits
+	}
+}
+
+// fail hands err to every waiting query and retires s: an ICMP error or a
+// failed write is about the socket, not one query.
+func (s *udpSock) fail(err error) {
+	s.pool.drop(s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ws := range s.pending {
+		for _, w := range ws {
+			select {
+			case w.ch <- result{err: err}:
+			default:
+			}
+		}
+	}
+	s.retireLocked()
+}
+
+// read delivers each datagram to the query it answers and ignores the rest
+// (late answers, forgeries), until the socket is closed.
+func (s *udpSock) read() {
+	defer s.pool.wg.Done()
+	buf := make([]byte, 65535) // as large as a datagram: nothing silently cut
+	for {
+		n, err := s.conn.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				s.fail(errPoolClosed)
+				return
+			}
+			s.fail(err) // e.g. connection refused: the upstream is not there
+			continue    // the retired socket closes once its waiters leave
+		}
+		if n < 12 {
+			continue
+		}
+		r := new(dns.Msg)
+		if r.Unpack(buf[:n]) != nil {
+			continue
+		}
+		s.deliver(r)
+	}
+}
+
+func (s *udpSock) deliver(r *dns.Msg) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.pending[r.Id] {
+		if answers(r, w.req) {
+			select {
+			case w.ch <- result{r: r}:
+			default:
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package dnsproxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/skiff-mesh/skiff/pkg/polltest"
+)
+
+// portUpstream answers every A question with 192.0.2.1 and TTL 0, and
+// records the source ports the queries came from.
+type portUpstream struct {
+	addr netip.AddrPort
+	mu   sync.Mutex
+	seen map[uint16]int
+}
+
+func startPortUpstream(t *testing.T) *portUpstream {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", netip.AddrPortFrom(randomLoopback(), 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &portUpstream{addr: pc.LocalAddr().(*net.UDPAddr).AddrPort(), seen: map[uint16]int{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := new(dns.Msg)
+			if q.Unpack(buf[:n]) != nil {
+				continue
+			}
+			u.mu.Lock()
+			u.seen[uint16(from.(*net.UDPAddr).Port)]++
+			u.mu.Unlock()
+			r := new(dns.Msg).SetReply(q)
+			r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET}, A: net.IPv4(192, 0, 2, 1)}}
+			b, _ := r.Pack()
+			_, _ = pc.WriteTo(b, from)
+		}
+	}()
+	t.Cleanup(func() { _ = pc.Close(); <-done })
+	return u
+}
+
+func (u *portUpstream) ports() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.seen)
+}
+
+func poolQuery(name string) (*dns.Msg, []byte) {
+	m := upstreamQuery(dns.Question{Name: name, Qtype: dns.TypeA, Qclass: dns.ClassINET}, true, false, false, 1232)
+	b, err := m.Pack()
+	if err != nil {
+		panic(err)
+	}
+	return m, b
+}
+
+func TestPoolConcurrentQueriesShareSockets(t *testing.T) {
+	up := startPortUpstream(t)
+	p := newUDPPool(up.addr)
+	defer p.close()
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for i := range 200 {
+		wg.Go(func() {
+			name := dns.Fqdn(string(rune('a'+i%26)) + ".pool.example")
+			m, b := poolQuery(name)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			r, err := p.exchange(ctx, b, m)
+			if err == nil && (r.Question[0].Name != name || len(r.Answer) != 1) {
+				err = errors.New("answer for another question: " + r.Question[0].Name)
+			}
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := up.ports(); n > poolSockets {
+		t.Errorf("200 queries came from %d source ports, want at most %d", n, poolSockets)
+	}
+}
+
+func TestPoolRotatesSockets(t *testing.T) {
+	up := startPortUpstream(t)
+	p := newUDPPool(up.addr)
+	p.size, p.maxUses = 1, 3
+	defer p.close()
+	for range 9 {
+		m, b := poolQuery("rotate.example.")
+		if _, err := p.exchange(t.Context(), b, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := up.ports(); n != 3 {
+		t.Errorf("9 queries with 3 uses a socket came from %d ports, want 3", n)
+	}
+
+	clock := time.Now()
+	p.maxUses, p.now = 1000, func() time.Time { return clock }
+	m, b := poolQuery("age.example.")
+	if _, err := p.exchange(t.Context(), b, m); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(sockMaxAge)
+	if _, err := p.exchange(t.Context(), b, m); err != nil {
+		t.Fatal(err)
+	}
+	if n := up.ports(); n != 4 {
+		t.Errorf("after a socket's age ran out: %d ports, want 4", n)
+	}
+}
+
+func TestPoolCloseFailsWaiters(t *testing.T) {
+	p := newUDPPool(blackhole(t))
+	errc := make(chan error, 1)
+	m, b := poolQuery("hang.example.")
+	go func() {
+		_, err := p.exchange(context.Background(), b, m)
+		errc <- err
+	}()
+	polltest.Until(t, "the query on a socket", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.socks) > 0 // opened and registered under one lock
+	})
+	p.close()
+	if err := <-errc; !errors.Is(err, errPoolClosed) {
+		t.Fatalf("waiter got %v, want errPoolClosed", err)
+	}
+	if _, err := p.exchange(t.Context(), b, m); !errors.Is(err, errPoolClosed) {
+		t.Fatalf("exchange after close: %v", err)
+	}
+}
+
+func TestPoolRefusedUpstreamFailsFast(t *testing.T) {
+	addr := freeUDPPort(t, randomLoopback()) // nothing listens: ICMP port unreachable
+	p := newUDPPool(addr)
+	defer p.close()
+	m, b := poolQuery("refused.example.")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := p.exchange(ctx, b, m)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want a refusal, got %v", err)
+	}
+	if got := failureReason(err); got != "refused" {
+		t.Errorf("failure reason %q for %v, want refused", got, err)
+	}
+}
