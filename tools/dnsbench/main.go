@@ -95,43 +95,62 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer skiff.stop()
+	// The forward path: an upstream whose answers have TTL 0, so nothing
+	// is cached and every query crosses the proxy to the upstream. The
+	// comparison is that upstream answered directly.
+	direct, err := startDnsmasq(ctx, "dnsmasq direct", "127.0.53.4", "--addn-hosts="+w.upstreamHosts, "--local-ttl=0", "--cache-size=0")
+	if err != nil {
+		return err
+	}
+	defer direct.stop()
+	skiff0, err := startSkiff(ctx, "127.0.53.5", direct.addr(), w.tableJSON)
+	if err != nil {
+		return err
+	}
+	defer skiff0.stop()
 
-	servers := []*server{skiff, rival}
-	sets := []nameSet{{"mesh names", w.meshQueries}, {"forwarded, warm cache", w.fwdQueries}}
+	cases := []benchCase{
+		{name: "mesh names", file: w.meshQueries, servers: []*server{skiff, rival}},
+		{name: "forwarded, upstream TTL 3600 (cache)", file: w.fwdQueries, servers: []*server{skiff, rival}},
+		{name: "forwarded, upstream TTL 0 (no cache)", file: w.fwdQueries, servers: []*server{skiff0, direct}},
+	}
 	p := dnsperf{clients: o.clients, threads: o.threads, outstanding: o.outstanding}
-	for _, s := range servers {
-		status("warming %s", s.name)
-		for _, set := range sets {
-			if _, err := p.run(ctx, s, set.file, 0, 0); err != nil {
+	for _, c := range cases {
+		for _, s := range c.servers {
+			status("warming %s: %s", s.name, c.name)
+			if _, err := p.run(ctx, s, c.file, 0, 0); err != nil {
 				return err
 			}
 		}
 	}
-	rep := report{o: o, load: loadAverage()}
-	for _, set := range sets {
+	rep := report{o: o, load: loadAverage(), baseline: map[string]string{}}
+	for _, c := range cases {
+		rep.baseline[c.name] = c.servers[len(c.servers)-1].name
 		for round := range o.rounds {
-			for _, s := range servers {
-				status("max rate, round %d: %s, %s", round+1, s.name, set.name)
-				r, err := p.run(ctx, s, set.file, o.duration, 0)
+			for _, s := range c.servers {
+				status("max rate, round %d: %s, %s", round+1, s.name, c.name)
+				r, err := p.run(ctx, s, c.file, o.duration, 0)
 				if err != nil {
 					return err
 				}
-				rep.add(&rep.max, set.name, s.name, 0, r)
+				rep.add(&rep.max, c.name, s.name, 0, r)
 			}
 		}
 	}
-	for _, set := range sets {
-		for _, s := range servers {
-			rate := int(rep.median(set.name, s.name).qps / 2)
-			if o.rate > 0 {
-				rate = o.rate
-			}
-			status("latency at %d qps: %s, %s", rate, s.name, set.name)
-			r, err := p.run(ctx, s, set.file, o.duration, rate)
+	for _, c := range cases {
+		// Every server of a case at the same offered load: half the
+		// baseline's maximum, so latencies compare like for like.
+		rate := int(rep.median(c.name, rep.baseline[c.name]).qps / 2)
+		if o.rate > 0 {
+			rate = o.rate
+		}
+		for _, s := range c.servers {
+			status("latency at %d qps: %s, %s", rate, s.name, c.name)
+			r, err := p.run(ctx, s, c.file, o.duration, rate)
 			if err != nil {
 				return err
 			}
-			rep.add(&rep.half, set.name, s.name, rate, r)
+			rep.add(&rep.half, c.name, s.name, rate, r)
 		}
 	}
 	rep.loadAfter = loadAverage()
@@ -139,8 +158,12 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return nil
 }
 
-// nameSet is one dnsperf input file.
-type nameSet struct{ name, file string }
+// benchCase is one dnsperf input file and the servers that answer it; the
+// last server is the baseline the others are compared with.
+type benchCase struct {
+	name, file string
+	servers    []*server
+}
 
 // status prints progress on stderr.
 func status(format string, args ...any) {
