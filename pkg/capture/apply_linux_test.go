@@ -80,8 +80,8 @@ func TestGoldenRulesApplyVerbatim(t *testing.T) {
 				if first := run(t, ns, cfg, m); len(first) == 0 {
 					t.Fatal("first run applied nothing")
 				}
-				for _, rs := range Build(cfg) {
-					if d := ipt.Drift(rs, save(t, ns, m, rs.Family), Ownership); len(d) > 0 {
+				for _, rs := range Build(&cfg.Policy) {
+					if d := ipt.Drift(rs, save(t, ns, m, rs.Family), Ownership()); len(d) > 0 {
 						t.Errorf("%s after apply:\n%s", rs.Family, strings.Join(d, "\n"))
 					}
 				}
@@ -108,7 +108,7 @@ func assertNoResidue(t testing.TB, ns *netnstest.NS, m ipt.Mode) {
 					t.Errorf("%s %s: chain %s left behind", f, name, c)
 				}
 				for _, r := range tbl.Rules[c] {
-					if Ownership.OwnsRule(name, c, r) || strings.Contains(r, "ISTIO_") {
+					if Ownership().OwnsRule(name, c, r) || strings.Contains(r, "ISTIO_") {
 						t.Errorf("%s %s: rule -A %s %s left behind", f, name, c, r)
 					}
 				}
@@ -136,8 +136,8 @@ func TestFlagChangeConverges(t *testing.T) {
 			if len(tx) != 2 {
 				t.Errorf("flag change took %d transactions, want one per family", len(tx))
 			}
-			for _, rs := range Build(after) {
-				if d := ipt.Drift(rs, save(t, ns, m, rs.Family), Ownership); len(d) > 0 {
+			for _, rs := range Build(&after.Policy) {
+				if d := ipt.Drift(rs, save(t, ns, m, rs.Family), Ownership()); len(d) > 0 {
 					t.Errorf("%s after flag change:\n%s", rs.Family, strings.Join(d, "\n"))
 				}
 			}
@@ -151,7 +151,7 @@ func TestFlagChangeConverges(t *testing.T) {
 					}
 				}
 			}
-			if d := ipt.Drift(Build(back)[0], st, Ownership); len(d) > 0 {
+			if d := ipt.Drift(Build(&back.Policy)[0], st, Ownership()); len(d) > 0 {
 				t.Errorf("after second change:\n%s", strings.Join(d, "\n"))
 			}
 			clean := *back
@@ -184,7 +184,7 @@ func TestLegacyProbeRegression(t *testing.T) {
 		t.Errorf("legacy holds %d rules, want 0", n)
 	}
 	st := save(t, ns, ipt.NFT, ipt.IPv4)
-	if d := ipt.Drift(Build(&cfg)[0], st, Ownership); len(d) > 0 {
+	if d := ipt.Drift(Build(&cfg.Policy)[0], st, Ownership()); len(d) > 0 {
 		t.Errorf("nft rules after two runs:\n%s", strings.Join(d, "\n"))
 	}
 }
@@ -233,7 +233,7 @@ func TestConcurrentNamespaces(t *testing.T) {
 				t.Error(err)
 			}
 			for _, ns := range nss {
-				if d := ipt.Drift(Build(&cfg)[0], save(t, ns, m, ipt.IPv4), Ownership); len(d) > 0 {
+				if d := ipt.Drift(Build(&cfg.Policy)[0], save(t, ns, m, ipt.IPv4), Ownership()); len(d) > 0 {
 					t.Errorf("%s:\n%s", ns.Name, strings.Join(d, "\n"))
 				}
 			}

@@ -50,7 +50,7 @@ func BenchmarkFirstInstall(b *testing.B) {
 			b.ReportMetric(float64(procs)/float64(b.N), "procs/op")
 		})
 		b.Run("per-rule/"+string(m), func(b *testing.B) {
-			cmds := perRuleCommands(Build(&cfg)[0], m)
+			cmds := perRuleCommands(Build(&cfg.Policy)[0], m)
 			for i := 0; i < b.N; i++ {
 				path, del := freshNS(b)
 				err := netns.Do(path, func() error {

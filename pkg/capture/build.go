@@ -25,10 +25,10 @@ const DNSProxyPort = 15053
 // proxyLoopbackMark marks the proxy's own calls to its pod IP in TPROXY mode.
 const proxyLoopbackMark = 1338
 
-// Build returns the rules for each family the config programs: IPv4 always,
-// IPv6 when EnableIPv6 is set. For the same config the rules, chains and
+// Build returns the rules for each family the policy programs: IPv4 always,
+// IPv6 when EnableIPv6 is set. For the same policy the rules, chains and
 // order are those Istio's istio-iptables installs. Build does no I/O.
-func Build(cfg *Config) []*ipt.Ruleset {
+func Build(cfg *Policy) []*ipt.Ruleset {
 	out := []*ipt.Ruleset{build(cfg, ipt.IPv4)}
 	if cfg.EnableIPv6 {
 		out = append(out, build(cfg, ipt.IPv6))
@@ -45,7 +45,7 @@ type family struct {
 	dnsServers  []netip.Addr
 }
 
-func familyOf(cfg *Config, f ipt.Family) family {
+func familyOf(cfg *Policy, f ipt.Family) family {
 	if f == ipt.IPv6 {
 		return family{f, netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("::6/128"), netip.IPv6Unspecified(), cfg.DNSServersV6}
 	}
@@ -58,7 +58,7 @@ func familyOf(cfg *Config, f ipt.Family) family {
 
 func host(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
 
-func build(cfg *Config, f ipt.Family) *ipt.Ruleset {
+func build(cfg *Policy, f ipt.Family) *ipt.Ruleset {
 	fam := familyOf(cfg, f)
 	b := newBuilder(f)
 	tproxy := cfg.InboundMode == TProxy
@@ -189,7 +189,7 @@ func build(cfg *Config, f ipt.Family) *ipt.Ruleset {
 
 func is6(p netip.Prefix) bool { return p.Addr().Is6() && !p.Addr().Is4In6() }
 
-func proxyOwners(cfg *Config) []ipt.Owner {
+func proxyOwners(cfg *Policy) []ipt.Owner {
 	var out []ipt.Owner
 	for _, u := range cfg.ProxyUIDs {
 		out = append(out, ipt.Owner{ID: u})
@@ -200,7 +200,7 @@ func proxyOwners(cfg *Config) []ipt.Owner {
 	return out
 }
 
-func buildInboundTProxy(b *builder, cfg *Config, fam family) {
+func buildInboundTProxy(b *builder, cfg *Policy, fam family) {
 	ret := ipt.Target{Kind: ipt.Return}
 	mark := cfg.TProxyMark
 	b.add(ipt.Mangle, ChainDivert, ipt.Match{}, ipt.Target{Kind: ipt.SetMark, Mark: mark}, "mark established inbound for local delivery")
@@ -233,7 +233,7 @@ func buildInboundTProxy(b *builder, cfg *Config, fam family) {
 	b.insert(ipt.Mangle, ChainInbound, 3, ipt.Match{Proto: "tcp", In: "lo", Mark: &ipt.MarkMatch{Value: proxyLoopbackMark, Not: true}}, ret, "loopback not from the proxy")
 }
 
-func buildDNS(b *builder, cfg *Config, fam family, owners []ipt.Owner) {
+func buildDNS(b *builder, cfg *Policy, fam family, owners []ipt.Owner) {
 	ret := ipt.Target{Kind: ipt.Return}
 	toAgent := ipt.Target{Kind: ipt.Redirect, Port: DNSProxyPort}
 	dns := ipt.Ports(ipt.Port(53))
@@ -323,7 +323,7 @@ func (b *builder) insert(table, chain string, pos int, m ipt.Match, t ipt.Target
 
 // ruleset flattens the chains: per table, built-in chains first, then ours in declaration order.
 func (b *builder) ruleset() *ipt.Ruleset {
-	for _, table := range ipt.Tables {
+	for _, table := range ipt.Tables() {
 		var refs []ipt.ChainRef
 		for _, ref := range b.order {
 			if ref.Table == table && ipt.IsBuiltin(table, ref.Chain) {

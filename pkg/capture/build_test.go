@@ -112,7 +112,7 @@ func describe(sets []*ipt.Ruleset) string {
 func restoreText(sets []*ipt.Ruleset) string {
 	var b strings.Builder
 	for _, rs := range sets {
-		fmt.Fprintf(&b, "# %s\n%s", rs.Family, ipt.Plan(rs, &ipt.State{}, Ownership))
+		fmt.Fprintf(&b, "# %s\n%s", rs.Family, ipt.Plan(rs, &ipt.State{}, Ownership()))
 	}
 	return b.String()
 }
@@ -140,7 +140,7 @@ func TestBuildGolden(t *testing.T) {
 	}
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
-			sets := Build(gc.config(t))
+			sets := Build(&gc.config(t).Policy)
 			checkGolden(t, filepath.Join("testdata", gc.name+".rules.golden"), describe(sets))
 			checkGolden(t, filepath.Join("testdata", gc.name+".restore.golden"), restoreText(sets))
 		})

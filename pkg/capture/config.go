@@ -30,9 +30,9 @@ type CIDRs struct {
 	Prefixes []netip.Prefix
 }
 
-// Config is the whole interception policy of one pod, typed and validated.
-// It is built by Parse (istio-iptables flags and env) or by the CNI plugin.
-type Config struct {
+// Policy is the interception policy of one pod, typed and validated: what
+// Build turns into rules. It says nothing about how or where it is applied.
+type Policy struct {
 	ProxyPort          uint16 // outbound capture port (15001)
 	InboundCapturePort uint16 // inbound capture port (15006)
 	InboundTunnelPort  uint16 // HBONE tunnel port, never captured inbound (15008)
@@ -55,7 +55,7 @@ type Config struct {
 	RedirectDNS   bool
 	CaptureAllDNS bool
 	// DNSServersV4 and DNSServersV6 are the resolv.conf nameservers whose DNS
-	// is captured when CaptureAllDNS is off.
+	// is captured when CaptureAllDNS is off (Resolve fills them in).
 	DNSServersV4 []netip.Addr
 	DNSServersV6 []netip.Addr
 	DropInvalid  bool
@@ -67,38 +67,62 @@ type Config struct {
 	IPv4LoopbackCIDR   netip.Prefix
 
 	// EnableIPv6 programs ip6tables too (the pod has a global IPv6 address or
-	// DualStack is set). IPv4 is always programmed.
+	// DualStack is set; Resolve decides). IPv4 is always programmed.
 	EnableIPv6 bool
 	DualStack  bool
+}
 
-	DryRun           bool
-	RunValidation    bool
-	SkipRuleApply    bool
-	ProbePort        uint16
-	ProbeTimeout     time.Duration
-	Reconcile        bool
-	CleanupOnly      bool
-	ForceApply       bool
+// Options says how and where Run applies a Policy; none of it changes the rules.
+type Options struct {
+	// DryRun prints the transactions and changes nothing.
+	DryRun bool
+	// CleanupOnly removes everything istio-iptables owns instead of applying.
+	CleanupOnly bool
+	// SkipRuleApply touches no rules (validation only).
+	SkipRuleApply bool
+	// ForceApply rewrites the rules even when they are in place.
+	ForceApply bool
+	// Reconcile is accepted for Istio's flag; Skiff always converges.
+	Reconcile bool
+	// NetworkNamespace is the path of the namespace to program; "" is the caller's.
 	NetworkNamespace string
-	NativeNFTables   bool
+	// NativeNFTables programs nftables over netlink instead of iptables.
+	NativeNFTables bool
 	// Backend forces the iptables flavour; Plain means detect.
 	Backend iptables.Mode
+	// RunValidation probes that capture works after applying.
+	RunValidation bool
+	ProbePort     uint16
+	ProbeTimeout  time.Duration
+}
+
+// Config is one istio-iptables invocation: the Policy to apply and the
+// Options to apply it with, two values that travel together only this far.
+// Parse (istio-iptables flags and env) and the CNI plugin build it; Run and
+// Check take it apart.
+type Config struct {
+	Policy
+	Options
 }
 
 // Default returns the configuration of istio-iptables with no flags or env set.
 func Default() Config {
 	return Config{
-		ProxyPort:          15001,
-		InboundCapturePort: 15006,
-		InboundTunnelPort:  15008,
-		ProxyUIDs:          []uint32{1337},
-		ProxyGIDs:          []uint32{1337},
-		InboundMode:        Redirect,
-		TProxyMark:         1337,
-		TProxyRouteTable:   133,
-		ProbePort:          15002,
-		ProbeTimeout:       5 * time.Second,
-		IPv4LoopbackCIDR:   netip.MustParsePrefix("127.0.0.1/32"),
+		Policy: Policy{
+			ProxyPort:          15001,
+			InboundCapturePort: 15006,
+			InboundTunnelPort:  15008,
+			ProxyUIDs:          []uint32{1337},
+			ProxyGIDs:          []uint32{1337},
+			InboundMode:        Redirect,
+			TProxyMark:         1337,
+			TProxyRouteTable:   133,
+			IPv4LoopbackCIDR:   netip.MustParsePrefix("127.0.0.1/32"),
+		},
+		Options: Options{
+			ProbePort:    15002,
+			ProbeTimeout: 5 * time.Second,
+		},
 	}
 }
 

@@ -284,7 +284,7 @@ func envHelp(o option) string {
 }
 
 // Validate checks what no single setting can: combinations.
-func (c *Config) Validate() error {
+func (c *Policy) Validate() error {
 	if len(c.OwnerGroupsInclude) > 0 && len(c.OwnerGroupsExclude) > 0 {
 		return errors.New("only one of env ISTIO_OUTBOUND_OWNER_GROUPS and ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE may be set")
 	}

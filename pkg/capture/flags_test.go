@@ -161,8 +161,8 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		cfg.EnableIPv6 = true
-		for _, rs := range Build(cfg) {
-			_ = ipt.Plan(rs, &ipt.State{}, Ownership)
+		for _, rs := range Build(&cfg.Policy) {
+			_ = ipt.Plan(rs, &ipt.State{}, Ownership())
 		}
 	})
 }

@@ -27,7 +27,7 @@ import (
 func TestNFTablesGolden(t *testing.T) {
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
-			p, err := nftProgram(gc.config(t))
+			p, err := nftProgram(&gc.config(t).Policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func TestNFTablesApplyGolden(t *testing.T) {
 			t.Parallel()
 			ns := netnstest.New(t)
 			cfg := gc.config(t)
-			p, err := nftProgram(cfg)
+			p, err := nftProgram(&cfg.Policy)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +222,7 @@ func TestNFTablesFlagChangeConverges(t *testing.T) {
 		{"injector", goldenCases[1].config(t)},         // nat only
 	}
 	for _, s := range steps {
-		p, err := nftProgram(s.cfg)
+		p, err := nftProgram(&s.cfg.Policy)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func TestNFTablesRepairsDrift(t *testing.T) {
 	netnstest.RequireRoot(t)
 	ns := netnstest.New(t)
 	cfg := Injector()
-	p, err := nftProgram(&cfg)
+	p, err := nftProgram(&cfg.Policy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestNFTablesDryRun(t *testing.T) {
 	netnstest.RequireRoot(t)
 	ns := netnstest.New(t)
 	cfg := Injector()
-	p, err := nftProgram(&cfg)
+	p, err := nftProgram(&cfg.Policy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestNFTablesConcurrentNamespaces(t *testing.T) {
 	netnstest.RequireRoot(t)
 	cfg := Injector()
 	cfg.RedirectDNS, cfg.CaptureAllDNS = true, true // anonymous sets too
-	p, err := nftProgram(&cfg)
+	p, err := nftProgram(&cfg.Policy)
 	if err != nil {
 		t.Fatal(err)
 	}

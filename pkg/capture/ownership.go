@@ -27,14 +27,18 @@ var ownedShapes = map[string][]*regexp.Regexp{
 }
 
 // Ownership says which chains and rules belong to istio-iptables.
-var Ownership = ipt.Ownership{
-	Chains: []string{ChainInbound, ChainRedirect, ChainInRedirect, ChainOutput, ChainOutputDNS, ChainDivert, ChainTProxy, ChainDrop},
-	OwnsRule: func(table, chain, spec string) bool {
-		for _, re := range ownedShapes[table+"/"+chain] {
-			if re.MatchString(spec) {
-				return true
-			}
+func Ownership() ipt.Ownership {
+	return ipt.Ownership{
+		Chains:   []string{ChainInbound, ChainRedirect, ChainInRedirect, ChainOutput, ChainOutputDNS, ChainDivert, ChainTProxy, ChainDrop},
+		OwnsRule: ownsRule,
+	}
+}
+
+func ownsRule(table, chain, spec string) bool {
+	for _, re := range ownedShapes[table+"/"+chain] {
+		if re.MatchString(spec) {
+			return true
 		}
-		return false
-	},
+	}
+	return false
 }

@@ -245,7 +245,10 @@ func TestCaptureWithRealPackets(t *testing.T) {
 			t.Parallel()
 			p := newPod(t)
 			validate := func(cfg *Config) (err error) {
-				p.pod.Do(t, func() error { err = Validate(context.Background(), cfg); return nil })
+				p.pod.Do(t, func() error {
+					err = Probe(context.Background(), &cfg.Policy, cfg.ProbePort, cfg.ProbeTimeout)
+					return nil
+				})
 				return err
 			}
 			captureScenario(t, p, validate, func(cfg *Config) {

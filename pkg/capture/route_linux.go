@@ -14,6 +14,34 @@ import (
 // passthroughV6 is Envoy's IPv6 inbound passthrough source, added to lo.
 var passthroughV6 = netip.MustParsePrefix("::6/128")
 
+// netlinkRouting is the Routing of the calling thread's namespace.
+type netlinkRouting struct{}
+
+var _ Routing = netlinkRouting{}
+
+// Setup adds ::6 to lo for IPv6, and sets up TPROXY policy routing (or
+// removes it in REDIRECT mode).
+func (netlinkRouting) Setup(p *Policy) error {
+	if p.EnableIPv6 {
+		if err := addPassthroughV6(); err != nil {
+			return err
+		}
+	}
+	if p.InboundMode == TProxy {
+		families := []bool{false}
+		if p.EnableIPv6 {
+			families = append(families, true)
+		}
+		return setupRouting(p, families)
+	}
+	return cleanupRouting(p)
+}
+
+// Remove deletes the TPROXY routing of both families and ::6.
+func (netlinkRouting) Remove(p *Policy) error {
+	return errors.Join(cleanupRouting(p), removePassthroughV6())
+}
+
 func nlFamily(v6 bool) int {
 	if v6 {
 		return netlink.FAMILY_V6
@@ -22,7 +50,7 @@ func nlFamily(v6 bool) int {
 }
 
 // tproxyRoute is the route that delivers every fwmarked packet locally.
-func tproxyRoute(cfg *Config, v6 bool) (*netlink.Route, error) {
+func tproxyRoute(cfg *Policy, v6 bool) (*netlink.Route, error) {
 	lo, err := netlink.LinkByName("lo")
 	if err != nil {
 		return nil, fmt.Errorf("find lo: %w", err)
@@ -37,7 +65,7 @@ func tproxyRoute(cfg *Config, v6 bool) (*netlink.Route, error) {
 	}, nil
 }
 
-func tproxyRule(cfg *Config, v6 bool) *netlink.Rule {
+func tproxyRule(cfg *Policy, v6 bool) *netlink.Rule {
 	r := netlink.NewRule()
 	r.Family = nlFamily(v6)
 	r.Mark = cfg.TProxyMark
@@ -56,7 +84,7 @@ func hasRule(r *netlink.Rule) (bool, error) {
 // setupRouting installs what TPROXY needs, through netlink and idempotently:
 // "ip rule add fwmark MARK lookup TABLE" and "ip route add local default dev
 // lo table TABLE" per family.
-func setupRouting(cfg *Config, families []bool) error {
+func setupRouting(cfg *Policy, families []bool) error {
 	for _, v6 := range families {
 		rule := tproxyRule(cfg, v6)
 		ok, err := hasRule(rule)
@@ -80,7 +108,7 @@ func setupRouting(cfg *Config, families []bool) error {
 }
 
 // cleanupRouting removes the TPROXY rule and route, if present.
-func cleanupRouting(cfg *Config) error {
+func cleanupRouting(cfg *Policy) error {
 	var errs []error
 	for _, v6 := range []bool{false, true} {
 		rule := tproxyRule(cfg, v6)

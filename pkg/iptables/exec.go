@@ -94,46 +94,24 @@ func (e *Exec) run(ctx context.Context, bin string, stdin *strings.Reader, args 
 	return out.String(), nil
 }
 
-// Detect picks the mode for the calling thread's network namespace without
-// changing it: legacy when legacy xtables already hold rules or chains there
-// (so we join whoever programmed them), else nft when iptables-nft is
-// installed, else plain iptables. Reading which legacy tables exist costs no
-// process; iptables-legacy-save runs only when some exist. Istio's detection
-// lists tables with the legacy binary, which instantiates an empty legacy nat
-// table, so its next run sees "legacy in use" and duplicates every rule there.
-func Detect(ctx context.Context) (Mode, error) {
-	for _, f := range []Family{IPv4, IPv6} {
-		used, err := legacyInUse(ctx, f)
-		if err != nil {
-			return "", err
-		}
-		if used {
-			return Legacy, nil
-		}
-	}
-	if _, err := exec.LookPath("iptables-nft-restore"); err == nil {
-		return NFT, nil
-	}
-	return Plain, nil
+// Facts is what Detect reads about a namespace and the node without
+// running a process.
+type Facts interface {
+	// LegacyTables reports whether any legacy xtables table of the family,
+	// even an empty one, exists in the calling thread's namespace.
+	LegacyTables(f Family) bool
+	// Installed reports whether the binaries of the mode are on the PATH.
+	Installed(m Mode) bool
 }
 
-// LegacyTablesExist reports whether any legacy xtables table, even an empty
-// one, exists in the calling thread's network namespace. It reads /proc and
-// has no side effects.
-func LegacyTablesExist() (bool, error) {
-	for _, f := range []Family{IPv4, IPv6} {
-		if legacyTables(f) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
+// System is the Facts of the calling thread's namespace (read from /proc,
+// with no side effects) and of the PATH.
+type System struct{}
 
-// LegacyFamilyInUse reports whether any legacy table of the family exists
-// in the calling thread's namespace (reading /proc, no side effects).
-func LegacyFamilyInUse(f Family) bool { return legacyTables(f) }
+var _ Facts = System{}
 
-func legacyTables(f Family) bool {
+// LegacyTables reads /proc/thread-self/net/ip{,6}_tables_names.
+func (System) LegacyTables(f Family) bool {
 	names := "/proc/thread-self/net/ip_tables_names"
 	if f == IPv6 {
 		names = "/proc/thread-self/net/ip6_tables_names"
@@ -142,15 +120,52 @@ func legacyTables(f Family) bool {
 	return err == nil && len(bytes.TrimSpace(b)) > 0
 }
 
-func legacyInUse(ctx context.Context, f Family) (bool, error) {
-	if !legacyTables(f) {
-		// No legacy table exists in this namespace (or legacy is not built in).
+// Installed looks up the mode's iptables-save and iptables-restore.
+func (System) Installed(m Mode) bool {
+	e := Exec{Mode: m}
+	for _, verb := range []string{"save", "restore"} {
+		if _, err := exec.LookPath(e.binary(IPv4, verb)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Detect picks the mode for the calling thread's network namespace without
+// changing it: legacy when legacy xtables already hold rules or chains there
+// (so we join whoever programmed them), else nft when iptables-nft is
+// installed, else plain iptables. Reading which legacy tables exist costs no
+// process; iptables-legacy-save runs only when some exist. Istio's detection
+// lists tables with the legacy binary, which instantiates an empty legacy nat
+// table, so its next run sees "legacy in use" and duplicates every rule there.
+func Detect(ctx context.Context) (Mode, error) {
+	return DetectWith(ctx, System{}, &Exec{Mode: Legacy})
+}
+
+// DetectWith is Detect reading the namespace through facts and reading
+// legacy rules, when legacy tables exist, with legacy.
+func DetectWith(ctx context.Context, facts Facts, legacy Runner) (Mode, error) {
+	for _, f := range []Family{IPv4, IPv6} {
+		used, err := legacyInUse(ctx, facts, legacy, f)
+		if err != nil {
+			return "", err
+		}
+		if used {
+			return Legacy, nil
+		}
+	}
+	if facts.Installed(NFT) {
+		return NFT, nil
+	}
+	return Plain, nil
+}
+
+func legacyInUse(ctx context.Context, facts Facts, legacy Runner, f Family) (bool, error) {
+	if !facts.LegacyTables(f) || !facts.Installed(Legacy) {
+		// No legacy table exists in this namespace (or legacy is not built
+		// in), or nothing could have put rules there.
 		return false, nil
 	}
-	if _, err := exec.LookPath("iptables-legacy-save"); err != nil {
-		return false, nil
-	}
-	legacy := &Exec{Mode: Legacy}
 	out, err := legacy.Save(ctx, f)
 	if err != nil {
 		return false, err

@@ -47,7 +47,7 @@ func PlanRewrite(want *Ruleset, cur *State, own Ownership) string {
 
 func plan(want *Ruleset, cur *State, own Ownership, force bool) string {
 	var b strings.Builder
-	for _, table := range Tables {
+	for _, table := range tables {
 		planTable(&b, table, want, cur.Table(table), own, force)
 	}
 	return b.String()
@@ -185,7 +185,7 @@ func sortedKeys(m map[string][]string) []string {
 // missing or extra, per table and chain. It is empty exactly when Plan is.
 func Drift(want *Ruleset, cur *State, own Ownership) []string {
 	var out []string
-	for _, table := range Tables {
+	for _, table := range tables {
 		t := cur.Table(table)
 		wantRules := map[string][]string{}
 		var chains []string

@@ -29,8 +29,11 @@ const (
 	Filter = "filter"
 )
 
-// Tables lists the tables in the order they are rendered and read.
-var Tables = []string{Raw, Mangle, NAT, Filter}
+// tables lists the tables in the order they are rendered and read.
+var tables = [...]string{Raw, Mangle, NAT, Filter}
+
+// Tables returns the tables in the order they are rendered and read.
+func Tables() []string { return append([]string(nil), tables[:]...) }
 
 // builtinChains holds the kernel's chains of each table.
 var builtinChains = map[string][]string{

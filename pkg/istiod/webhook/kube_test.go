@@ -604,11 +604,11 @@ func TestInjectedInitProgramsCapture(t *testing.T) {
 			}
 			want := capture.Injector()
 			tc.want(&want)
-			for _, rs := range capture.Build(&want) {
+			for _, rs := range capture.Build(&want.Policy) {
 				if rs.Family != ipt.IPv4 {
 					continue
 				}
-				if d := ipt.Drift(rs, st, capture.Ownership); len(d) > 0 {
+				if d := ipt.Drift(rs, st, capture.Ownership()); len(d) > 0 {
 					t.Errorf("rules differ from what the annotations ask for:\n%s\n--- iptables-save:\n%s", strings.Join(d, "\n"), saved)
 				}
 			}
