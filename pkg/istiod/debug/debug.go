@@ -71,7 +71,7 @@ func configDump(w http.ResponseWriter, r *http.Request, x *xds.Server) {
 		return
 	}
 	out := map[string][]json.RawMessage{}
-	for _, typ := range gen.PushOrder {
+	for _, typ := range gen.PushOrder() {
 		rs, err := gen.Generate(pc, conn.Proxy(), typ, conn.Subscribed(typ))
 		if err != nil {
 			continue

@@ -130,7 +130,7 @@ func (c *Connection) pushDelta(ctx context.Context, stream deltaStream, ev *push
 		return nil
 	}
 	defer c.server.sem.Release(1)
-	for _, typ := range gen.PushOrder {
+	for _, typ := range gen.PushOrder() {
 		c.mu.Lock()
 		w := c.watched[typ]
 		c.mu.Unlock()

@@ -145,7 +145,7 @@ func (c *Connection) pushSotW(ctx context.Context, stream sotwStream, ev *pushEv
 		return nil
 	}
 	defer c.server.sem.Release(1)
-	for _, typ := range gen.PushOrder {
+	for _, typ := range gen.PushOrder() {
 		c.mu.Lock()
 		w := c.watched[typ]
 		c.mu.Unlock()

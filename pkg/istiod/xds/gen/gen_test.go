@@ -61,7 +61,7 @@ var proxies = []proxyCase{
 		}},
 }
 
-func proxyFor(t *testing.T, c proxyCase) *model.Proxy {
+func proxyFor(t testing.TB, c proxyCase) *model.Proxy {
 	t.Helper()
 	meta, err := structpb.NewStruct(c.meta)
 	if err != nil {
@@ -80,7 +80,7 @@ func generateAll(t *testing.T, pc *model.PushContext, c proxyCase) xdstest.Confi
 	t.Helper()
 	p := proxyFor(t, c)
 	cfg := xdstest.Config{}
-	for _, typ := range gen.PushOrder {
+	for _, typ := range gen.PushOrder() {
 		rs, err := gen.Generate(pc, p, typ, c.names[typ])
 		if err != nil {
 			t.Fatalf("%s %s: %v", c.name, gen.ShortName(typ), err)
@@ -141,7 +141,7 @@ func renderJSON(t *testing.T, cfg xdstest.Config) []byte {
 	var buf bytes.Buffer
 	buf.WriteString("{\n")
 	first := true
-	for _, typ := range gen.PushOrder {
+	for _, typ := range gen.PushOrder() {
 		if len(cfg[typ]) == 0 {
 			continue
 		}

@@ -19,9 +19,11 @@ const (
 	NameTableType = "type.googleapis.com/istio.networking.nds.v1.NameTable"
 )
 
-// PushOrder is the order types are pushed in: clusters before their
-// endpoints, listeners before their routes.
-var PushOrder = []string{ClusterType, EndpointType, ListenerType, RouteType, NameTableType}
+// PushOrder returns the types in the order they are pushed: clusters
+// before their endpoints, listeners before their routes.
+func PushOrder() [5]string {
+	return [...]string{ClusterType, EndpointType, ListenerType, RouteType, NameTableType}
+}
 
 // IsWildcard reports whether a type is subscribed to as a whole (CDS, LDS,
 // NDS) rather than by name (EDS, RDS) for Envoy sidecars.
