@@ -24,7 +24,6 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/file"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
-	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 )
 
 // Istiod is a configured istiod with its listeners open.
@@ -244,7 +243,7 @@ func (d *Istiod) push(first time.Time, only func(model.Change) bool) bool {
 	if change.Empty() {
 		return true
 	}
-	gen.Inherit(pc, prev, change)
+	pc.Inherit(prev, change)
 	if d.metrics != nil {
 		d.metrics.Debounce.Observe(start.Sub(first).Seconds())
 		d.metrics.Services.Set(float64(len(pc.Services)))

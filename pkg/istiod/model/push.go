@@ -17,8 +17,8 @@ import (
 
 // PushContext is an immutable snapshot of the mesh for one push: services,
 // endpoints and Istio configuration, indexed for the generators. Nothing in
-// it changes after BuildPushContext returns, except the memo, which only
-// caches values derived from it.
+// it changes after BuildPushContext returns, except its cache (see Memo),
+// which only holds values derived from it.
 type PushContext struct {
 	// Version names this snapshot; it is the version_info of responses.
 	Version string
@@ -44,7 +44,7 @@ type PushContext struct {
 	EndpointHash map[string]uint64
 
 	memoMu sync.Mutex
-	memo   map[any]*memoEntry
+	memos  []memoStore // by Memo id
 
 	// What Rebuild reuses.
 	inputs      *Inputs
@@ -56,45 +56,6 @@ type PushContext struct {
 
 // nsName keys objects by namespace and name without building strings.
 type nsName struct{ ns, name string }
-
-type memoEntry struct {
-	once sync.Once
-	v    any
-}
-
-// Memo returns the value cached under key, computing it once with build.
-// Generators use it to share work between proxies of one push.
-func (pc *PushContext) Memo(key any, build func() any) any {
-	pc.memoMu.Lock()
-	if pc.memo == nil {
-		pc.memo = map[any]*memoEntry{}
-	}
-	e, ok := pc.memo[key]
-	if !ok {
-		e = &memoEntry{}
-		pc.memo[key] = e
-	}
-	pc.memoMu.Unlock()
-	e.once.Do(func() { e.v = build() })
-	return e.v
-}
-
-// InheritMemo copies prev's cached values into pc. Only valid when pc and
-// prev differ in endpoints alone and the keys cache endpoint-free values.
-func (pc *PushContext) InheritMemo(prev *PushContext, keep func(key any) bool) {
-	prev.memoMu.Lock()
-	defer prev.memoMu.Unlock()
-	pc.memoMu.Lock()
-	defer pc.memoMu.Unlock()
-	if pc.memo == nil {
-		pc.memo = map[any]*memoEntry{}
-	}
-	for k, e := range prev.memo {
-		if keep(k) {
-			pc.memo[k] = e
-		}
-	}
-}
 
 // Change says what differs between two push contexts.
 type Change struct {

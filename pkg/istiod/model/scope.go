@@ -30,7 +30,9 @@ type Scope struct {
 // Visible reports whether host is in the scope.
 func (s *Scope) Visible(host string) bool { return s.visible[host] }
 
-type scopeKey string
+// scopes caches the scope of each namespace and Sidecar ("ns/name"):
+// scopes are built from configuration alone.
+var scopes = NewMemo[string, *Scope]("scope")
 
 // ScopeFor returns the scope of proxy p, shared by proxies like it.
 func (pc *PushContext) ScopeFor(p *Proxy) *Scope {
@@ -39,11 +41,8 @@ func (pc *PushContext) ScopeFor(p *Proxy) *Scope {
 	if sc != nil {
 		key += sc.Name
 	}
-	return pc.Memo(scopeKey(key), func() any { return pc.buildScope(key, p.Namespace, sc) }).(*Scope)
+	return scopes.Get(pc, key, func() *Scope { return pc.buildScope(key, p.Namespace, sc) })
 }
-
-// IsScopeKey reports whether a memo key holds a Scope (endpoint-free).
-func IsScopeKey(k any) bool { _, ok := k.(scopeKey); return ok }
 
 func (pc *PushContext) sidecarFor(p *Proxy) *networking.Sidecar {
 	list := pc.Sidecars[p.Namespace]

@@ -67,7 +67,7 @@ func (e *env) push(t *testing.T, in *model.Inputs) model.Change {
 	prev := e.srv.PushContext()
 	pc := model.Rebuild(prev, in, "v"+strconv.Itoa(e.n))
 	change := pc.Diff(prev)
-	gen.Inherit(pc, prev, change)
+	pc.Inherit(prev, change)
 	e.srv.Push(pc, change)
 	e.in = in
 	return change

@@ -10,37 +10,49 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
-// memoKey caches a scope's resources of one kind in the push context.
-type memoKey struct {
-	kind  string // "cds", "lds", "rds", "nds", "grpc-lds", ...
-	scope string
-	name  string
+// What the types read of endpoints, per scope and service: the memos
+// declare it, and ReadsEndpoints tells the server what an endpoint-only
+// change has to push. Listeners and routes read none.
+
+// endpointsRead: a scope's load assignments are those of its
+// client-side-balanced services.
+func endpointsRead(sc *model.Scope, svc *model.Service) bool {
+	return svc.Resolution == model.ClientSideLB && sc.Visible(svc.Hostname)
 }
 
-// claKey caches one cluster's load assignment.
-type claKey struct {
-	cluster string
-	host    string
-	labels  string
+// clustersRead: DNS-resolved clusters carry their endpoints' host names.
+func clustersRead(sc *model.Scope, svc *model.Service) bool {
+	return svc.Resolution == model.DNSLB && sc.Visible(svc.Hostname)
 }
 
-// Inherit carries cached resources from prev into pc when only endpoints
-// changed between them: everything but the load assignments of the changed
-// hosts stays valid.
-func Inherit(pc, prev *model.PushContext, change model.Change) {
-	if prev == nil || change.Full {
-		return
+// nameTableRead: the name table lists headless services' endpoints.
+func nameTableRead(sc *model.Scope, svc *model.Service) bool {
+	return headless(svc) && sc.Visible(svc.Hostname)
+}
+
+// ReadsEndpoints reports whether the typeURL resources of proxy p are built
+// from the endpoints of any of hosts, so that an endpoint-only change of
+// hosts has to push them: EDS for client-side-balanced services, CDS for
+// DNS-resolved ones, NDS for headless ones.
+func ReadsEndpoints(pc *model.PushContext, p *model.Proxy, typeURL string, hosts map[string]struct{}) bool {
+	var reads func(*model.Scope, *model.Service) bool
+	switch typeURL {
+	case EndpointType:
+		reads = endpointsRead
+	case ClusterType:
+		reads = clustersRead
+	case NameTableType:
+		reads = nameTableRead
+	default:
+		return false
 	}
-	pc.InheritMemo(prev, func(k any) bool {
-		switch k := k.(type) {
-		case memoKey:
-			return k.kind != "eds"
-		case claKey:
-			_, changed := change.Hosts[k.host]
-			return !changed
+	sc := pc.ScopeFor(p)
+	for h := range hosts {
+		if svc := pc.ServiceByHost[h]; svc != nil && reads(sc, svc) {
+			return true
 		}
-		return model.IsScopeKey(k)
-	})
+	}
+	return false
 }
 
 // Generate returns the resources of typeURL for proxy p. names restricts

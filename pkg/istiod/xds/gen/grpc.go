@@ -13,6 +13,23 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
+// grpcKey names a resource a gRPC client of a scope asked for.
+type grpcKey struct {
+	scope *model.Scope
+	name  string
+}
+
+// The resources of gRPC clients, by scope and name; nil for names that
+// do not exist.
+var (
+	grpcListeners = model.NewMemo[grpcKey, *Resource]("grpc-lds")
+	grpcRoutes    = model.NewMemo[grpcKey, *Resource]("grpc-rds")
+	grpcClusters  = model.NewEndpointMemo[grpcKey, *Resource]("grpc-cds", func(k grpcKey, svc *model.Service) bool {
+		_, _, host, _ := model.ParseClusterName(k.name)
+		return host == svc.Hostname && clustersRead(k.scope, svc)
+	})
+)
+
 // generateGRPC serves proxyless gRPC clients: they ask for exact names
 // ("host:port" listeners and route configurations, outbound clusters), and
 // only those are returned.
@@ -36,11 +53,11 @@ func generateGRPC(pc *model.PushContext, p *model.Proxy, typeURL string, names [
 	}
 	var out []*Resource
 	for _, name := range names {
-		var kind string
+		var memo *model.Memo[grpcKey, *Resource]
 		var build func() proto.Message
 		switch typeURL {
 		case ListenerType:
-			kind, build = "grpc-lds", func() proto.Message { return grpcListener(pc, sc, name) }
+			memo, build = grpcListeners, func() proto.Message { return grpcListener(pc, sc, name) }
 			if strings.HasPrefix(name, GRPCInboundPrefix) {
 				// A server's listener depends on the proxy itself: not memoized per scope.
 				if l := grpcInboundListener(pc, sc, p, name); l != nil {
@@ -53,20 +70,20 @@ func generateGRPC(pc *model.PushContext, p *model.Proxy, typeURL string, names [
 				continue
 			}
 		case RouteType:
-			kind, build = "grpc-rds", func() proto.Message { return grpcRoute(pc, sc, name) }
+			memo, build = grpcRoutes, func() proto.Message { return grpcRoute(pc, sc, name) }
 		case ClusterType:
-			kind, build = "grpc-cds", func() proto.Message { return grpcCluster(pc, sc, name) }
+			memo, build = grpcClusters, func() proto.Message { return grpcCluster(pc, sc, name) }
 		default:
 			return nil, fmt.Errorf("unsupported type %s for gRPC clients", typeURL)
 		}
-		r, _ := pc.Memo(memoKey{kind: kind, scope: sc.Key, name: name}, func() any {
+		r := memo.Get(pc, grpcKey{sc, name}, func() *Resource {
 			m := build()
 			if m == nil {
-				return (*Resource)(nil)
+				return nil
 			}
 			r, _ := newResource(name, m)
 			return r
-		}).(*Resource)
+		})
 		if r != nil {
 			out = append(out, r)
 		}

@@ -10,11 +10,11 @@ import (
 // nameTable lists the scope's hosts with their addresses: VIPs, or for
 // headless Kubernetes services the endpoint addresses.
 func nameTable(pc *model.PushContext, sc *model.Scope) *Resource {
-	return pc.Memo(memoKey{kind: "nds", scope: sc.Key}, func() any {
+	return nameTableMemo.Get(pc, sc, func() *Resource {
 		nt := &nds.NameTable{Table: map[string]*nds.NameTable_NameInfo{}}
 		for _, svc := range sc.Services {
 			ips := slices.Clone(svc.Addresses)
-			if len(ips) == 0 && svc.Registry == model.RegistryKubernetes && svc.Resolution == model.ClientSideLB {
+			if len(ips) == 0 && headless(svc) {
 				for _, e := range pc.Endpoints[svc.Hostname] {
 					if !e.DNSName && !slices.Contains(ips, e.Address) {
 						ips = append(ips, e.Address)
@@ -32,5 +32,12 @@ func nameTable(pc *model.PushContext, sc *model.Scope) *Resource {
 		}
 		r, _ := newResource("", nt)
 		return r
-	}).(*Resource)
+	})
+}
+
+// headless reports whether svc is a Kubernetes service without a cluster
+// IP whose endpoints clients reach directly: the name table lists their
+// addresses.
+func headless(svc *model.Service) bool {
+	return len(svc.Addresses) == 0 && svc.Registry == model.RegistryKubernetes && svc.Resolution == model.ClientSideLB
 }

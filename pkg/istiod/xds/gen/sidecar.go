@@ -15,9 +15,33 @@ import (
 func clusterName(c *clusterv3.Cluster) string    { return c.GetName() }
 func listenerName(l *listenerv3.Listener) string { return l.GetName() }
 
+// What the proxies of one scope share, cached per push. Keys are scopes:
+// scopes are cached too, so a scope is one pointer in a push context and in
+// those that inherit from it.
+var (
+	clustersMemo  = model.NewEndpointMemo[*model.Scope, []*Resource]("cds", clustersRead)
+	endpointsMemo = model.NewEndpointMemo[*model.Scope, map[string]*Resource]("eds", endpointsRead)
+	listenersMemo = model.NewMemo[*model.Scope, []*Resource]("lds")
+	routesMemo    = model.NewMemo[*model.Scope, []*Resource]("rds")
+	nameTableMemo = model.NewEndpointMemo[*model.Scope, *Resource]("nds", nameTableRead)
+	// loadAssignments caches each cluster's load assignment; only its
+	// host's endpoints go into it.
+	loadAssignments = model.NewEndpointMemo[claKey, *Resource]("cla", func(k claKey, svc *model.Service) bool { return k.host == svc.Hostname })
+	// Inbound resources depend on the workload's ports alone.
+	inboundClustersMemo = model.NewMemo[string, []*Resource]("inbound-cds")
+	inboundListenerMemo = model.NewMemo[string, *Resource]("inbound-lds")
+)
+
+// claKey names one cluster's load assignment.
+type claKey struct {
+	cluster string
+	host    string
+	labels  string
+}
+
 // scopeClusters are the outbound and fixed clusters of a scope.
 func scopeClusters(pc *model.PushContext, sc *model.Scope) []*Resource {
-	return pc.Memo(memoKey{kind: "cds", scope: sc.Key}, func() any {
+	return clustersMemo.Get(pc, sc, func() []*Resource {
 		cs := fixedClusters()
 		for _, svc := range sc.Services {
 			for _, p := range svc.Ports {
@@ -25,12 +49,12 @@ func scopeClusters(pc *model.PushContext, sc *model.Scope) []*Resource {
 			}
 		}
 		return sortByName(marshalAll(cs, clusterName))
-	}).([]*Resource)
+	})
 }
 
 // scopeEndpoints are the load assignments of a scope's EDS clusters.
 func scopeEndpoints(pc *model.PushContext, sc *model.Scope) map[string]*Resource {
-	return pc.Memo(memoKey{kind: "eds", scope: sc.Key}, func() any {
+	return endpointsMemo.Get(pc, sc, func() map[string]*Resource {
 		m := map[string]*Resource{}
 		for _, svc := range sc.Services {
 			if svc.Resolution != model.ClientSideLB {
@@ -50,16 +74,16 @@ func scopeEndpoints(pc *model.PushContext, sc *model.Scope) map[string]*Resource
 			}
 		}
 		return m
-	}).(map[string]*Resource)
+	})
 }
 
 // clusterLoadAssignment returns the (cached) assignment of one cluster.
 func clusterLoadAssignment(pc *model.PushContext, svc *model.Service, port uint16, name string, labels map[string]string) *Resource {
 	key := claKey{cluster: name, host: svc.Hostname, labels: fmt.Sprint(labelPairs(labels))}
-	return pc.Memo(key, func() any {
+	return loadAssignments.Get(pc, key, func() *Resource {
 		r, _ := newResource(name, loadAssignment(name, port, labels, pc.Endpoints[svc.Hostname]))
 		return r
-	}).(*Resource)
+	})
 }
 
 func labelPairs(m map[string]string) []string {
@@ -73,14 +97,14 @@ func labelPairs(m map[string]string) []string {
 
 // scopeListeners are virtualOutbound and the per-port outbound listeners.
 func scopeListeners(pc *model.PushContext, sc *model.Scope) []*Resource {
-	return pc.Memo(memoKey{kind: "lds", scope: sc.Key}, func() any {
+	return listenersMemo.Get(pc, sc, func() []*Resource {
 		return sortByName(marshalAll(outboundListeners(sc), listenerName))
-	}).([]*Resource)
+	})
 }
 
 // scopeRoutes are the outbound route configurations, one per HTTP port.
 func scopeRoutes(pc *model.PushContext, sc *model.Scope) []*Resource {
-	return pc.Memo(memoKey{kind: "rds", scope: sc.Key}, func() any {
+	return routesMemo.Get(pc, sc, func() []*Resource {
 		b := &routeBuilder{pc: pc, scope: sc}
 		byPort := map[uint16]*routev3.RouteConfiguration{}
 		var ports []uint16
@@ -118,7 +142,7 @@ func scopeRoutes(pc *model.PushContext, sc *model.Scope) []*Resource {
 			rcs = append(rcs, rc)
 		}
 		return sortByName(marshalAll(rcs, func(r *routev3.RouteConfiguration) string { return r.GetName() }))
-	}).([]*Resource)
+	})
 }
 
 // dedupeDomains drops domains already claimed by an earlier virtual host:
@@ -172,19 +196,19 @@ func portsKey(ports []inboundPort) string {
 
 func inboundClusters(pc *model.PushContext, p *model.Proxy) []*Resource {
 	ports := inboundPorts(pc, p)
-	return pc.Memo(memoKey{kind: "inbound-cds", name: portsKey(ports)}, func() any {
+	return inboundClustersMemo.Get(pc, portsKey(ports), func() []*Resource {
 		var cs []*clusterv3.Cluster
 		for _, ip := range ports {
 			cs = append(cs, inboundCluster(ip.port))
 		}
 		return sortByName(marshalAll(cs, clusterName))
-	}).([]*Resource)
+	})
 }
 
 func inboundListener(pc *model.PushContext, p *model.Proxy) *Resource {
 	ports := inboundPorts(pc, p)
-	return pc.Memo(memoKey{kind: "inbound-lds", name: portsKey(ports)}, func() any {
+	return inboundListenerMemo.Get(pc, portsKey(ports), func() *Resource {
 		r, _ := newResource(VirtualInbound, virtualInbound(ports))
 		return r
-	}).(*Resource)
+	})
 }
