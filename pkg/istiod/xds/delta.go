@@ -134,7 +134,7 @@ func (c *Connection) pushDelta(ctx context.Context, stream deltaStream, ev *push
 		c.mu.Lock()
 		w := c.watched[typ]
 		c.mu.Unlock()
-		if w == nil || (!ev.full && typ != gen.EndpointType) {
+		if w == nil || (!ev.full && !gen.ReadsEndpoints(ev.pc, c.proxy, typ, ev.hosts)) {
 			continue
 		}
 		if err := c.sendDelta(stream, ev.pc, w, ev, false); err != nil {
@@ -160,7 +160,8 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	if !subscribed && !force {
 		return nil
 	}
-	if ev != nil && !ev.full {
+	partial := ev != nil && !ev.full && w.typeURL == gen.EndpointType
+	if partial {
 		names = c.changedClusters(pc, names, ev.hosts)
 		if len(names) == 0 {
 			return nil
@@ -173,7 +174,6 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 			c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "error", err)
 		}
 	}
-	partial := ev != nil && !ev.full
 	c.mu.Lock()
 	resp := &deltaResponse{typeURL: w.typeURL, systemVersion: pc.Version}
 	for _, r := range changed(w.held, rs) {

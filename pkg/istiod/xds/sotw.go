@@ -139,7 +139,8 @@ func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
 }
 
 // pushSotW pushes one (merged) event: every changed type in push order, or
-// EDS for the changed hosts only.
+// for an endpoint-only event the types built from the changed endpoints
+// (EDS for the changed hosts only).
 func (c *Connection) pushSotW(ctx context.Context, stream sotwStream, ev *pushEvent) error {
 	if err := c.server.sem.Acquire(ctx, 1); err != nil {
 		return nil
@@ -152,7 +153,7 @@ func (c *Connection) pushSotW(ctx context.Context, stream sotwStream, ev *pushEv
 		if w == nil || (!w.wildcard && len(w.names) == 0) {
 			continue
 		}
-		if !ev.full && typ != gen.EndpointType {
+		if !ev.full && !gen.ReadsEndpoints(ev.pc, c.proxy, typ, ev.hosts) {
 			continue
 		}
 		if err := c.sendType(stream, ev.pc, w, ev, false); err != nil {
@@ -177,7 +178,7 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 		names = nil
 	}
 	c.mu.Unlock()
-	partial := ev != nil && !ev.full
+	partial := ev != nil && !ev.full && w.typeURL == gen.EndpointType
 	if partial {
 		names = c.changedClusters(pc, names, ev.hosts)
 		if len(names) == 0 {
