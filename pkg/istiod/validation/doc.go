@@ -1,11 +1,25 @@
-// Package validation checks Istio configuration the way the validating
-// admission webhook must: VirtualService, DestinationRule, ServiceEntry,
-// Sidecar and PeerAuthentication get field-level checks (hosts, ports,
-// weights, subsets, selectors, enums), every other kind of the Istio groups
-// Skiff knows is checked for syntax (its spec must parse, with no unknown
-// fields). Each problem is a *model.FieldError naming the field, the value
-// and the reason. The checks also include istiod's own (model.Validate), so
-// the webhook refuses what istiod would otherwise skip.
+// Package validation owns the field checks of the configuration istiod
+// reads and the validating admission webhook admits. Each check is written
+// once and belongs to one of two levels:
+//
+//   - Istiod: what istiod needs to use an object. Accept runs these on the
+//     typed objects the registries load (core/v1 Service and Pod,
+//     discovery/v1 EndpointSlice, networking.istio.io ServiceEntry,
+//     WorkloadEntry, VirtualService, DestinationRule, Sidecar); an object
+//     that fails is skipped and reported.
+//   - Webhook: what the webhook refuses, a superset of Istiod. A Validator
+//     runs these on an AdmissionReview's object: VirtualService,
+//     DestinationRule, ServiceEntry, WorkloadEntry, Sidecar and
+//     PeerAuthentication get field-level checks (hosts, ports, weights,
+//     subsets, selectors, enums), every other kind of the Istio groups Skiff
+//     knows is checked for syntax (its spec must parse, with no unknown
+//     fields).
+//
+// Each problem is a *FieldError naming the field, the value and the reason.
+//
+// The package imports no other Skiff package, so model, the registries and
+// the webhook can all depend on it without a cycle; model itself does not
+// validate.
 //
 // Subset references are looked up in the DestinationRules a SubsetLookup
 // knows: a VirtualService that names a subset no DestinationRule of its

@@ -13,10 +13,10 @@ import (
 	apinet "istio.io/api/networking/v1alpha3"
 	apisec "istio.io/api/security/v1beta1"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
 // The API groups whose kinds are validated.
@@ -29,7 +29,7 @@ const (
 type Error struct {
 	// Kind, Namespace and Name identify the object.
 	Kind, Namespace, Name string
-	// Errors are the problems, mostly *model.FieldError.
+	// Errors are the problems, mostly *FieldError.
 	Errors []error
 }
 
@@ -118,7 +118,7 @@ func (v *Validator) ValidateJSON(gvk schema.GroupVersionKind, ns string, raw []b
 	var d doc
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&d); err != nil {
-		return &Error{Kind: gvk.Kind, Namespace: ns, Errors: []error{&model.FieldError{Field: "object", Value: "...", Reason: "not a " + gvk.Kind + ": " + err.Error()}}}
+		return &Error{Kind: gvk.Kind, Namespace: ns, Errors: []error{&FieldError{Field: "object", Value: "...", Reason: "not a " + gvk.Kind + ": " + err.Error()}}}
 	}
 	if d.Metadata.Namespace == "" {
 		d.Metadata.Namespace = ns
@@ -130,15 +130,16 @@ func (v *Validator) ValidateJSON(gvk schema.GroupVersionKind, ns string, raw []b
 		return &Error{Kind: gvk.Kind, Namespace: d.Metadata.Namespace, Name: d.Metadata.Name, Errors: es}
 	}
 	if len(bytes.TrimSpace(d.Spec)) == 0 || string(bytes.TrimSpace(d.Spec)) == "null" {
-		return fail([]error{&model.FieldError{Field: "spec", Value: "null", Reason: "required"}})
+		return fail([]error{&FieldError{Field: "spec", Value: "null", Reason: "required"}})
 	}
 	if err := protojson.Unmarshal(d.Spec, spec); err != nil {
-		return fail([]error{&model.FieldError{Field: "spec", Value: "...", Reason: "does not parse as " + gvk.Kind + ": " + err.Error()}})
+		return fail([]error{&FieldError{Field: "spec", Value: "...", Reason: "does not parse as " + gvk.Kind + ": " + err.Error()}})
 	}
 	return fail(v.check(d.Metadata, spec))
 }
 
-// Validate checks a typed spec of an object with metadata meta.
+// Validate checks a typed spec of an object with metadata meta at the
+// Webhook level.
 func (v *Validator) Validate(meta metav1.ObjectMeta, spec proto.Message) error {
 	es := v.check(meta, spec)
 	if len(es) == 0 {
@@ -148,69 +149,74 @@ func (v *Validator) Validate(meta metav1.ObjectMeta, spec proto.Message) error {
 	return &Error{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Errors: es}
 }
 
+// check returns the Webhook-level problems of an object, sorted by field
+// for stable messages.
 func (v *Validator) check(meta metav1.ObjectMeta, spec proto.Message) []error {
-	c := &checker{v: v, ns: meta.Namespace}
-	var ours []error
-	var theirs error
+	c := &checker{level: Webhook, v: v, ns: meta.Namespace}
+	c.object(meta, spec)
+	slices.SortStableFunc(c.errs, func(a, b error) int { return strings.Compare(fieldOf(a), fieldOf(b)) })
+	return c.errs
+}
+
+// Accept checks an object the way istiod needs it to use it: Services,
+// EndpointSlices and Pods (core/v1, discovery/v1) and the
+// networking.istio.io/v1 kinds the registries read. The error joins one
+// *FieldError per problem.
+func Accept(obj any) error {
+	c := &checker{level: Istiod, v: &Validator{}}
+	switch o := obj.(type) {
+	case *corev1.Service:
+		c.meta(o.ObjectMeta)
+		c.service(o)
+	case *discoveryv1.EndpointSlice:
+		c.meta(o.ObjectMeta)
+		c.endpointSlice(o)
+	case *corev1.Pod:
+		c.meta(o.ObjectMeta)
+		c.pod(o)
+	case *networking.ServiceEntry:
+		c.object(o.ObjectMeta, &o.Spec)
+	case *networking.WorkloadEntry:
+		c.object(o.ObjectMeta, &o.Spec)
+	case *networking.VirtualService:
+		c.object(o.ObjectMeta, &o.Spec)
+	case *networking.DestinationRule:
+		c.object(o.ObjectMeta, &o.Spec)
+	case *networking.Sidecar:
+		c.object(o.ObjectMeta, &o.Spec)
+	default:
+		return fmt.Errorf("unsupported object type %T", obj)
+	}
+	return errors.Join(c.errs...)
+}
+
+// object checks an Istio object: the metadata of the kinds istiod reads,
+// and the spec of the kinds with field checks. Other kinds have none (the
+// webhook has parsed them already).
+func (c *checker) object(meta metav1.ObjectMeta, spec proto.Message) {
 	switch s := spec.(type) {
 	case *apinet.VirtualService:
+		c.meta(meta)
 		c.virtualService(s)
-		o := &networking.VirtualService{ObjectMeta: meta}
-		proto.Merge(&o.Spec, s)
-		theirs = model.Validate(o)
 	case *apinet.DestinationRule:
+		c.meta(meta)
 		c.destinationRule(s)
-		o := &networking.DestinationRule{ObjectMeta: meta}
-		proto.Merge(&o.Spec, s)
-		theirs = model.Validate(o)
 	case *apinet.ServiceEntry:
+		c.meta(meta)
 		c.serviceEntry(s)
-		o := &networking.ServiceEntry{ObjectMeta: meta}
-		proto.Merge(&o.Spec, s)
-		theirs = model.Validate(o)
+	case *apinet.WorkloadEntry:
+		c.meta(meta)
+		c.workloadEntry(s)
 	case *apinet.Sidecar:
+		c.meta(meta)
 		c.sidecar(s)
-		o := &networking.Sidecar{ObjectMeta: meta}
-		proto.Merge(&o.Spec, s)
-		theirs = model.Validate(o)
 	case *apisec.PeerAuthentication:
 		c.peerAuthentication(s)
 	}
-	ours = c.errs
-	// istiod's own checks first; ours add what they do not cover. A field
-	// both report is reported once.
-	var out []error
-	seen := map[string]bool{}
-	add := func(e error) {
-		key := e.Error()
-		var fe *model.FieldError
-		if errors.As(e, &fe) {
-			key = fe.Field
-		}
-		if !seen[key] {
-			seen[key] = true
-			out = append(out, e)
-		}
-	}
-	if theirs != nil {
-		if j, ok := theirs.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				add(e)
-			}
-		} else {
-			add(theirs)
-		}
-	}
-	for _, e := range ours {
-		add(e)
-	}
-	// Report in field order for stable messages.
-	slices.SortStableFunc(out, func(a, b error) int { return strings.Compare(fieldOf(a), fieldOf(b)) })
-	return out
 }
 
 func fieldOf(e error) string {
-	var fe *model.FieldError
+	var fe *FieldError
 	if errors.As(e, &fe) {
 		return fe.Field
 	}

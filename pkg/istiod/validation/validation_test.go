@@ -2,16 +2,19 @@ package validation
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	apinet "istio.io/api/networking/v1alpha3"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
-
-	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
 func gvk(yamlDoc string) schema.GroupVersionKind {
@@ -39,14 +42,18 @@ func reviewsDR() *networking.DestinationRule {
 	return dr
 }
 
-func TestValidate(t *testing.T) {
-	v := &Validator{Subsets: NewStaticSubsets([]*networking.DestinationRule{reviewsDR()}, "")}
-	for _, tc := range []struct {
-		name string
-		doc  string
-		want []string // substrings of the error, "" for valid
-	}{
-		{name: "valid virtual service", doc: `
+// testCase is a document and the substrings its error must have (none
+// for a valid document).
+type testCase struct {
+	name string
+	doc  string
+	want []string
+}
+
+// webhookCases are checked by TestValidate at the Webhook level and by
+// TestLevels at both.
+var webhookCases = []testCase{
+	{name: "valid virtual service", doc: `
 apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: reviews}
@@ -59,7 +66,7 @@ spec:
     - destination: {host: reviews, subset: v2}
       weight: 10
 `},
-		{name: "weights", doc: `
+	{name: "weights", doc: `
 apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: reviews}
@@ -72,7 +79,7 @@ spec:
     - destination: {host: reviews, subset: v2}
       weight: 20
 `, want: []string{"spec.http[0].route[*].weight: 110: weights must add up to 100"}},
-		{name: "unknown subset", doc: `
+	{name: "unknown subset", doc: `
 apiVersion: networking.istio.io/v1beta1
 kind: VirtualService
 metadata: {name: reviews}
@@ -82,7 +89,7 @@ spec:
   - route:
     - destination: {host: reviews.default.svc.cluster.local, subset: v3}
 `, want: []string{"spec.http[0].route[0].destination.subset: v3: unknown subset", "known subsets: v1, v2"}},
-		{name: "subset of a host without rules is accepted", doc: `
+	{name: "subset of a host without rules is accepted", doc: `
 apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: ratings}
@@ -92,7 +99,7 @@ spec:
   - route:
     - destination: {host: ratings, subset: v9}
 `},
-		{name: "malformed hosts and ports", doc: `
+	{name: "malformed hosts and ports", doc: `
 apiVersion: networking.istio.io/v1alpha3
 kind: VirtualService
 metadata: {name: bad}
@@ -104,7 +111,7 @@ spec:
     - destination: {host: "reviews_svc", port: {number: 70000}}
     redirect: {uri: /x}
 `, want: []string{"spec.hosts[0]: foo..bar: malformed host", "spec.hosts[1]: a.*.com", "spec.http[0].match[0].uri.regex", "spec.http[0].match[0].port: 70000", "spec.http[0].route[0].destination.host: reviews_svc", "destination.port.number: 70000", "both route and redirect"}},
-		{name: "unknown field", doc: `
+	{name: "unknown field", doc: `
 apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: typo}
@@ -112,7 +119,7 @@ spec:
   hosts: [reviews]
   htp: []
 `, want: []string{"spec: ...: does not parse as VirtualService", "htp"}},
-		{name: "destination rule", doc: `
+	{name: "destination rule", doc: `
 apiVersion: networking.istio.io/v1
 kind: DestinationRule
 metadata: {name: dr}
@@ -128,7 +135,7 @@ spec:
   - name: v2
     labels: {"bad key!": v2}
 `, want: []string{"spec.host", "portLevelSettings[0].port.number: 0", "maxEjectionPercent: 150", "spec.subsets[0].name: V1", "spec.subsets[1].labels[bad key!]"}},
-		{name: "service entry", doc: `
+	{name: "service entry", doc: `
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: se}
@@ -142,7 +149,7 @@ spec:
   - address: 192.0.2.1
     ports: {http: 8080}
 `, want: []string{"spec.ports[0].protocol: HTTPX: unknown protocol", "spec.ports[1].number: 0", "spec.endpoints[0].ports[http]"}},
-		{name: "sidecar", doc: `
+	{name: "sidecar", doc: `
 apiVersion: networking.istio.io/v1
 kind: Sidecar
 metadata: {name: default}
@@ -153,7 +160,7 @@ spec:
   egress:
   - hosts: ["./*", "istio-system/*", "Bad_NS/foo", "nohost"]
 `, want: []string{"spec.ingress[0].port.number: 99999", "spec.ingress[0].defaultEndpoint", "spec.egress[0].hosts[2]", "spec.egress[0].hosts[3]"}},
-		{name: "peer authentication", doc: `
+	{name: "peer authentication", doc: `
 apiVersion: security.istio.io/v1
 kind: PeerAuthentication
 metadata: {name: pa}
@@ -162,14 +169,14 @@ spec:
   portLevelMtls:
     "8080": {mode: DISABLE}
 `, want: []string{"spec.portLevelMtls: {...}: port-level mTLS needs a workload selector"}},
-		{name: "peer authentication bad mode", doc: `
+	{name: "peer authentication bad mode", doc: `
 apiVersion: security.istio.io/v1beta1
 kind: PeerAuthentication
 metadata: {name: pa}
 spec:
   mtls: {mode: SOMETIMES}
 `, want: []string{"does not parse as PeerAuthentication"}},
-		{name: "valid peer authentication", doc: `
+	{name: "valid peer authentication", doc: `
 apiVersion: security.istio.io/v1
 kind: PeerAuthentication
 metadata: {name: pa}
@@ -179,25 +186,59 @@ spec:
   portLevelMtls:
     "8080": {mode: PERMISSIVE}
 `},
-		{name: "gateway syntax only", doc: `
+	{name: "gateway syntax only", doc: `
 apiVersion: networking.istio.io/v1
 kind: Gateway
 metadata: {name: gw}
 spec:
   servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["*"]}]
 `},
-		{name: "unknown kind passes", doc: `
+	{name: "unknown kind passes", doc: `
 apiVersion: telemetry.istio.io/v1
 kind: Telemetry
 metadata: {name: t}
 spec: {nonsense: true}
 `},
-		{name: "missing spec", doc: `
+	{name: "missing spec", doc: `
 apiVersion: networking.istio.io/v1
 kind: Sidecar
 metadata: {name: s}
 `, want: []string{"spec: null: required"}},
-	} {
+	{name: "tls route weights and destinations", doc: `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: tls}
+spec:
+  hosts: [api.example.com]
+  tls:
+  - match: [{sniHosts: [api.example.com]}]
+    route:
+    - destination: {host: a.example.com}
+      weight: 150
+    - destination: {}
+`, want: []string{"spec.tls[0].route[*].weight: 150: weights must add up to 100", "spec.tls[0].route[0].weight: 150: must be in 0..100", `spec.tls[0].route[1].destination.host: "": required`}},
+	{name: "mirror needs a host", doc: `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: mirror}
+spec:
+  hosts: [reviews]
+  http:
+  - route: [{destination: {host: reviews}}]
+    mirror: {subset: v1}
+`, want: []string{`spec.http[0].mirror.host: "": required`}},
+	{name: "workload entry", doc: `
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: we}
+spec:
+  labels: {app: vm}
+`, want: []string{`spec.address: "": required`}},
+}
+
+func TestValidate(t *testing.T) {
+	v := &Validator{Subsets: NewStaticSubsets([]*networking.DestinationRule{reviewsDR()}, "")}
+	for _, tc := range webhookCases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := validate(t, v, tc.doc)
 			if len(tc.want) == 0 {
@@ -219,7 +260,7 @@ metadata: {name: s}
 				}
 			}
 			for _, e := range ve.Errors {
-				var fe *model.FieldError
+				var fe *FieldError
 				if !errors.As(e, &fe) {
 					t.Errorf("problem %v is not a field error", e)
 				}
@@ -246,4 +287,235 @@ spec:
 	if n := strings.Count(err.Error(), "destination.port.number"); n != 1 {
 		t.Errorf("port problem reported %d times:\n%v", n, err)
 	}
+}
+
+// parse decodes a document into the typed object the registries hand to
+// Accept and, for an Istio kind, the metadata and spec the webhook checks.
+// obj is nil for a kind the registries do not read.
+func parse(t *testing.T, yamlDoc string) (obj metav1.Object, spec proto.Message) {
+	t.Helper()
+	switch k := gvk(yamlDoc); k.Group + "/" + k.Kind {
+	case "/Service":
+		obj = &corev1.Service{}
+	case "/Pod":
+		obj = &corev1.Pod{}
+	case "discovery.k8s.io/EndpointSlice":
+		obj = &discoveryv1.EndpointSlice{}
+	case NetworkingGroup + "/VirtualService":
+		o := &networking.VirtualService{}
+		obj, spec = o, &o.Spec
+	case NetworkingGroup + "/DestinationRule":
+		o := &networking.DestinationRule{}
+		obj, spec = o, &o.Spec
+	case NetworkingGroup + "/ServiceEntry":
+		o := &networking.ServiceEntry{}
+		obj, spec = o, &o.Spec
+	case NetworkingGroup + "/WorkloadEntry":
+		o := &networking.WorkloadEntry{}
+		obj, spec = o, &o.Spec
+	case NetworkingGroup + "/Sidecar":
+		o := &networking.Sidecar{}
+		obj, spec = o, &o.Spec
+	default:
+		return nil, nil
+	}
+	if err := yaml.Unmarshal([]byte(yamlDoc), obj); err != nil {
+		return nil, nil // the webhook reports it; the registries never see it
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace("default")
+	}
+	return obj, spec
+}
+
+// acceptCases are checked by TestAccept at the Istiod level and by
+// TestLevels at both; not lists what only the webhook reports.
+var acceptCases = []struct {
+	testCase
+	not []string
+}{
+	{testCase: testCase{name: "service port", doc: `
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  clusterIP: 10.0.0.1
+  ports: [{port: 70000}]
+`, want: []string{"spec.ports[0].port: 70000: must be in 1..65535"}}},
+	{testCase: testCase{name: "endpoint slice", doc: `
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: s, namespace: default}
+addressType: IPv4
+endpoints: [{addresses: [10.0.0.300, "fd00::1"]}]
+`, want: []string{`metadata.labels[kubernetes.io/service-name]: "": required`, "endpoints[0].addresses[0]: 10.0.0.300: not an IP address", "endpoints[0].addresses[1]: fd00::1: not IPv4"}}},
+	{testCase: testCase{name: "pod", doc: `
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default}
+status: {podIP: nope}
+`, want: []string{"status.podIP: nope: not an IP address"}}},
+	{testCase: testCase{name: "valid pod", doc: `
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default}
+status: {podIP: 10.0.0.9}
+`}},
+	{testCase: testCase{name: "virtual service", doc: `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: Bad_Name}
+spec:
+  hosts: ["foo..bar", ""]
+  http:
+  - match: [{uri: {}, headers: {x: {}}, method: {regex: "(("}}]
+    route:
+    - destination: {host: reviews, port: {number: 70000}}
+      weight: 90
+    - destination: {}
+      weight: -1
+    timeout: -1s
+    retries: {attempts: -1, perTryTimeout: 0.0001s}
+  - redirect: {uri: /x}
+  tcp:
+  - route: []
+`, want: []string{
+		"metadata.name: Bad_Name", `spec.hosts[1]: "": empty host`,
+		"spec.http[0].match[0].uri: {}: one of exact, prefix or regex required", "spec.http[0].match[0].headers[x]: {}",
+		"spec.http[0].route[0].destination.port.number: 70000: must be in 1..65535", `spec.http[0].route[1].destination.host: "": required`,
+		"spec.http[0].route[1].weight: -1: must be in 0..100", "spec.http[0].route[*].weight: 89: weights must add up to 100",
+		"spec.http[0].timeout: -1s: must not be negative", "spec.http[0].retries.attempts: -1: must not be negative",
+		"spec.tcp[0].route: []: at least one destination required",
+	}}, not: []string{"foo..bar", "method.regex", "perTryTimeout", "spec.http[1]"}},
+	{testCase: testCase{name: "virtual service without routes", doc: `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: empty}
+spec:
+  tls: [{match: [{sniHosts: ["a..b"]}]}]
+`, want: []string{"spec.hosts: []: at least one host required"}}, not: []string{"spec.tls", "http, tcp or tls routes required"}},
+	{testCase: testCase{name: "destination rule", doc: `
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: dr}
+spec:
+  trafficPolicy: {outlierDetection: {maxEjectionPercent: 150}}
+  subsets:
+  - {name: v1, labels: {version: v1}}
+  - {name: v1, labels: {version: v2}}
+  - {labels: {}}
+`, want: []string{`spec.host: "": required`, "spec.subsets[1].name: v1: duplicate subset name", `spec.subsets[2].name: "": required`, "spec.subsets[2].labels: {}: at least one label required"}}, not: []string{"maxEjectionPercent"}},
+	{testCase: testCase{name: "service entry", doc: `
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: se}
+spec:
+  hosts: ["*", "a..b"]
+  addresses: [10.0.0.0/33]
+  ports:
+  - {number: 0, name: http, protocol: HTTPX, targetPort: 70000}
+  - {number: 80, name: http}
+  resolution: STATIC
+  endpoints:
+  - address: example.com
+    ports: {http: 0, other: 80}
+  - {}
+`, want: []string{
+		"spec.hosts[0]: *: not a host name", "spec.addresses[0]: 10.0.0.0/33: not an IP address or CIDR",
+		"spec.ports[0].number: 0: must be in 1..65535", "spec.ports[0].targetPort: 70000", "spec.ports[1].name: http: duplicate port name",
+		"spec.endpoints[0].address: example.com: not an IP address (resolution STATIC)", "spec.endpoints[0].ports[http]: 0: must be in 1..65535",
+		`spec.endpoints[1].address: "": required`,
+	}}, not: []string{"a..b", "HTTPX", "ports[other]"}},
+	{testCase: testCase{name: "static service entry without endpoints", doc: `
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: se}
+spec:
+  resolution: STATIC
+`, want: []string{"spec.hosts: []: at least one host required", "spec.ports: []: at least one port required", "spec.endpoints: []: resolution STATIC needs endpoints or a workloadSelector"}}},
+	{testCase: testCase{name: "sidecar", doc: `
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default}
+spec:
+  ingress: [{port: {number: 99999}}]
+  egress:
+  - hosts: ["./*", "nohost", "Bad_NS/foo"]
+  - port: {number: 80}
+`, want: []string{"spec.egress[0].hosts[1]: nohost: want \"namespace/host\"", "spec.egress[1].hosts: []: at least one host required"}}, not: []string{"ingress", "Bad_NS"}},
+}
+
+func TestAccept(t *testing.T) {
+	for _, tc := range acceptCases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj, _ := parse(t, tc.doc)
+			err := Accept(obj)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted, want refused")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(err.Error(), n) {
+					t.Errorf("istiod reports %q, a webhook-only problem:\n%v", n, err)
+				}
+			}
+		})
+	}
+	if err := Accept(&corev1.ConfigMap{}); err == nil || !strings.Contains(err.Error(), "unsupported object type *v1.ConfigMap") {
+		t.Errorf("ConfigMap: %v", err)
+	}
+}
+
+// TestLevels: the webhook refuses every problem istiod would skip an
+// object for, with the same message, and reports each problem once.
+func TestLevels(t *testing.T) {
+	cases := webhookCases
+	for _, c := range acceptCases {
+		c.name = "istiod " + c.name
+		cases = append(cases, c.testCase)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj, spec := parse(t, tc.doc)
+			if obj == nil {
+				t.Skip("not a kind istiod reads")
+			}
+			err := Accept(obj)
+			if spec == nil || err == nil {
+				return // the webhook does not see Kubernetes kinds
+			}
+			var webhook []string
+			var ve *Error
+			if errors.As((&Validator{}).Validate(metaOf(obj), spec), &ve) {
+				for _, e := range ve.Errors {
+					webhook = append(webhook, e.Error())
+				}
+			}
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				if !slices.Contains(webhook, e.Error()) {
+					t.Errorf("istiod skips the object for %q; the webhook does not refuse it:\n%s", e, strings.Join(webhook, "\n"))
+				}
+			}
+			for i, e := range webhook {
+				if slices.Contains(webhook[:i], e) {
+					t.Errorf("reported twice: %s", e)
+				}
+			}
+		})
+	}
+}
+
+// metaOf copies an object's name and namespace, what the webhook's checks read.
+func metaOf(obj metav1.Object) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: obj.GetName(), Namespace: obj.GetNamespace()}
 }

@@ -18,7 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/validation"
 )
 
 // ObjectError is a document that was skipped.
@@ -135,7 +135,7 @@ func parseDoc(raw []byte) (any, header, error) {
 	if m, ok := obj.(metav1.Object); ok && m.GetNamespace() == "" {
 		m.SetNamespace("default")
 	}
-	if err := model.Validate(obj); err != nil {
+	if err := validation.Accept(obj); err != nil {
 		return nil, h, err
 	}
 	return obj, h, nil

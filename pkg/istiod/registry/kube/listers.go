@@ -11,6 +11,7 @@ import (
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/validation"
 )
 
 // listers read the informer caches; Istio listers are nil when their CRD
@@ -33,7 +34,7 @@ func keep[T interface {
 }](kind model.Kind, objs []T, problems *[]error) []T {
 	out := objs[:0:0]
 	for _, o := range objs {
-		if err := model.Validate(any(o)); err != nil {
+		if err := validation.Accept(any(o)); err != nil {
 			*problems = append(*problems, fmt.Errorf("%s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err))
 			continue
 		}
