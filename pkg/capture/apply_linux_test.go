@@ -13,7 +13,82 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 )
 
+// backends are the iptables flavours, for the tests that read rules back
+// with iptables-save.
 var backends = []ipt.Mode{ipt.Legacy, ipt.NFT}
+
+// testBackend is one way Run programs rules. The scenarios every backend
+// must pass (real packets, TPROXY, concurrency) run once per testBackend.
+type testBackend struct {
+	name string
+	// choose sets the options that select the backend.
+	choose func(*Options)
+	// holds fails unless the namespace holds exactly the rules of p (resolved).
+	holds func(t testing.TB, ns *netnstest.NS, p *Policy)
+	// residue fails if any rule, chain or table of ours, TPROXY routing or ::6 is left.
+	residue func(t testing.TB, ns *netnstest.NS)
+}
+
+func iptablesBackend(m ipt.Mode) testBackend {
+	return testBackend{
+		name:   string(m),
+		choose: func(o *Options) { o.Backend = m },
+		holds: func(t testing.TB, ns *netnstest.NS, p *Policy) {
+			t.Helper()
+			for _, rs := range Build(p) {
+				if d := ipt.Drift(rs, save(t, ns, m, rs.Family), Ownership()); len(d) > 0 {
+					t.Errorf("%s %s:\n%s", m, rs.Family, strings.Join(d, "\n"))
+				}
+			}
+		},
+		residue: func(t testing.TB, ns *netnstest.NS) { t.Helper(); assertNoResidue(t, ns, m) },
+	}
+}
+
+var testBackends = []testBackend{
+	iptablesBackend(ipt.Legacy),
+	iptablesBackend(ipt.NFT),
+	{
+		name:   "nftables",
+		choose: func(o *Options) { o.NativeNFTables = true },
+		holds: func(t testing.TB, ns *netnstest.NS, p *Policy) {
+			t.Helper()
+			prog, err := nftProgram(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := listOurs(t, ns); got != prog.String() {
+				t.Errorf("nft lists (-got +want):\n%s", lineDiff(got, prog.String()))
+			}
+		},
+		residue: assertNoNFTResidue,
+	},
+}
+
+// runWith runs cfg in ns with the backend b.
+func runWith(ns *netnstest.NS, cfg *Config, b testBackend, log *slog.Logger) error {
+	c := *cfg
+	c.NetworkNamespace = ns.Path
+	b.choose(&c.Options)
+	return Run(context.Background(), &c, log, Env{Out: io.Discard})
+}
+
+// applyWith applies cfg in ns with the backend b.
+func applyWith(t testing.TB, ns *netnstest.NS, cfg *Config, b testBackend) {
+	t.Helper()
+	if err := runWith(ns, cfg, b, testLog(t)); err != nil {
+		t.Fatalf("run %s: %v", b.name, err)
+	}
+}
+
+// cleanupWith removes cfg's rules from ns with the backend b and checks that nothing is left.
+func cleanupWith(t testing.TB, ns *netnstest.NS, cfg *Config, b testBackend) {
+	t.Helper()
+	c := *cfg
+	c.CleanupOnly, c.RunValidation = true, false
+	applyWith(t, ns, &c, b)
+	b.residue(t, ns)
+}
 
 // countingRunner is the real Exec runner, counting transactions.
 type countingRunner struct {
@@ -207,9 +282,10 @@ func TestDetectJoinsLegacy(t *testing.T) {
 // TestConcurrentNamespaces programs 20 namespaces at once per backend.
 func TestConcurrentNamespaces(t *testing.T) {
 	netnstest.RequireRoot(t)
-	for _, m := range backends {
-		t.Run(string(m), func(t *testing.T) {
+	for _, b := range testBackends {
+		t.Run(b.name, func(t *testing.T) {
 			cfg := Injector()
+			cfg.RedirectDNS, cfg.CaptureAllDNS = true, true // anonymous sets in nftables too
 			var nss []*netnstest.NS
 			for i := 0; i < 20; i++ {
 				nss = append(nss, netnstest.New(t))
@@ -220,9 +296,7 @@ func TestConcurrentNamespaces(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					c := cfg
-					c.NetworkNamespace, c.Backend = ns.Path, m
-					if err := Run(context.Background(), &c, slog.New(slog.DiscardHandler), Env{Out: io.Discard}); err != nil {
+					if err := runWith(ns, &cfg, b, slog.New(slog.DiscardHandler)); err != nil {
 						errs <- fmt.Errorf("%s: %w", ns.Name, err)
 					}
 				}()
@@ -233,9 +307,7 @@ func TestConcurrentNamespaces(t *testing.T) {
 				t.Error(err)
 			}
 			for _, ns := range nss {
-				if d := ipt.Drift(Build(&cfg.Policy)[0], save(t, ns, m, ipt.IPv4), Ownership()); len(d) > 0 {
-					t.Errorf("%s:\n%s", ns.Name, strings.Join(d, "\n"))
-				}
+				b.holds(t, ns, &cfg.Policy)
 			}
 		})
 	}

@@ -3,20 +3,14 @@ package capture
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/nftables"
@@ -328,146 +322,4 @@ func TestNFTablesDryRun(t *testing.T) {
 	if generation(t, ns) != g {
 		t.Error("cleanup dry run changed the namespace")
 	}
-}
-
-func TestNFTablesCaptureWithRealPackets(t *testing.T) {
-	netnstest.RequireRoot(t)
-	p := newPod(t)
-	cfg, outbound, server, peer := captureScenario(t, p,
-		func(cfg *Config) error {
-			probe := *cfg
-			probe.SkipRuleApply, probe.RunValidation = true, true
-			return runNFTErr(p.pod, &probe, testLog(t), io.Discard)
-		},
-		func(cfg *Config) {
-			cfg.RunValidation = true
-			runNFT(t, p.pod, cfg)
-		})
-
-	// After cleanup nothing is captured any more.
-	cleanupNFT(t, p.pod, &cfg)
-	assertNoNFTResidue(t, p.pod)
-	dial(t, p.pod, peer)
-	expect(t, "outbound after cleanup", server, peer, outbound)
-}
-
-func TestNFTablesExcludedInterface(t *testing.T) {
-	netnstest.RequireRoot(t)
-	p := newPod(t)
-	cfg := Injector()
-	cfg.ExcludeInterfaces = []string{p.podIf}
-	outbound := listen(t, p.pod, ":15001")
-	inbound := listen(t, p.pod, ":15006")
-	app := listen(t, p.pod, ":9080")
-	server := listen(t, p.peer, ":8080")
-	runNFT(t, p.pod, &cfg)
-	peer := netip.AddrPortFrom(p.peerIP, 8080)
-	dial(t, p.pod, peer)
-	expect(t, "outbound on excluded interface", server, peer, outbound)
-	podApp := netip.AddrPortFrom(p.podIP, 9080)
-	dial(t, p.peer, podApp)
-	expect(t, "inbound on excluded interface", app, podApp, inbound)
-}
-
-// TestNFTablesTProxyInbound: TPROXY mode delivers inbound connections to a
-// transparent listener with their original destination, and, like iptables'
-// TPROXY, drops them rather than let them reach the app while the proxy is
-// not listening.
-func TestNFTablesTProxyInbound(t *testing.T) {
-	netnstest.RequireRoot(t)
-	p := newPod(t)
-	cfg := Injector()
-	cfg.InboundMode = TProxy
-	runNFT(t, p.pod, &cfg)
-	app := listen(t, p.pod, ":9080")
-	p.peer.Do(t, func() error {
-		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(p.podIP, 9080).String(), 300*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return errors.New("connection to the app succeeded with no proxy listening")
-		}
-		return nil
-	})
-	select {
-	case got := <-app.conn:
-		t.Errorf("app accepted %s past TPROXY with no proxy listening", got)
-	default:
-	}
-
-	expectTProxyDelivery(t, p)
-	cleanupNFT(t, p.pod, &cfg)
-	assertNoNFTResidue(t, p.pod)
-	if out := p.pod.Exec(t, "ip", "route", "show", "table", "133"); out != "" {
-		t.Errorf("route table 133 not emptied:\n%s", out)
-	}
-}
-
-// TestNFTablesConcurrentNamespaces programs 20 namespaces at once.
-func TestNFTablesConcurrentNamespaces(t *testing.T) {
-	netnstest.RequireRoot(t)
-	cfg := Injector()
-	cfg.RedirectDNS, cfg.CaptureAllDNS = true, true // anonymous sets too
-	p, err := nftProgram(&cfg.Policy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nss []*netnstest.NS
-	for i := 0; i < 20; i++ {
-		nss = append(nss, netnstest.New(t))
-	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(nss))
-	for _, ns := range nss {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := runNFTErr(ns, &cfg, slog.New(slog.DiscardHandler), io.Discard); err != nil {
-				errs <- fmt.Errorf("%s: %w", ns.Name, err)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	for _, ns := range nss {
-		if got := ns.Exec(t, "nft", "list", "ruleset"); got != p.String() {
-			t.Errorf("%s: nft lists (-got +want):\n%s", ns.Name, lineDiff(got, p.String()))
-		}
-	}
-}
-
-// TestNFTablesDualStack: with an IPv6 address in the pod, one inet table
-// captures both families, and each family keeps its own exemptions.
-func TestNFTablesDualStack(t *testing.T) {
-	netnstest.RequireRoot(t)
-	p := newPod(t)
-	p.pod.Exec(t, "ip", "addr", "add", "fd77::2/64", "dev", p.podIf, "nodad")
-	p.peer.Exec(t, "ip", "addr", "add", "fd77::1/64", "dev", p.peerIf, "nodad")
-	podIP6, peerIP6 := netip.MustParseAddr("fd77::2"), netip.MustParseAddr("fd77::1")
-	cfg := Injector() // Resolve turns IPv6 on: the pod has a global IPv6 address
-	outbound := listen(t, p.pod, ":15001")
-	inbound := listen(t, p.pod, ":15006")
-	server := listen(t, p.peer, ":8080")
-	local := listen(t, p.pod, "[::1]:9090")
-	runNFT(t, p.pod, &cfg)
-	if out := p.pod.Exec(t, "nft", "list", "table", "inet", nftables.TableNAT); !strings.Contains(out, "ip6 daddr ::1 return") {
-		t.Fatalf("IPv6 rules missing:\n%s", out)
-	}
-	for _, peer := range []netip.AddrPort{netip.AddrPortFrom(p.peerIP, 8080), netip.AddrPortFrom(peerIP6, 8080)} {
-		dial(t, p.pod, peer)
-		expect(t, "app outbound to "+peer.String(), outbound, peer, server)
-		dialAsProxy(t, p.pod, peer)
-		expect(t, "proxy outbound to "+peer.String(), server, peer, outbound)
-	}
-	for _, app := range []netip.AddrPort{netip.AddrPortFrom(p.podIP, 9080), netip.AddrPortFrom(podIP6, 9080)} {
-		dial(t, p.peer, app)
-		expect(t, "inbound to "+app.String(), inbound, app)
-	}
-	lo6 := netip.MustParseAddrPort("[::1]:9090")
-	dial(t, p.pod, lo6)
-	expect(t, "IPv6 loopback", local, lo6, outbound)
-	cleanupNFT(t, p.pod, &cfg)
-	assertNoNFTResidue(t, p.pod)
 }

@@ -183,88 +183,77 @@ func query(t *testing.T, ns *netnstest.NS, network, server string, asProxy bool)
 	return answer
 }
 
-// captureScenario is the real-packet check every backend passes: the
-// injector's rules plus DNS capture, an excluded port and CIDR. noRules runs
-// validation before any rule exists (it must fail); apply installs the rules.
-// It returns the config, the pod's outbound capture listener, the peer's
-// server and its address, for checks after cleanup.
-func captureScenario(t *testing.T, p *pod, noRules func(*Config) error, apply func(*Config)) (Config, *listener, *listener, netip.AddrPort) {
-	t.Helper()
-	cfg := Injector()
-	cfg.RedirectDNS = true
-	cfg.OutboundExcludePorts = []ipt.PortRange{ipt.Port(3306)}
-	cfg.OutboundExcludeCIDR = []netip.Prefix{netip.PrefixFrom(p.peerIP2, 32)}
-	cfg.DNSServersV4 = []netip.Addr{p.peerIP}
-
-	status := listen(t, p.pod, ":15020")
-	server := listen(t, p.peer, ":8080")
-	mysql := listen(t, p.peer, ":3306")
-	dnsServer(t, p.pod, "127.0.0.1:15053", "10.0.0.53", true)          // the agent's DNS proxy
-	dnsServer(t, p.peer, p.peerIP.String()+":53", "192.0.2.99", false) // the pod's resolv.conf server
-
-	// Validation fails without rules (the probe's connection is refused).
-	if err := noRules(&cfg); !errors.Is(err, ErrValidation) {
-		t.Errorf("validation without rules: %v, want ErrValidation", err)
-	}
-	apply(&cfg)
-	outbound := listen(t, p.pod, ":15001")
-	inbound := listen(t, p.pod, ":15006")
-
-	peer := netip.AddrPortFrom(p.peerIP, 8080)
-	dial(t, p.pod, peer)
-	expect(t, "app outbound", outbound, peer, server)
-	dialAsProxy(t, p.pod, peer)
-	expect(t, "proxy uid outbound", server, peer, outbound)
-	dial(t, p.pod, netip.AddrPortFrom(p.peerIP, 3306))
-	expect(t, "excluded outbound port", mysql, netip.AddrPortFrom(p.peerIP, 3306), outbound)
-	dial(t, p.pod, netip.AddrPortFrom(p.peerIP2, 8080))
-	expect(t, "excluded CIDR", server, netip.AddrPortFrom(p.peerIP2, 8080), outbound)
-
-	podApp := netip.AddrPortFrom(p.podIP, 9080)
-	dial(t, p.peer, podApp)
-	expect(t, "inbound", inbound, podApp)
-	dial(t, p.peer, netip.AddrPortFrom(p.podIP, 15020))
-	expect(t, "excluded inbound port", status, netip.AddrPortFrom(p.podIP, 15020), inbound)
-
-	ns := p.peerIP.String() + ":53"
-	for _, network := range []string{"udp", "tcp"} {
-		if got := query(t, p.pod, network, ns, false); got != "10.0.0.53" {
-			t.Errorf("app DNS over %s answered by %s, want the agent (10.0.0.53)", network, got)
-		}
-		if got := query(t, p.pod, network, ns, true); got != "192.0.2.99" {
-			t.Errorf("proxy DNS over %s answered by %s, want upstream (192.0.2.99)", network, got)
-		}
-	}
-	return cfg, outbound, server, peer
-}
-
+// TestCaptureWithRealPackets is the real-packet check every backend passes:
+// the injector's rules plus DNS capture, an excluded port and CIDR.
+// Validation fails before any rule exists and passes after apply; after
+// cleanup nothing is captured any more.
 func TestCaptureWithRealPackets(t *testing.T) {
 	netnstest.RequireRoot(t)
-	for _, m := range backends {
-		t.Run(string(m), func(t *testing.T) {
+	for _, b := range testBackends {
+		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			p := newPod(t)
-			validate := func(cfg *Config) (err error) {
-				p.pod.Do(t, func() error {
-					err = Probe(context.Background(), &cfg.Policy, cfg.ProbePort, cfg.ProbeTimeout)
-					return nil
-				})
-				return err
+			cfg := Injector()
+			cfg.RedirectDNS = true
+			cfg.OutboundExcludePorts = []ipt.PortRange{ipt.Port(3306)}
+			cfg.OutboundExcludeCIDR = []netip.Prefix{netip.PrefixFrom(p.peerIP2, 32)}
+			cfg.DNSServersV4 = []netip.Addr{p.peerIP}
+
+			status := listen(t, p.pod, ":15020")
+			server := listen(t, p.peer, ":8080")
+			mysql := listen(t, p.peer, ":3306")
+			dnsServer(t, p.pod, "127.0.0.1:15053", "10.0.0.53", true)          // the agent's DNS proxy
+			dnsServer(t, p.peer, p.peerIP.String()+":53", "192.0.2.99", false) // the pod's resolv.conf server
+
+			// Validation fails without rules (the probe's connection is refused).
+			probe := cfg
+			probe.SkipRuleApply, probe.RunValidation, probe.ProbeTimeout = true, true, time.Second
+			if err := runWith(p.pod, &probe, b, testLog(t)); !errors.Is(err, ErrValidation) {
+				t.Errorf("validation without rules: %v, want ErrValidation", err)
 			}
-			captureScenario(t, p, validate, func(cfg *Config) {
-				run(t, p.pod, cfg, m)
-				if err := validate(cfg); err != nil {
-					t.Errorf("validation with rules: %v", err)
+			withValidation := cfg
+			withValidation.RunValidation = true
+			applyWith(t, p.pod, &withValidation, b)
+			outbound := listen(t, p.pod, ":15001")
+			inbound := listen(t, p.pod, ":15006")
+
+			peer := netip.AddrPortFrom(p.peerIP, 8080)
+			dial(t, p.pod, peer)
+			expect(t, "app outbound", outbound, peer, server)
+			dialAsProxy(t, p.pod, peer)
+			expect(t, "proxy uid outbound", server, peer, outbound)
+			dial(t, p.pod, netip.AddrPortFrom(p.peerIP, 3306))
+			expect(t, "excluded outbound port", mysql, netip.AddrPortFrom(p.peerIP, 3306), outbound)
+			dial(t, p.pod, netip.AddrPortFrom(p.peerIP2, 8080))
+			expect(t, "excluded CIDR", server, netip.AddrPortFrom(p.peerIP2, 8080), outbound)
+
+			podApp := netip.AddrPortFrom(p.podIP, 9080)
+			dial(t, p.peer, podApp)
+			expect(t, "inbound", inbound, podApp)
+			dial(t, p.peer, netip.AddrPortFrom(p.podIP, 15020))
+			expect(t, "excluded inbound port", status, netip.AddrPortFrom(p.podIP, 15020), inbound)
+
+			ns := p.peerIP.String() + ":53"
+			for _, network := range []string{"udp", "tcp"} {
+				if got := query(t, p.pod, network, ns, false); got != "10.0.0.53" {
+					t.Errorf("app DNS over %s answered by %s, want the agent (10.0.0.53)", network, got)
 				}
-			})
+				if got := query(t, p.pod, network, ns, true); got != "192.0.2.99" {
+					t.Errorf("proxy DNS over %s answered by %s, want upstream (192.0.2.99)", network, got)
+				}
+			}
+
+			cleanupWith(t, p.pod, &cfg, b)
+			dial(t, p.pod, peer)
+			expect(t, "outbound after cleanup", server, peer, outbound)
 		})
 	}
 }
 
 func TestExcludedInterface(t *testing.T) {
 	netnstest.RequireRoot(t)
-	for _, m := range backends {
-		t.Run(string(m), func(t *testing.T) {
+	for _, b := range testBackends {
+		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			p := newPod(t)
 			cfg := Injector()
@@ -273,13 +262,51 @@ func TestExcludedInterface(t *testing.T) {
 			inbound := listen(t, p.pod, ":15006")
 			app := listen(t, p.pod, ":9080")
 			server := listen(t, p.peer, ":8080")
-			run(t, p.pod, &cfg, m)
+			applyWith(t, p.pod, &cfg, b)
 			peer := netip.AddrPortFrom(p.peerIP, 8080)
 			dial(t, p.pod, peer)
 			expect(t, "outbound on excluded interface", server, peer, outbound)
 			podApp := netip.AddrPortFrom(p.podIP, 9080)
 			dial(t, p.peer, podApp)
 			expect(t, "inbound on excluded interface", app, podApp, inbound)
+		})
+	}
+}
+
+// TestDualStack: with an IPv6 address in the pod, Run programs both
+// families, and each family keeps its own exemptions.
+func TestDualStack(t *testing.T) {
+	netnstest.RequireRoot(t)
+	for _, b := range testBackends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t)
+			p.pod.Exec(t, "ip", "addr", "add", "fd77::2/64", "dev", p.podIf, "nodad")
+			p.peer.Exec(t, "ip", "addr", "add", "fd77::1/64", "dev", p.peerIf, "nodad")
+			podIP6, peerIP6 := netip.MustParseAddr("fd77::2"), netip.MustParseAddr("fd77::1")
+			cfg := Injector() // Resolve turns IPv6 on: the pod has a global IPv6 address
+			outbound := listen(t, p.pod, ":15001")
+			inbound := listen(t, p.pod, ":15006")
+			server := listen(t, p.peer, ":8080")
+			local := listen(t, p.pod, "[::1]:9090")
+			applyWith(t, p.pod, &cfg, b)
+			resolved := cfg.Policy
+			resolved.EnableIPv6 = true
+			b.holds(t, p.pod, &resolved)
+			for _, peer := range []netip.AddrPort{netip.AddrPortFrom(p.peerIP, 8080), netip.AddrPortFrom(peerIP6, 8080)} {
+				dial(t, p.pod, peer)
+				expect(t, "app outbound to "+peer.String(), outbound, peer, server)
+				dialAsProxy(t, p.pod, peer)
+				expect(t, "proxy outbound to "+peer.String(), server, peer, outbound)
+			}
+			for _, app := range []netip.AddrPort{netip.AddrPortFrom(p.podIP, 9080), netip.AddrPortFrom(podIP6, 9080)} {
+				dial(t, p.peer, app)
+				expect(t, "inbound to "+app.String(), inbound, app)
+			}
+			lo6 := netip.MustParseAddrPort("[::1]:9090")
+			dial(t, p.pod, lo6)
+			expect(t, "IPv6 loopback", local, lo6, outbound)
+			cleanupWith(t, p.pod, &cfg, b)
 		})
 	}
 }
@@ -318,19 +345,39 @@ func expectTProxyDelivery(t *testing.T, p *pod) {
 	}
 }
 
+// TestTProxyInbound: TPROXY mode delivers inbound connections to a
+// transparent listener with their original destination, and drops them
+// rather than let them reach the app while the proxy is not listening.
 func TestTProxyInbound(t *testing.T) {
 	netnstest.RequireRoot(t)
-	p := newPod(t)
-	cfg := Injector()
-	cfg.InboundMode = TProxy
-	run(t, p.pod, &cfg, ipt.NFT)
-	expectTProxyDelivery(t, p)
-	clean := cfg
-	clean.CleanupOnly = true
-	run(t, p.pod, &clean, ipt.NFT)
-	assertNoResidue(t, p.pod, ipt.NFT)
-	if out := p.pod.Exec(t, "ip", "route", "show", "table", "133"); out != "" {
-		t.Errorf("route table 133 not emptied:\n%s", out)
+	for _, b := range testBackends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t)
+			cfg := Injector()
+			cfg.InboundMode = TProxy
+			applyWith(t, p.pod, &cfg, b)
+			app := listen(t, p.pod, ":9080")
+			p.peer.Do(t, func() error {
+				c, err := net.DialTimeout("tcp", netip.AddrPortFrom(p.podIP, 9080).String(), 300*time.Millisecond)
+				if err == nil {
+					c.Close()
+					return errors.New("connection to the app succeeded with no proxy listening")
+				}
+				return nil
+			})
+			select {
+			case got := <-app.conn:
+				t.Errorf("app accepted %s past TPROXY with no proxy listening", got)
+			default:
+			}
+
+			expectTProxyDelivery(t, p)
+			cleanupWith(t, p.pod, &cfg, b)
+			if out := p.pod.Exec(t, "ip", "route", "show", "table", "133"); out != "" {
+				t.Errorf("route table 133 not emptied:\n%s", out)
+			}
+		})
 	}
 }
 
