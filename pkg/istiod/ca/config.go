@@ -42,13 +42,16 @@ const (
 	RootCertFile = "root-cert.pem"
 )
 
-// DefaultServingDNSNames are the names in istiod's serving certificate.
-var DefaultServingDNSNames = []string{
-	"istiod.istio-system.svc",
-	"istiod.istio-system.svc.cluster.local",
-	"istiod.istio-system",
-	"istiod",
-	"istio-pilot.istio-system.svc",
+// DefaultServingDNSNames returns the names in istiod's serving
+// certificate, a new slice on each call.
+func DefaultServingDNSNames() []string {
+	return []string{
+		"istiod.istio-system.svc",
+		"istiod.istio-system.svc.cluster.local",
+		"istiod.istio-system",
+		"istiod",
+		"istio-pilot.istio-system.svc",
+	}
 }
 
 // Config configures a CA. Zero values take the defaults above.
@@ -125,7 +128,7 @@ func (c *Config) setDefaults() error {
 		c.ServingTTL = DefaultServingTTL
 	}
 	if c.ServingDNSNames == nil {
-		c.ServingDNSNames = DefaultServingDNSNames
+		c.ServingDNSNames = DefaultServingDNSNames()
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = DefaultPollInterval
