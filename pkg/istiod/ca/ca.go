@@ -42,6 +42,7 @@ type CA struct {
 	auths []Authenticator
 
 	issued, refused atomic.Uint64
+	rejected        atomic.Uint64 // key material changes not taken
 
 	mu      sync.Mutex // serializes reloads and guards changed
 	changed chan struct{}
@@ -131,17 +132,21 @@ func (c *CA) Mode() Mode { return c.mode }
 // TrustDomain returns the trust domain of issued identities.
 func (c *CA) TrustDomain() string { return c.cfg.TrustDomain }
 
-// Stats counts CreateCertificate outcomes.
+// Stats counts CreateCertificate outcomes and key material changes.
 type Stats struct {
 	// Issued counts certificates signed for callers.
 	Issued uint64
 	// Refused counts requests refused for any reason.
 	Refused uint64
+	// Rejected counts reloads of key material (directory or Secret) that
+	// could not be used, so the issuer stayed.
+	Rejected uint64
 }
 
-// Stats returns the counts of issued and refused certificate requests.
+// Stats returns the counts of issued and refused certificate requests and
+// of rejected key material.
 func (c *CA) Stats() Stats {
-	return Stats{Issued: c.issued.Load(), Refused: c.refused.Load()}
+	return Stats{Issued: c.issued.Load(), Refused: c.refused.Load(), Rejected: c.rejected.Load()}
 }
 
 // Authenticators returns the authenticators CreateCertificate tries, in
@@ -176,9 +181,11 @@ func (c *CA) Reload() error {
 	defer c.mu.Unlock()
 	m, found, err := readDir(c.dir)
 	if err != nil {
+		c.rejected.Add(1)
 		return err
 	}
 	if !found {
+		c.rejected.Add(1)
 		return fmt.Errorf("reload CA: %s or %s missing in %s", CACertFile, CAKeyFile, c.dir)
 	}
 	return c.applyLocked(m)
@@ -198,6 +205,7 @@ func (c *CA) applyLocked(m material) error {
 	}
 	st, err := parseMaterial(m, old.source, c.cfg.Now())
 	if err != nil {
+		c.rejected.Add(1)
 		return fmt.Errorf("reload CA: %w", err)
 	}
 	c.state.Store(st)

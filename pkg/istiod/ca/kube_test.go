@@ -247,9 +247,9 @@ func testSecretPersistence(t *testing.T, client kubernetes.Interface) {
 			t.Fatal(err)
 		}
 	}
-	oldRoot := first.Issuer()
+	oldRoot, rejected := first.Issuer(), first.Stats().Rejected
 	update(map[string][]byte{CACertFile: b.interPEM, CAKeyFile: s.Data[CAKeyFile], RootCertFile: b.rootPEM})
-	time.Sleep(500 * time.Millisecond)
+	waitFor(t, "the secret watcher to reject the mismatched key", func() bool { return first.Stats().Rejected > rejected })
 	if !first.Issuer().Equal(oldRoot) {
 		t.Fatal("issuer switched to a certificate whose key is not in the secret")
 	}

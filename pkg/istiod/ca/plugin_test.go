@@ -184,9 +184,9 @@ func TestPluginCA(t *testing.T) {
 	check(b)
 
 	// Broken files: the issuer stays B.
-	changed := c.Changed()
+	changed, rejected := c.Changed(), c.Stats().Rejected
 	writeAtomic(t, dir, map[string][]byte{CACertFile: a.interPEM, CAKeyFile: b.key, CertChainFile: nil, RootCertFile: a.rootPEM})
-	time.Sleep(5 * debounce)
+	waitFor(t, "the watcher to reject the broken files", func() bool { return c.Stats().Rejected > rejected })
 	if err := c.Reload(); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Errorf("Reload of mismatched key: %v", err)
 	}
