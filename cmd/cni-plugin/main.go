@@ -12,5 +12,5 @@ import (
 
 func main() {
 	p := &cni.Plugin{Stdout: os.Stdout, Stderr: os.Stderr}
-	skel.PluginMainFuncs(p.Funcs(), cni.Versions, "Skiff istio-cni plugin")
+	skel.PluginMainFuncs(p.Funcs(), cni.Versions(), "Skiff istio-cni plugin")
 }

@@ -89,6 +89,8 @@ func TestErrors(t *testing.T) {
 		{"unknown version", "ADD", "", conf("9.9.9", ""), 1, "9.9.9"},
 		{"bad lookup interval", "ADD", "", conf("1.0.0", `,"pod_lookup_interval":"soon"`), 7, `pod_lookup_interval: "soon"`},
 		{"bad backend", "ADD", "", conf("1.0.0", `,"iptables_backend":"xt"`), 7, `iptables_backend: "xt"`},
+		{"bad log level", "ADD", "", conf("1.0.0", `,"plugin_log_level":"loud"`), 7, `plugin_log_level: "loud"`},
+		{"log file not writable", "ADD", "", conf("1.0.0", `,"log_file":"/nonexistent/dir/cni.log"`), 5, "/nonexistent/dir/cni.log"},
 		{"no kubeconfig", "ADD", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p", conf("1.0.0", ""), 7, "kubeconfig"},
 		{"status without kubeconfig", "STATUS", "", conf("1.1.0", ""), 50, "kubeconfig"},
 	}

@@ -2,8 +2,12 @@ package cni
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -16,7 +20,8 @@ import (
 const KubeconfigName = "istio-cni-kubeconfig"
 
 // Config is the plugin's entry in the conflist. It accepts Istio's current
-// flat keys and the legacy "kubernetes" block.
+// flat keys and the legacy "kubernetes" block. install-cni writes its entry
+// by marshalling a Config, so these JSON tags are the one list of keys.
 type Config struct {
 	types.PluginConf
 
@@ -24,10 +29,11 @@ type Config struct {
 	AgentRunDir       string   `json:"cni_agent_run_dir,omitempty"`
 	ExcludeNamespaces []string `json:"exclude_namespaces,omitempty"`
 	PodNamespace      string   `json:"pod_namespace,omitempty"`
-	NativeNFTables    bool     `json:"native_nftables,omitempty"`
+	// NativeNFTables is written even when false, as Istio's installer does.
+	NativeNFTables bool `json:"native_nftables"`
 
 	LegacyLogLevel string     `json:"log_level,omitempty"`
-	Kubernetes     LegacyKube `json:"kubernetes,omitempty"`
+	Kubernetes     LegacyKube `json:"kubernetes,omitzero"`
 
 	// Skiff's own knobs for the pod lookup (Istio: 30 tries, 1 s apart).
 	PodLookupTries    int    `json:"pod_lookup_tries,omitempty"`
@@ -36,6 +42,32 @@ type Config struct {
 	LogFile string `json:"log_file,omitempty"`
 	// IPTablesBackend forces "legacy" or "nft" instead of detecting per pod.
 	IPTablesBackend string `json:"iptables_backend,omitempty"`
+
+	// level is LogLevel parsed by ParseConfig.
+	level slog.Level
+}
+
+// MarshalJSON encodes the entry with only the keys that are set. It exists
+// because the embedded types.PluginConf has a MarshalJSON of its own that,
+// promoted to *Config, would encode the CNI fields alone and drop every key
+// above; it also leaves out the empty "ipam" object PluginConf writes.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type keys Config // Config's fields without its methods
+	b, err := json.Marshal(keys(c))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	if c.IPAM == (types.IPAM{}) {
+		delete(m, "ipam")
+	}
+	if c.DNS.IsEmpty() {
+		delete(m, "dns")
+	}
+	return json.Marshal(m)
 }
 
 // LegacyKube is the "kubernetes" block of older Istio CNI configurations.
@@ -63,9 +95,15 @@ func ParseConfig(b []byte) (*Config, error) {
 }
 
 func (c *Config) normalise() error {
+	levelKey := "plugin_log_level"
 	if c.LogLevel == "" {
-		c.LogLevel = c.LegacyLogLevel
+		c.LogLevel, levelKey = c.LegacyLogLevel, "log_level"
 	}
+	level, err := ParseLogLevel(c.LogLevel)
+	if err != nil {
+		return fmt.Errorf("%s: %q: %w", levelKey, c.LogLevel, err)
+	}
+	c.level = level
 	c.ExcludeNamespaces = append(c.ExcludeNamespaces, c.Kubernetes.ExcludeNamespaces...)
 	if c.PodLookupTries == 0 {
 		c.PodLookupTries = 30
@@ -85,6 +123,30 @@ func (c *Config) normalise() error {
 		c.PodNamespace = "istio-system"
 	}
 	return nil
+}
+
+// levelNone is above every level a record has: "none" logs nothing.
+const levelNone = slog.Level(math.MaxInt)
+
+// ParseLogLevel reads a plugin_log_level: "debug", "info", "warn" or
+// "error" in any case, Istio's "fatal" (errors only: the plugin has no fatal
+// records) and "none" (no logs). An empty level is info.
+func ParseLogLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "":
+		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error", "fatal":
+		return slog.LevelError, nil
+	case "none":
+		return levelNone, nil
+	}
+	return 0, errors.New("want debug, info, warn, error, fatal or none")
 }
 
 func (c *Config) lookupInterval() (time.Duration, error) {

@@ -133,7 +133,7 @@ func NewPodGetter(path string) (PodGetter, error) {
 			tlsCfg.Certificates = []tls.Certificate{cert}
 		}
 	}
-	c.http = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	c.http = &http.Client{Timeout: requestTimeout, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	return c, nil
 }
 
@@ -175,14 +175,15 @@ func (c *apiClient) GetPod(ctx context.Context, namespace, name string) (*Pod, e
 }
 
 // getPodWithRetry tries the lookup up to tries times, interval apart: the
-// pod may not be visible yet, or the API server briefly unreachable.
+// pod may not be visible yet, or the API server briefly unreachable. It
+// stops early when ctx ends.
 func getPodWithRetry(ctx context.Context, pods PodGetter, namespace, name string, tries int, interval time.Duration) (*Pod, error) {
 	var err error
 	for i := 0; i < tries; i++ {
 		if i > 0 {
 			select {
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, fmt.Errorf("get pod %s/%s (gave up after %d of %d tries): %w", namespace, name, i, tries, errors.Join(ctx.Err(), err))
 			case <-time.After(interval):
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,19 +38,39 @@ func (p *Plugin) Funcs() skel.CNIFuncs {
 	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
 }
 
-// Versions are the CNI spec versions the plugin speaks.
-var Versions = version.All
+// Versions returns the CNI spec versions the plugin speaks.
+func Versions() version.PluginInfo {
+	return version.PluginSupports(slices.Clone(version.All.SupportedVersions())...)
+}
 
-func (p *Plugin) logger(conf *Config) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(strings.ToUpper(conf.LogLevel)))
+// Time limits of one command, so that the plugin returns an error naming
+// what hung before the runtime kills it (the kubelet's CRI calls give up
+// after 2 minutes by default).
+const (
+	// requestTimeout bounds one GET of the pod from the API server.
+	requestTimeout = 5 * time.Second
+	// captureTimeout bounds programming or checking a pod's namespace.
+	captureTimeout = 30 * time.Second
+)
+
+// lookupTimeout bounds the whole pod lookup: every try may take
+// requestTimeout, and the tries are interval apart.
+func lookupTimeout(tries int, interval time.Duration) time.Duration {
+	return time.Duration(tries) * (requestTimeout + interval)
+}
+
+// logger is the command's logger at conf's level, writing to Stderr and,
+// when conf names one, a log file (left open until the process exits).
+func (p *Plugin) logger(conf *Config) (*slog.Logger, error) {
 	w := p.Stderr
 	if conf.LogFile != "" {
-		if f, err := os.OpenFile(conf.LogFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
-			w = io.MultiWriter(w, f) // closed when the process exits
+		f, err := os.OpenFile(conf.LogFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, cniError(types.ErrIOFailure, "open log_file", err)
 		}
+		w = io.MultiWriter(w, f)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})).With("component", "istio-cni")
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: conf.level})).With("component", "istio-cni"), nil
 }
 
 // cniError is a CNI error with a code, printed by skel as the error JSON.
@@ -72,7 +93,11 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{conf: conf, log: p.logger(conf)}
+	log, err := p.logger(conf)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{conf: conf, log: log}
 	pa, err := ParseArgs(args.Args)
 	if err != nil {
 		return nil, cniError(types.ErrInvalidEnvironmentVariables, "bad CNI_ARGS", err)
@@ -100,9 +125,11 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 	if err != nil {
 		return nil, cniError(types.ErrInvalidNetworkConfig, "kubeconfig", err)
 	}
-	interval, _ := conf.lookupInterval()
+	interval, _ := conf.lookupInterval() // checked by ParseConfig
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout(conf.PodLookupTries, interval))
+	defer cancel()
 	start := time.Now()
-	pod, err := getPodWithRetry(context.Background(), pods, ns, name, conf.PodLookupTries, interval)
+	pod, err := getPodWithRetry(ctx, pods, ns, name, conf.PodLookupTries, interval)
 	if err != nil {
 		return nil, cniError(types.ErrTryAgainLater, "pod lookup failed", err)
 	}
@@ -155,9 +182,11 @@ func (p *Plugin) applyCapture(t *target) error {
 			return capture.Run(ctx, cfg, log, capture.Env{Out: io.Discard})
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), captureTimeout)
+	defer cancel()
 	start := time.Now()
 	defer func() { t.log.Debug("capture applied", "pod", t.pod, "took", time.Since(start)) }()
-	if err := apply(context.Background(), cfg, t.log); err != nil {
+	if err := apply(ctx, cfg, t.log); err != nil {
 		return cniError(types.ErrInternal, "install traffic capture", fmt.Errorf("pod %s: %w", t.pod, err))
 	}
 	return nil
@@ -189,7 +218,9 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	if err != nil || !t.decision.Redirect {
 		return err
 	}
-	drift, err := capture.Check(context.Background(), t.decision.Capture)
+	ctx, cancel := context.WithTimeout(context.Background(), captureTimeout)
+	defer cancel()
+	drift, err := capture.Check(ctx, t.decision.Capture)
 	if err != nil {
 		return cniError(types.ErrInternal, "check traffic capture", fmt.Errorf("pod %s: %w", t.pod, err))
 	}
