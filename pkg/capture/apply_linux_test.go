@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,22 @@ type testBackend struct {
 	holds func(t testing.TB, ns *netnstest.NS, p *Policy)
 	// residue fails if any rule, chain or table of ours, TPROXY routing or ::6 is left.
 	residue func(t testing.TB, ns *netnstest.NS)
+	// transactions runs cfg in ns and returns how many transactions it committed.
+	transactions func(t testing.TB, ns *netnstest.NS, cfg *Config) int
+	// perFamily is set when each family is its own transaction (iptables);
+	// else one transaction programs everything.
+	perFamily bool
+	// foreign installs rules or tables that are not ours and returns a
+	// function that lists them, to show that Run leaves them alone.
+	foreign func(t testing.TB, ns *netnstest.NS) func() string
+}
+
+// wantTransactions is how many transactions b takes to converge to p from anything else.
+func (b testBackend) wantTransactions(p *Policy) int {
+	if b.perFamily {
+		return len(Build(p))
+	}
+	return 1
 }
 
 func iptablesBackend(m ipt.Mode) testBackend {
@@ -42,6 +59,19 @@ func iptablesBackend(m ipt.Mode) testBackend {
 			}
 		},
 		residue: func(t testing.TB, ns *netnstest.NS) { t.Helper(); assertNoResidue(t, ns, m) },
+		transactions: func(t testing.TB, ns *netnstest.NS, cfg *Config) int {
+			t.Helper()
+			return len(run(t, ns, cfg, m))
+		},
+		perFamily: true,
+		foreign: func(t testing.TB, ns *netnstest.NS) func() string {
+			ns.Exec(t, "iptables-"+string(m), "-t", "nat", "-A", "OUTPUT", "-d", "192.0.2.1/32", "-j", "ACCEPT")
+			return func() string {
+				return strings.Join(slices.DeleteFunc(save(t, ns, m, ipt.IPv4).Table(ipt.NAT).Rules["OUTPUT"], func(r string) bool {
+					return Ownership().OwnsRule(ipt.NAT, "OUTPUT", r) || strings.Contains(r, "ISTIO_")
+				}), "\n")
+			}
+		},
 	}
 }
 
@@ -62,6 +92,22 @@ var testBackends = []testBackend{
 			}
 		},
 		residue: assertNoNFTResidue,
+		transactions: func(t testing.TB, ns *netnstest.NS, cfg *Config) int {
+			t.Helper()
+			g := generation(t, ns)
+			runNFT(t, ns, cfg)
+			return int(generation(t, ns) - g)
+		},
+		foreign: func(t testing.TB, ns *netnstest.NS) func() string {
+			ns.Exec(t, "nft", "add table inet foreign")
+			ns.Exec(t, "nft", "add chain inet foreign out { type filter hook output priority 0; policy accept; }")
+			ns.Exec(t, "nft", "add rule inet foreign out ip daddr 192.0.2.1 counter accept")
+			ns.Exec(t, "nft", "add table ip istio-proxy-nat") // our name, another family
+			ns.Exec(t, "nft", "add chain ip istio-proxy-nat mine")
+			return func() string {
+				return ns.Exec(t, "nft", "list", "table", "inet", "foreign") + ns.Exec(t, "nft", "list", "table", "ip", "istio-proxy-nat")
+			}
+		},
 	},
 }
 
@@ -141,32 +187,33 @@ func save(t testing.TB, ns *netnstest.NS, m ipt.Mode, f ipt.Family) *ipt.State {
 	return st
 }
 
-// TestGoldenRulesApplyVerbatim applies every golden configuration with both
-// backends and checks that the kernel holds exactly the rules we render (so
-// a rerun plans nothing), then that cleanup leaves none of ours.
-func TestGoldenRulesApplyVerbatim(t *testing.T) {
+// TestGoldenRulesApply applies every golden configuration with every
+// backend and checks that it takes one transaction (per family with
+// iptables), that the kernel then holds exactly the rules we render, that a
+// rerun commits nothing, and that cleanup leaves none of ours and is a
+// no-op the second time.
+func TestGoldenRulesApply(t *testing.T) {
 	netnstest.RequireRoot(t)
-	for _, m := range backends {
+	for _, b := range testBackends {
 		for _, gc := range goldenCases {
-			t.Run(string(m)+"/"+gc.name, func(t *testing.T) {
+			t.Run(b.name+"/"+gc.name, func(t *testing.T) {
 				t.Parallel()
 				ns := netnstest.New(t)
 				cfg := gc.config(t)
-				if first := run(t, ns, cfg, m); len(first) == 0 {
-					t.Fatal("first run applied nothing")
+				if n, want := b.transactions(t, ns, cfg), b.wantTransactions(&cfg.Policy); n != want {
+					t.Errorf("apply took %d transactions, want %d", n, want)
 				}
-				for _, rs := range Build(&cfg.Policy) {
-					if d := ipt.Drift(rs, save(t, ns, m, rs.Family), Ownership()); len(d) > 0 {
-						t.Errorf("%s after apply:\n%s", rs.Family, strings.Join(d, "\n"))
-					}
-				}
-				if again := run(t, ns, cfg, m); len(again) != 0 {
-					t.Errorf("rerun with the same flags changed rules:\n%s", strings.Join(again, "\n"))
+				b.holds(t, ns, &cfg.Policy)
+				if n := b.transactions(t, ns, cfg); n != 0 {
+					t.Errorf("rerun with the same flags committed %d transactions", n)
 				}
 				clean := *cfg
 				clean.CleanupOnly = true
-				run(t, ns, &clean, m)
-				assertNoResidue(t, ns, m)
+				b.transactions(t, ns, &clean)
+				b.residue(t, ns)
+				if n := b.transactions(t, ns, &clean); n != 0 {
+					t.Errorf("second cleanup committed %d transactions", n)
+				}
 			})
 		}
 	}
@@ -195,46 +242,33 @@ func assertNoResidue(t testing.TB, ns *netnstest.NS, m ipt.Mode) {
 	}
 }
 
-// TestFlagChangeConverges reruns with other flags: one transaction takes the
-// namespace to the new rule set, stale chains go, and a foreign rule stays.
+// TestFlagChangeConverges reruns with other flags: each change is one
+// transaction (per family with iptables) that takes the namespace to the
+// new rules, stale chains or tables go, and foreign rules survive it all.
 func TestFlagChangeConverges(t *testing.T) {
 	netnstest.RequireRoot(t)
-	for _, m := range backends {
-		t.Run(string(m), func(t *testing.T) {
+	for _, b := range testBackends {
+		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			ns := netnstest.New(t)
-			ns.Exec(t, "iptables-"+string(m), "-t", "nat", "-A", "OUTPUT", "-d", "192.0.2.1/32", "-j", "ACCEPT")
-			before := goldenCases[4].config(t) // dns-uid-gid-ipv6: raw and nat, both families
-			run(t, ns, before, m)
-			after := goldenCases[13].config(t) // tproxy-full: mangle too, no more uid 3,4
-			tx := run(t, ns, after, m)
-			if len(tx) != 2 {
-				t.Errorf("flag change took %d transactions, want one per family", len(tx))
-			}
-			for _, rs := range Build(&after.Policy) {
-				if d := ipt.Drift(rs, save(t, ns, m, rs.Family), Ownership()); len(d) > 0 {
-					t.Errorf("%s after flag change:\n%s", rs.Family, strings.Join(d, "\n"))
+			foreign := b.foreign(t, ns)
+			before := foreign()
+			var last *Config
+			for _, gc := range []goldenCase{
+				goldenCases[4],  // dns-uid-gid-ipv6: raw and nat, both families
+				goldenCases[13], // tproxy-full: mangle too, no more uid 3,4
+				goldenCases[1],  // injector: nat only, no DNS, no TPROXY
+			} {
+				cfg := gc.config(t)
+				if n, want := b.transactions(t, ns, cfg), b.wantTransactions(&cfg.Policy); n != want {
+					t.Errorf("%s: converged in %d transactions, want %d", gc.name, n, want)
 				}
+				b.holds(t, ns, &cfg.Policy) // stale chains and tables count as drift
+				last = cfg
 			}
-			back := goldenCases[1].config(t) // injector: no DNS, no TPROXY
-			run(t, ns, back, m)
-			st := save(t, ns, m, ipt.IPv4)
-			for _, c := range []string{ChainOutputDNS, ChainDivert, ChainTProxy} {
-				for name, tbl := range st.Tables {
-					if tbl.HasChain(c) {
-						t.Errorf("stale chain %s/%s survived", name, c)
-					}
-				}
-			}
-			if d := ipt.Drift(Build(&back.Policy)[0], st, Ownership()); len(d) > 0 {
-				t.Errorf("after second change:\n%s", strings.Join(d, "\n"))
-			}
-			clean := *back
-			clean.CleanupOnly = true
-			run(t, ns, &clean, m)
-			assertNoResidue(t, ns, m)
-			if got := save(t, ns, m, ipt.IPv4).Table(ipt.NAT).Rules["OUTPUT"]; len(got) != 1 || got[0] != "-d 192.0.2.1/32 -j ACCEPT" {
-				t.Errorf("foreign rule not kept intact: %q", got)
+			cleanupWith(t, ns, last, b)
+			if after := foreign(); after != before {
+				t.Errorf("foreign rules changed:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
 		})
 	}
