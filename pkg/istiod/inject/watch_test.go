@@ -2,6 +2,7 @@ package inject
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,8 +15,13 @@ func TestWatchFiles(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	dir := t.TempDir()
 	cfgPath, valPath := filepath.Join(dir, "config"), filepath.Join(dir, "values")
+	// write replaces a file whole, as the kubelet does, so the watcher never
+	// reads half of it.
 	write := func(p, s string) {
-		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		if err := os.WriteFile(p+".tmp", []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(p+".tmp", p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -24,7 +30,8 @@ func TestWatchFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := New(cfg, nil)
+	rejected := make(chan string, 1)
+	in, err := New(cfg, slog.New(errorHandler(rejected)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +53,14 @@ func TestWatchFiles(t *testing.T) {
 	write(valPath, `{"revision": "two"}`)
 	waitFor("two")
 	write(valPath, `{"global": {"proxy": {"statusPort": "nope"}}, "revision": "three"}`) // invalid: kept
-	time.Sleep(100 * time.Millisecond)
-	waitFor("two")
+	select {
+	case msg := <-rejected:
+		if rev := in.Revision(); rev != "two" {
+			t.Fatalf("after %q: revision %q, want the current one kept (two)", msg, rev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("invalid configuration not reported; revision %q", in.Revision())
+	}
 	write(cfgPath, "policy: disabled\n")
 	write(valPath, `{"revision": "four"}`)
 	waitFor("four")
@@ -55,3 +68,22 @@ func TestWatchFiles(t *testing.T) {
 		t.Error("policy: disabled not applied")
 	}
 }
+
+// errorHandler is a slog.Handler that sends the message of each error
+// record (the watcher logs one per rejected configuration) to its channel
+// when the channel has room, and drops every other record.
+type errorHandler chan<- string
+
+func (h errorHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
+
+func (h errorHandler) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h <- r.Message:
+	default:
+	}
+	return nil
+}
+
+func (h errorHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+func (h errorHandler) WithGroup(string) slog.Handler { return h }
