@@ -197,6 +197,8 @@ func apply(ctx context.Context, p *Policy, o *Options, log *slog.Logger, env Env
 		return nil
 	}
 	for _, r := range replaced {
+		// A backend whose rules cannot be read (no nf_tables in this
+		// kernel, say) holds none of an earlier run.
 		if err := r.cleanup(ctx, false); err != nil && !errors.Is(err, errUnreadable) {
 			return fmt.Errorf("remove %s rules of an earlier run: %w", r.name(), err)
 		}
