@@ -1,16 +1,53 @@
 package main
 
 import (
-	"net"
+	"bytes"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
+
+// serving passes the child's stderr through and picks out the address each
+// server logs once it listens ("msg=serving server=health addr=...").
+type serving struct {
+	mu    sync.Mutex
+	buf   []byte
+	addrs map[string]string
+}
+
+var servingLine = regexp.MustCompile(`msg=serving .*server=(\w+) addr=(\S+)`)
+
+func (s *serving) Write(p []byte) (int, error) {
+	os.Stderr.Write(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if m := servingLine.FindSubmatch(s.buf[:i]); m != nil {
+			s.addrs[string(m[1])] = string(m[2])
+		}
+		s.buf = s.buf[i+1:]
+	}
+}
+
+func (s *serving) addr(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addrs[name]
+}
 
 // TestSIGTERMRemovesEverything runs the real binary against a directory tree
 // and stops it as the kubelet would.
@@ -34,29 +71,32 @@ func TestSIGTERMRemovesEverything(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	health := l.Addr().String()
-	l.Close()
 	cmd := exec.Command(bin, "--mounted-cni-net-dir", filepath.Join(d, "net.d"), "--cni-bin-dir", filepath.Join(d, "bin"),
 		"--cni-agent-run-dir", filepath.Join(d, "run"), "--plugin-binary", filepath.Join(d, "plugin"),
 		"--token", filepath.Join(d, "sa/token"), "--ca", filepath.Join(d, "sa/ca.crt"), "--kube-host", "10.0.0.1",
-		"--health-addr", health, "--metrics-addr", "127.0.0.1:0")
-	cmd.Stderr = os.Stderr
+		"--health-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0")
+	logs := &serving{addrs: map[string]string{}}
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get("http://" + health + "/readyz")
-		if err == nil && resp.StatusCode == 200 {
-			resp.Body.Close()
-			break
+	// The ports are the kernel's choice: the binary logs what it bound.
+	polltest.Until(t, "the health server's address in the log", func() bool { return logs.addr("health") != "" })
+	health := logs.addr("health")
+	client := &http.Client{Timeout: 5 * time.Second}
+	polltest.Until(t, "/readyz", func() bool {
+		resp, err := client.Get("http://" + health + "/readyz")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("never ready")
-		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if resp, err := client.Get("http://" + logs.addr("metrics") + "/metrics"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("metrics server: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	conf := filepath.Join(d, "net.d/10-k8s.conflist")
 	if b, _ := os.ReadFile(conf); !strings.Contains(string(b), `"istio-cni"`) {

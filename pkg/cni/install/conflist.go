@@ -13,6 +13,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/skiff-mesh/skiff/pkg/cni"
 )
 
 // PluginType is the "type" of our entry in the conflist.
@@ -76,7 +78,7 @@ func isOurs(p any) bool {
 // Check reports why the configuration does not hold exactly one intact copy
 // of entry as its last plugin, or "" when it does. The whole entry is
 // compared, not just its type: Istio misses mangled entries.
-func Check(data []byte, entry map[string]any) string {
+func Check(data []byte, entry cni.Config) string {
 	c, err := parseConf(data)
 	if err != nil {
 		return err.Error()
@@ -111,7 +113,7 @@ func normalise(v any) any {
 
 // Insert returns the configuration with every copy of our entry removed and
 // entry appended last, as a conflist.
-func Insert(data []byte, entry map[string]any) ([]byte, error) {
+func Insert(data []byte, entry cni.Config) ([]byte, error) {
 	c, err := parseConf(data)
 	if err != nil {
 		return nil, err

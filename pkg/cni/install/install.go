@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -28,9 +29,10 @@ type Config struct {
 	TokenPath string
 	CAPath    string
 	KubeHost  string
-	KubePort  string
-	// Entry is our plugin's entry in the conflist ("type" is set to istio-cni).
-	Entry map[string]any
+	KubePort  uint16
+	// Entry is our plugin's entry in the conflist; New sets its type to
+	// istio-cni and, when empty, its cni_agent_run_dir to AgentRunDir.
+	Entry cni.Config
 	// MaxRewrites within RewriteWindow, beyond which the installer backs off
 	// and warns that another component keeps rewriting the configuration.
 	MaxRewrites   int
@@ -45,6 +47,10 @@ type Installer struct {
 	rewrites []time.Time
 	// Repairs counts configuration rewrites after the first install.
 	Repairs atomic.Int64
+	// Tests' hooks, called on Run's goroutine when set: after each install
+	// pass with its result, and when the installer backs off.
+	passed    func(error)
+	throttled func(wait time.Duration)
 }
 
 // New checks the configuration and returns an Installer.
@@ -54,12 +60,9 @@ func New(cfg Config, log *slog.Logger) (*Installer, error) {
 			return nil, fmt.Errorf("install: %s not set", name)
 		}
 	}
-	if cfg.Entry == nil {
-		cfg.Entry = map[string]any{}
-	}
-	cfg.Entry["type"] = PluginType
-	if _, ok := cfg.Entry["cni_agent_run_dir"]; !ok {
-		cfg.Entry["cni_agent_run_dir"] = cfg.AgentRunDir
+	cfg.Entry.Type = PluginType
+	if cfg.Entry.AgentRunDir == "" {
+		cfg.Entry.AgentRunDir = cfg.AgentRunDir
 	}
 	if cfg.MaxRewrites == 0 {
 		cfg.MaxRewrites = 10
@@ -138,6 +141,9 @@ func (in *Installer) throttle() time.Duration {
 	in.log.Warn("the CNI configuration keeps being rewritten by another component (another CNI installer, Multus or Cilium?); "+
 		"backing off: configure it to leave our chained entry in place, or chain it yourself",
 		"rewrites", len(in.rewrites), "window", in.cfg.RewriteWindow, "retry_in", wait)
+	if in.throttled != nil {
+		in.throttled(wait)
+	}
 	return wait
 }
 
@@ -145,6 +151,9 @@ func (in *Installer) throttle() time.Duration {
 func (in *Installer) installAll() error {
 	err := errors.Join(in.installBinary(), in.installKubeconfig(), in.installEntry())
 	in.ready.Store(err == nil)
+	if in.passed != nil {
+		in.passed(err)
+	}
 	return err
 }
 
@@ -174,7 +183,7 @@ func (in *Installer) Kubeconfig() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read service account CA: %w", err)
 	}
-	server := "https://" + net.JoinHostPort(in.cfg.KubeHost, in.cfg.KubePort)
+	server := "https://" + net.JoinHostPort(in.cfg.KubeHost, strconv.Itoa(int(in.cfg.KubePort)))
 	return fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:

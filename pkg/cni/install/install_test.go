@@ -12,14 +12,19 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/skiff-mesh/skiff/pkg/cni"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const bridgeConf = `{"cniVersion":"1.0.0","name":"k8s","type":"bridge","bridge":"cni0","ipam":{"type":"host-local","subnet":"10.1.0.0/16"}}`
 
-func entry() map[string]any {
-	return map[string]any{"type": PluginType, "cni_agent_run_dir": "/var/run/istio-cni", "exclude_namespaces": []string{"kube-system"}}
+func entry() cni.Config {
+	c := cni.Config{AgentRunDir: "/var/run/istio-cni", ExcludeNamespaces: []string{"kube-system"}}
+	c.Type = PluginType
+	return c
 }
 
 func TestConflistEdits(t *testing.T) {
@@ -69,7 +74,7 @@ func newTree(t *testing.T) *tree {
 	cfg := Config{
 		NetDir: filepath.Join(d, "net.d"), BinDir: filepath.Join(d, "bin"), AgentRunDir: filepath.Join(d, "run"),
 		PluginSource: filepath.Join(d, "plugin"), TokenPath: filepath.Join(d, "sa", "token"), CAPath: filepath.Join(d, "sa", "ca.crt"),
-		KubeHost: "10.0.0.1", KubePort: "443", Entry: entry(), MaxRewrites: 5, RewriteWindow: 3 * time.Second,
+		KubeHost: "10.0.0.1", KubePort: 443, Entry: entry(), MaxRewrites: 5, RewriteWindow: 3 * time.Second,
 	}
 	for _, dir := range []string{cfg.NetDir, cfg.BinDir, filepath.Dir(cfg.TokenPath)} {
 		must(t, os.MkdirAll(dir, 0o755))
@@ -89,14 +94,36 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// start runs the installer until the test ends (or stop is called) and waits until it is ready.
-func (tr *tree) start(t *testing.T) (*Installer, func()) {
+// running is an Installer under test with its events.
+type running struct {
+	*Installer
+	passes    chan error         // each install pass's result
+	throttles chan time.Duration // each back-off
+	stop      func()
+}
+
+// run starts the installer until the test ends (or stop is called).
+func (tr *tree) run(t *testing.T) *running {
 	in, err := New(tr.cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	must(t, err)
+	r := &running{Installer: in, passes: make(chan error, 1000), throttles: make(chan time.Duration, 1000)}
+	// Sends never block Run: a test reads the events it waits for.
+	in.passed = func(err error) {
+		select {
+		case r.passes <- err:
+		default:
+		}
+	}
+	in.throttled = func(d time.Duration) {
+		select {
+		case r.throttles <- d:
+		default:
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ctx) }()
-	stop := func() {
+	r.stop = func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
@@ -104,23 +131,30 @@ func (tr *tree) start(t *testing.T) (*Installer, func()) {
 	}
 	t.Cleanup(func() {
 		if ctx.Err() == nil {
-			stop()
+			r.stop()
 		}
 	})
-	eventually(t, "ready", in.Ready)
-	return in, stop
+	return r
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+// start is run, then waits until the installer is ready.
+func (tr *tree) start(t *testing.T) (*Installer, func()) {
+	r := tr.run(t)
+	polltest.Until(t, "ready", r.Ready)
+	return r.Installer, r.stop
+}
+
+// next waits for the installer's next event of one kind.
+func next[T any](t *testing.T, what string, c <-chan T) T {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(polltest.Timeout):
+		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
 	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 func (tr *tree) intact() bool {
@@ -153,24 +187,24 @@ func TestInstallRepairAndUninstall(t *testing.T) {
 
 	// Another component rewrites the file without us.
 	must(t, os.WriteFile(tr.conf, []byte(bridgeConf), 0o644))
-	eventually(t, "repair of a removed entry", tr.intact)
+	polltest.Until(t, "repair of a removed entry", tr.intact)
 	// A mangled entry: same type, other settings.
 	b, _ := os.ReadFile(tr.conf)
 	must(t, os.WriteFile(tr.conf, []byte(strings.Replace(string(b), "kube-system", "default", 1)), 0o644))
-	eventually(t, "repair of a mangled entry", tr.intact)
+	polltest.Until(t, "repair of a mangled entry", tr.intact)
 	// A duplicated entry.
 	b, _ = os.ReadFile(tr.conf)
 	must(t, os.WriteFile(tr.conf, []byte(strings.Replace(string(b), `"plugins": [`, `"plugins": [{"type":"istio-cni"},`, 1)), 0o644))
-	eventually(t, "repair of a duplicated entry", tr.intact)
+	polltest.Until(t, "repair of a duplicated entry", tr.intact)
 	// The binary is replaced by something else.
 	must(t, os.WriteFile(filepath.Join(tr.cfg.BinDir, PluginType), []byte("junk"), 0o755))
-	eventually(t, "binary restored", func() bool {
+	polltest.Until(t, "binary restored", func() bool {
 		b, _ := os.ReadFile(filepath.Join(tr.cfg.BinDir, PluginType))
 		return string(b) == "#!/bin/true\nplugin v1"
 	})
 	// Token rotation.
 	must(t, os.WriteFile(tr.cfg.TokenPath, []byte("token-2\n"), 0o600))
-	eventually(t, "kubeconfig rewritten for the new token", func() bool {
+	polltest.Until(t, "kubeconfig rewritten for the new token", func() bool {
 		b, _ := os.ReadFile(kc)
 		return strings.Contains(string(b), "token: token-2")
 	})
@@ -212,16 +246,30 @@ func TestInstallRepairAndUninstall(t *testing.T) {
 // most MaxRewrites answers per window, not a write storm.
 func TestThrottlesAFight(t *testing.T) {
 	tr := newTree(t)
-	in, _ := tr.start(t)
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		must(t, os.WriteFile(tr.conf, []byte(bridgeConf), 0o644))
-		time.Sleep(30 * time.Millisecond)
+	r := tr.run(t)
+	polltest.Until(t, "ready", r.Ready)
+	// Remove the entry each time the installer has put it back, until it
+	// backs off.
+	for fights := 0; ; fights++ {
+		if tr.intact() {
+			must(t, os.WriteFile(tr.conf, []byte(bridgeConf), 0o644))
+		}
+		select {
+		case <-r.throttles:
+		case <-r.passes:
+			if fights > 10*tr.cfg.MaxRewrites {
+				t.Fatalf("%d passes and the installer never backed off (%d repairs)", fights, r.Repairs.Load())
+			}
+			continue
+		case <-time.After(polltest.Timeout):
+			t.Fatal("timed out waiting for a repair or a back-off")
+		}
+		break
 	}
-	if n := in.Repairs.Load(); n > int64(tr.cfg.MaxRewrites) {
-		t.Errorf("%d rewrites in 2 s, want at most %d", n, tr.cfg.MaxRewrites)
+	if n := r.Repairs.Load(); n > int64(tr.cfg.MaxRewrites) {
+		t.Errorf("%d rewrites before backing off, want at most %d", n, tr.cfg.MaxRewrites)
 	}
-	eventually(t, "repair after the fight", tr.intact)
+	polltest.Until(t, "repair after the fight", tr.intact)
 }
 
 func TestWaitsForAConfiguration(t *testing.T) {
@@ -229,17 +277,14 @@ func TestWaitsForAConfiguration(t *testing.T) {
 	for _, f := range []string{"10-bridge.conf", "99-other.conflist"} {
 		must(t, os.Remove(filepath.Join(tr.cfg.NetDir, f)))
 	}
-	in, err := New(tr.cfg, slog.New(slog.DiscardHandler))
-	must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- in.Run(ctx) }()
-	time.Sleep(200 * time.Millisecond)
-	if in.Ready() {
+	r := tr.run(t)
+	if err := next(t, "the first install pass", r.passes); err == nil || !strings.Contains(err.Error(), "no CNI configuration") {
+		t.Errorf("first pass with an empty net dir: %v", err)
+	}
+	if r.Ready() {
 		t.Error("ready with no CNI configuration on the node")
 	}
 	must(t, os.WriteFile(filepath.Join(tr.cfg.NetDir, "05-primary.conflist"), []byte(`{"cniVersion":"1.0.0","name":"p","plugins":[{"type":"ptp"}]}`), 0o644))
-	eventually(t, "install once the primary plugin writes its configuration", in.Ready)
-	cancel()
-	<-done
+	polltest.Until(t, "install once the primary plugin writes its configuration", r.Ready)
+	r.stop()
 }

@@ -2,25 +2,59 @@ package install
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/skiff-mesh/skiff/pkg/httpserver"
 )
 
+// shutdownGrace is how long open health and metrics requests get at exit.
+const shutdownGrace = 2 * time.Second
+
 // Run installs and guards the plugin and serves health and metrics until ctx
-// ends, then uninstalls.
-func Run(ctx context.Context, cfg Config, healthAddr, metricsAddr string, log *slog.Logger) error {
-	in, err := New(cfg, log)
+// ends, then uninstalls. It listens before installing, so a port in use
+// stops it with nothing changed on the node, and logs each bound address.
+func Run(ctx context.Context, f Flags, log *slog.Logger) error {
+	in, err := New(f.Config, log)
 	if err != nil {
 		return err
 	}
+	type server struct {
+		name string
+		ln   net.Listener
+		h    http.Handler
+	}
+	var servers []server
+	defer func() {
+		for _, s := range servers {
+			s.ln.Close() // no-op once served: Serve closes it
+		}
+	}()
+	for _, s := range []struct {
+		name, addr string
+		h          http.Handler
+	}{{"health", f.HealthAddr, in.HealthHandler()}, {"metrics", f.MetricsAddr, in.MetricsHandler()}} {
+		if s.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", s.addr)
+		if err != nil {
+			return fmt.Errorf("%s server: listen %s: %w", s.name, s.addr, err)
+		}
+		servers = append(servers, server{s.name, ln, s.h})
+		log.Info("serving", "server", s.name, "addr", ln.Addr().String())
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return in.Run(ctx) })
-	if healthAddr != "" {
-		g.Go(func() error { return Serve(ctx, healthAddr, in.HealthHandler(), log) })
-	}
-	if metricsAddr != "" {
-		g.Go(func() error { return Serve(ctx, metricsAddr, in.MetricsHandler(), log) })
+	for _, s := range servers {
+		g.Go(func() error {
+			return httpserver.Serve(ctx, &http.Server{Handler: s.h, ReadHeaderTimeout: 5 * time.Second}, s.ln, shutdownGrace)
+		})
 	}
 	return g.Wait()
 }

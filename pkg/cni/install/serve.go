@@ -1,13 +1,8 @@
 package install
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -42,24 +37,4 @@ func (in *Installer) MetricsHandler() http.Handler {
 			func() float64 { return float64(in.Repairs.Load()) }),
 	)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-}
-
-// Serve runs an HTTP server on addr until ctx ends.
-func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	log.Info("serving", "addr", ln.Addr().String())
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }

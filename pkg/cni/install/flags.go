@@ -1,0 +1,136 @@
+package install
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/skiff-mesh/skiff/pkg/cni"
+)
+
+// Flags is install-cni's command line: the installer's Config and the
+// addresses it serves on.
+type Flags struct {
+	// Config is what the installer installs, and where.
+	Config Config
+	// HealthAddr serves /healthz and /readyz (":8000"); empty disables.
+	HealthAddr string
+	// MetricsAddr serves Prometheus metrics (":15014"); empty disables.
+	MetricsAddr string
+}
+
+// ParseFlags parses install-cni's arguments (Istio's flag names). Each flag's
+// default comes from the environment variable its help names, looked up
+// with lookupEnv (os.LookupEnv: a variable set to "" counts as set); a flag
+// given overrides it. Errors name the flag or variable and the value.
+func ParseFlags(args []string, lookupEnv func(string) (string, bool), usage io.Writer) (Flags, error) {
+	env := envDefaults{lookup: lookupEnv}
+	var f Flags
+	c := &f.Config
+	fs := pflag.NewFlagSet("install-cni", pflag.ContinueOnError)
+	fs.SetOutput(usage)
+	fs.StringVar(&c.NetDir, "mounted-cni-net-dir", env.str("MOUNTED_CNI_NET_DIR", "/host/etc/cni/net.d"), "the node's CNI configuration dir (env MOUNTED_CNI_NET_DIR)")
+	fs.StringVar(&c.BinDir, "cni-bin-dir", env.str("CNI_BIN_DIR", "/host/opt/cni/bin"), "the node's CNI plugin dir (env CNI_BIN_DIR)")
+	fs.StringVar(&c.AgentRunDir, "cni-agent-run-dir", env.str("CNI_AGENT_RUN_DIR", "/var/run/istio-cni"), "where the plugin's kubeconfig is written (env CNI_AGENT_RUN_DIR)")
+	fs.StringVar(&c.PluginSource, "plugin-binary", env.str("CNI_PLUGIN_BINARY", "/opt/cni/bin/istio-cni"), "the plugin binary to install (env CNI_PLUGIN_BINARY)")
+	fs.StringVar(&c.TokenPath, "token", env.str("SERVICE_ACCOUNT_TOKEN", "/var/run/secrets/kubernetes.io/serviceaccount/token"), "service-account token (env SERVICE_ACCOUNT_TOKEN)")
+	fs.StringVar(&c.CAPath, "ca", env.str("SERVICE_ACCOUNT_CA", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"), "API server CA (env SERVICE_ACCOUNT_CA)")
+	fs.StringVar(&c.KubeHost, "kube-host", env.str("KUBERNETES_SERVICE_HOST", ""), "API server host (env KUBERNETES_SERVICE_HOST)")
+	fs.Uint16Var(&c.KubePort, "kube-port", env.port("KUBERNETES_SERVICE_PORT", 443), "API server port (env KUBERNETES_SERVICE_PORT)")
+	excluded := fs.String("exclude-namespaces", env.str("EXCLUDE_NAMESPACES", "kube-system"), "comma list of namespaces whose pods are never captured (env EXCLUDE_NAMESPACES)")
+	podNS := fs.String("pod-namespace", env.str("POD_NAMESPACE", "istio-system"), "the agent's namespace (env POD_NAMESPACE)")
+	level := fs.String("log-level", env.str("LOG_LEVEL", "info"), "plugin log level: debug, info, warn, error, fatal or none (env LOG_LEVEL)")
+	nft := fs.Bool("native-nftables", env.boolean("NATIVE_NFTABLES", false), "the plugin programs nftables directly (env NATIVE_NFTABLES)")
+	fs.StringVar(&f.HealthAddr, "health-addr", env.str("HEALTH_ADDR", ":8000"), "health server, /healthz and /readyz (env HEALTH_ADDR; empty disables)")
+	fs.StringVar(&f.MetricsAddr, "metrics-addr", env.str("METRICS_ADDR", ":15014"), "Prometheus metrics server (env METRICS_ADDR; empty disables)")
+	if err := errors.Join(env.errs...); err != nil {
+		return f, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	// named is a value as the user gave it: by flag, or else by variable.
+	named := func(flag, variable, v string) string {
+		if fs.Changed(flag) {
+			return fmt.Sprintf("--%s %q", flag, v)
+		}
+		return fmt.Sprintf("%s=%q", variable, v)
+	}
+	if _, err := cni.ParseLogLevel(*level); err != nil {
+		return f, fmt.Errorf("%s: %w", named("log-level", "LOG_LEVEL", *level), err)
+	}
+	for _, a := range []struct{ flag, variable, addr string }{
+		{"health-addr", "HEALTH_ADDR", f.HealthAddr}, {"metrics-addr", "METRICS_ADDR", f.MetricsAddr},
+	} {
+		if _, _, err := net.SplitHostPort(a.addr); a.addr != "" && err != nil {
+			return f, fmt.Errorf("%s: want host:port", named(a.flag, a.variable, a.addr))
+		}
+	}
+	c.Entry = cni.Config{
+		LogLevel: *level, AgentRunDir: c.AgentRunDir, ExcludeNamespaces: splitList(*excluded),
+		PodNamespace: *podNS, NativeNFTables: *nft,
+	}
+	c.Entry.Type = PluginType
+	return f, nil
+}
+
+// envDefaults reads flag defaults from the environment, keeping every error.
+type envDefaults struct {
+	lookup func(string) (string, bool)
+	errs   []error
+}
+
+func (e *envDefaults) str(name, def string) string {
+	if v, ok := e.lookup(name); ok {
+		return v
+	}
+	return def
+}
+
+// boolean accepts what strconv.ParseBool does (1, t, true, 0, f, false,
+// ...); unset or empty is def.
+func (e *envDefaults) boolean(name string, def bool) bool {
+	v, _ := e.lookup(name)
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want true or false", name, v))
+		return def
+	}
+	return b
+}
+
+// port accepts a TCP port number; unset or empty is def.
+func (e *envDefaults) port(name string, def uint16) uint16 {
+	v, _ := e.lookup(name)
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 16)
+	if err != nil || n == 0 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a port number", name, v))
+		return def
+	}
+	return uint16(n)
+}
+
+// splitList splits a comma list, dropping spaces and empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}

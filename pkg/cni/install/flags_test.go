@@ -1,0 +1,123 @@
+package install
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+)
+
+func env(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// TestParseFlagsDefaults: with no flags and no environment, the entry is
+// byte for byte the one install-cni wrote when it built it as a map.
+func TestParseFlagsDefaults(t *testing.T) {
+	f, err := ParseFlags(nil, env(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Flags{
+		Config: Config{
+			NetDir: "/host/etc/cni/net.d", BinDir: "/host/opt/cni/bin", AgentRunDir: "/var/run/istio-cni",
+			PluginSource: "/opt/cni/bin/istio-cni", TokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+			CAPath: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", KubePort: 443,
+		},
+		HealthAddr: ":8000", MetricsAddr: ":15014",
+	}
+	entry := f.Config.Entry
+	f.Config.Entry = want.Config.Entry
+	if diff := cmp.Diff(want, f, cmp.AllowUnexported(f.Config.Entry)); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	b, err := json.Marshal(entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := json.Marshal(map[string]any{
+		"type": PluginType, "plugin_log_level": "info", "cni_agent_run_dir": "/var/run/istio-cni",
+		"exclude_namespaces": []string{"kube-system"}, "pod_namespace": "istio-system", "native_nftables": false,
+	})
+	if string(b) != string(old) {
+		t.Errorf("entry\n got %s\nwant %s", b, old)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  func(string) (string, bool)
+		want func(*Flags) any
+		is   any
+	}{
+		{"env", nil, env("MOUNTED_CNI_NET_DIR", "/n", "KUBERNETES_SERVICE_HOST", "10.0.0.1", "KUBERNETES_SERVICE_PORT", "6443"),
+			func(f *Flags) any { return []any{f.Config.NetDir, f.Config.KubeHost, f.Config.KubePort} }, []any{"/n", "10.0.0.1", uint16(6443)}},
+		{"flag beats env", []string{"--mounted-cni-net-dir", "/flag"}, env("MOUNTED_CNI_NET_DIR", "/env"),
+			func(f *Flags) any { return f.Config.NetDir }, "/flag"},
+		{"NATIVE_NFTABLES=1", nil, env("NATIVE_NFTABLES", "1"), func(f *Flags) any { return f.Config.Entry.NativeNFTables }, true},
+		{"NATIVE_NFTABLES=True", nil, env("NATIVE_NFTABLES", "True"), func(f *Flags) any { return f.Config.Entry.NativeNFTables }, true},
+		{"NATIVE_NFTABLES empty", nil, env("NATIVE_NFTABLES", ""), func(f *Flags) any { return f.Config.Entry.NativeNFTables }, false},
+		{"--native-nftables=t", []string{"--native-nftables=t"}, env(), func(f *Flags) any { return f.Config.Entry.NativeNFTables }, true},
+		{"--native-nftables=false over env", []string{"--native-nftables=false"}, env("NATIVE_NFTABLES", "true"),
+			func(f *Flags) any { return f.Config.Entry.NativeNFTables }, false},
+		{"exclude list", []string{"--exclude-namespaces", " kube-system, ,istio-system "}, env(),
+			func(f *Flags) any { return f.Config.Entry.ExcludeNamespaces }, []string{"kube-system", "istio-system"}},
+		{"no excluded namespaces", nil, env("EXCLUDE_NAMESPACES", ""),
+			func(f *Flags) any { return f.Config.Entry.ExcludeNamespaces }, []string(nil)},
+		{"entry", []string{"--cni-agent-run-dir", "/run/x", "--log-level", "debug"}, env("POD_NAMESPACE", "mesh"),
+			func(f *Flags) any {
+				e := f.Config.Entry
+				return []string{e.Type, e.AgentRunDir, e.LogLevel, e.PodNamespace}
+			}, []string{"istio-cni", "/run/x", "debug", "mesh"}},
+		{"servers off", []string{"--health-addr=", "--metrics-addr="}, env(),
+			func(f *Flags) any { return f.HealthAddr + f.MetricsAddr }, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := ParseFlags(tt.args, tt.env, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.is, tt.want(&f)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  func(string) (string, bool)
+		want string
+	}{
+		{nil, env("NATIVE_NFTABLES", "yes"), `NATIVE_NFTABLES="yes": want true or false`},
+		{nil, env("KUBERNETES_SERVICE_PORT", "https"), `KUBERNETES_SERVICE_PORT="https": want a port number`},
+		{nil, env("KUBERNETES_SERVICE_PORT", "70000"), `KUBERNETES_SERVICE_PORT="70000"`},
+		{[]string{"--native-nftables=yes"}, env(), `"yes"`},
+		{[]string{"--kube-port", "0x"}, env(), "kube-port"},
+		{[]string{"--log-level", "loud"}, env(), `--log-level "loud"`},
+		{nil, env("LOG_LEVEL", "loud"), `LOG_LEVEL="loud": want debug`},
+		{[]string{"--health-addr", "8000"}, env(), `--health-addr "8000": want host:port`},
+		{nil, env("METRICS_ADDR", "15014"), `METRICS_ADDR="15014": want host:port`},
+		{[]string{"extra"}, env(), `unexpected argument "extra"`},
+		{[]string{"--no-such-flag"}, env(), "no-such-flag"},
+	} {
+		_, err := ParseFlags(tt.args, tt.env, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseFlags(%q): error %v, want it to mention %q", tt.args, err, tt.want)
+		}
+	}
+	if _, err := ParseFlags([]string{"-h"}, env(), io.Discard); !errors.Is(err, pflag.ErrHelp) {
+		t.Errorf("-h: %v, want pflag.ErrHelp", err)
+	}
+}
