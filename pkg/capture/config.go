@@ -92,8 +92,9 @@ type Options struct {
 	Backend iptables.Mode
 	// RunValidation probes that capture works after applying.
 	RunValidation bool
-	ProbePort     uint16
-	ProbeTimeout  time.Duration
+	// ProbePort is the port the probe dials; ProbeTimeout bounds it.
+	ProbePort    uint16
+	ProbeTimeout time.Duration
 }
 
 // Config is one istio-iptables invocation: the Policy to apply and the
