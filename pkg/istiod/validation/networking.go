@@ -103,8 +103,8 @@ func (c *checker) serviceEntry(se *apinet.ServiceEntry) {
 		switch {
 		case h == "" || h == "*" || strings.Contains(h, "/"):
 			c.add(f, h, "not a host name")
-		case !c.webhook():
-		case !c.host(f, h, true):
+		case !c.webhook(): // istiod needs no more
+		case !c.host(f, h, true): // reported
 		case dnsWithoutEndpoints && strings.HasPrefix(h, "*"):
 			c.add(f, h, "a wildcard host cannot be resolved by DNS without endpoints")
 		}
@@ -142,9 +142,9 @@ func (c *checker) serviceEntry(se *apinet.ServiceEntry) {
 		}
 		for _, name := range sortedKeys(ep.GetPorts()) {
 			pf := f + ".ports[" + name + "]"
-			if n := ep.GetPorts()[name]; n < 1 || n > 65535 {
-				c.port(pf, int64(n))
-			} else if c.webhook() && !names[name] {
+			n := ep.GetPorts()[name]
+			c.port(pf, int64(n))
+			if n >= 1 && n <= 65535 && c.webhook() && !names[name] {
 				c.add(pf, name, "not a port name of this ServiceEntry")
 			}
 		}
@@ -196,7 +196,7 @@ func (c *checker) sidecar(sc *apinet.Sidecar) {
 			switch {
 			case !ok || ns == "" || host == "":
 				c.add(hf, h, `want "namespace/host" ("./*", "istio-system/*")`)
-			case !c.webhook():
+			case !c.webhook(): // istiod needs no more
 			case ns != "." && ns != "*" && ns != "~" && len(validation.IsDNS1123Label(ns)) > 0:
 				c.add(hf, h, `namespace must be ".", "*", "~" or a namespace name`)
 			default:

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -269,7 +270,8 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestNoDuplicateReasons: a field istiod's checks and ours both catch is reported once.
+// TestNoDuplicateReasons: a problem both levels check (a destination port)
+// is reported once, because each check runs once.
 func TestNoDuplicateReasons(t *testing.T) {
 	err := validate(t, &Validator{}, `
 apiVersion: networking.istio.io/v1
@@ -302,20 +304,15 @@ func parse(t *testing.T, yamlDoc string) (obj metav1.Object, spec proto.Message)
 	case "discovery.k8s.io/EndpointSlice":
 		obj = &discoveryv1.EndpointSlice{}
 	case NetworkingGroup + "/VirtualService":
-		o := &networking.VirtualService{}
-		obj, spec = o, &o.Spec
+		obj = &networking.VirtualService{}
 	case NetworkingGroup + "/DestinationRule":
-		o := &networking.DestinationRule{}
-		obj, spec = o, &o.Spec
+		obj = &networking.DestinationRule{}
 	case NetworkingGroup + "/ServiceEntry":
-		o := &networking.ServiceEntry{}
-		obj, spec = o, &o.Spec
+		obj = &networking.ServiceEntry{}
 	case NetworkingGroup + "/WorkloadEntry":
-		o := &networking.WorkloadEntry{}
-		obj, spec = o, &o.Spec
+		obj = &networking.WorkloadEntry{}
 	case NetworkingGroup + "/Sidecar":
-		o := &networking.Sidecar{}
-		obj, spec = o, &o.Spec
+		obj = &networking.Sidecar{}
 	default:
 		return nil, nil
 	}
@@ -324,6 +321,11 @@ func parse(t *testing.T, yamlDoc string) (obj metav1.Object, spec proto.Message)
 	}
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace("default")
+	}
+	// An Istio object's Spec is the message the webhook checks; Kubernetes
+	// specs are not protobuf messages of this API.
+	if f := reflect.ValueOf(obj).Elem().FieldByName("Spec"); f.IsValid() {
+		spec, _ = f.Addr().Interface().(proto.Message)
 	}
 	return obj, spec
 }
