@@ -15,11 +15,13 @@ import (
 //
 // Declare Memos as package variables; the zero Memo is not usable.
 type Memo[K comparable, V any] struct {
-	id   int
-	name string
+	id int
 	// reads reports whether the value under key reads svc's endpoints;
-	// nil: no value reads endpoints.
+	// nil: no value reads endpoints (unless host is set).
 	reads func(key K, svc *Service) bool
+	// host, when set, names the one host whose endpoints the value under
+	// key reads.
+	host func(key K) string
 }
 
 // memoIDs numbers Memos: a push context keeps its tables in a slice.
@@ -27,22 +29,28 @@ var memoIDs atomic.Int32
 
 // NewMemo declares a memo whose values are built from configuration alone,
 // so an endpoint-only change keeps them.
-func NewMemo[K comparable, V any](name string) *Memo[K, V] {
-	return &Memo[K, V]{id: int(memoIDs.Add(1)) - 1, name: name}
+func NewMemo[K comparable, V any]() *Memo[K, V] {
+	return &Memo[K, V]{id: int(memoIDs.Add(1)) - 1}
 }
 
 // NewEndpointMemo declares a memo whose value under key also reads the
 // endpoints of each service svc for which reads(key, svc) is true: an
 // endpoint change of such a service drops the value, and the values that
 // read none of the changed services are kept.
-func NewEndpointMemo[K comparable, V any](name string, reads func(key K, svc *Service) bool) *Memo[K, V] {
-	m := NewMemo[K, V](name)
+func NewEndpointMemo[K comparable, V any](reads func(key K, svc *Service) bool) *Memo[K, V] {
+	m := NewMemo[K, V]()
 	m.reads = reads
 	return m
 }
 
-// Name returns the name the memo was declared with.
-func (m *Memo[K, V]) Name() string { return m.name }
+// NewHostMemo declares a memo whose value under key reads the endpoints of
+// one host, host(key), beside configuration. It is NewEndpointMemo for
+// that common case, and cheaper to inherit when many values are cached.
+func NewHostMemo[K comparable, V any](host func(key K) string) *Memo[K, V] {
+	m := NewMemo[K, V]()
+	m.host = host
+	return m
+}
 
 // Get returns the value cached under key in pc, building it with build
 // the first time. Concurrent callers for one key wait for one build.
@@ -75,8 +83,9 @@ func (m *Memo[K, V]) table(pc *PushContext) *memoTable[K, V] {
 // memoStore is a memo's table seen without its types.
 type memoStore interface {
 	// inheritInto adds to pc the entries still valid after an endpoint
-	// change of the changed services; pc.memoMu must be held.
-	inheritInto(pc *PushContext, changed []*Service)
+	// change of the changed services (hosts: their names); pc.memoMu must
+	// be held.
+	inheritInto(pc *PushContext, changed []*Service, hosts map[string]struct{})
 }
 
 type memoTable[K comparable, V any] struct {
@@ -89,13 +98,18 @@ type memoEntry[V any] struct {
 	v    V
 }
 
-func (t *memoTable[K, V]) inheritInto(pc *PushContext, changed []*Service) {
+func (t *memoTable[K, V]) inheritInto(pc *PushContext, changed []*Service, hosts map[string]struct{}) {
 	dst := t.memo.table(pc)
-	reads := t.memo.reads
+	reads, host := t.memo.reads, t.memo.host
 entries:
 	for k, e := range t.entries {
 		if _, ok := dst.entries[k]; ok {
 			continue // built in pc already
+		}
+		if host != nil {
+			if _, ok := hosts[host(k)]; ok {
+				continue
+			}
 		}
 		if reads != nil {
 			for _, svc := range changed {
@@ -131,7 +145,7 @@ func (pc *PushContext) Inherit(prev *PushContext, change Change) {
 	defer pc.memoMu.Unlock()
 	for _, t := range prev.memos {
 		if t != nil {
-			t.inheritInto(pc, changed)
+			t.inheritInto(pc, changed, change.Hosts)
 		}
 	}
 }

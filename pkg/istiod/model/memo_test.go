@@ -16,12 +16,14 @@ const (
 	reviewsHost = "reviews.default.svc.cluster.local"
 )
 
-// Memos of the tests: by name, configuration only; by host, the host's
-// endpoints; anyHost, every service's endpoints.
+// Memos of the tests: byName reads configuration only; byHost the
+// endpoints of the host it is keyed by; anyHost every service's endpoints.
 var (
-	byName  = model.NewMemo[string, []string]("test-config")
-	byHost  = model.NewEndpointMemo[string, int]("test-host", func(host string, svc *model.Service) bool { return host == svc.Hostname })
-	anyHost = model.NewEndpointMemo[string, int]("test-any", func(string, *model.Service) bool { return true })
+	byName = model.NewMemo[string, []string]()
+	byHost = model.NewHostMemo[string, int](func(host string) string { return host })
+	// bySvc is byHost declared the general way.
+	bySvc   = model.NewEndpointMemo[string, int](func(host string, svc *model.Service) bool { return host == svc.Hostname })
+	anyHost = model.NewEndpointMemo[string, int](func(string, *model.Service) bool { return true })
 )
 
 // movedRatings returns in with one ratings endpoint added: an
@@ -76,6 +78,7 @@ func TestInherit(t *testing.T) {
 		byName.Get(pc, "x", func() []string { built["config"]++; return nil })
 		for _, h := range []string{ratingsHost, reviewsHost} {
 			byHost.Get(pc, h, func() int { built[h]++; return 0 })
+			bySvc.Get(pc, h, func() int { built["svc "+h]++; return 0 })
 		}
 		anyHost.Get(pc, "x", func() int { built["any"]++; return 0 })
 	}
@@ -84,7 +87,7 @@ func TestInherit(t *testing.T) {
 	pc := model.Rebuild(prev, movedRatings(t, in), "2")
 	pc.Inherit(prev, pc.Diff(prev))
 	get(pc)
-	want := map[string]int{"config": 1, reviewsHost: 1, ratingsHost: 2, "any": 2}
+	want := map[string]int{"config": 1, reviewsHost: 1, ratingsHost: 2, "svc " + reviewsHost: 1, "svc " + ratingsHost: 2, "any": 2}
 	if !equalCounts(built, want) {
 		t.Fatalf("builds after an endpoint change %v, want %v", built, want)
 	}
@@ -94,7 +97,7 @@ func TestInherit(t *testing.T) {
 	full := model.Rebuild(pc, &cfg, "3")
 	full.Inherit(pc, full.Diff(pc))
 	get(full)
-	want = map[string]int{"config": 2, reviewsHost: 2, ratingsHost: 3, "any": 3}
+	want = map[string]int{"config": 2, reviewsHost: 2, ratingsHost: 3, "svc " + reviewsHost: 2, "svc " + ratingsHost: 3, "any": 3}
 	if !equalCounts(built, want) {
 		t.Fatalf("builds after a configuration change %v, want %v", built, want)
 	}

@@ -32,7 +32,7 @@ func (s *Scope) Visible(host string) bool { return s.visible[host] }
 
 // scopes caches the scope of each namespace and Sidecar ("ns/name"):
 // scopes are built from configuration alone.
-var scopes = NewMemo[string, *Scope]("scope")
+var scopes = NewMemo[string, *Scope]()
 
 // ScopeFor returns the scope of proxy p, shared by proxies like it.
 func (pc *PushContext) ScopeFor(p *Proxy) *Scope {

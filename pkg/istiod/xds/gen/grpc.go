@@ -22,9 +22,9 @@ type grpcKey struct {
 // The resources of gRPC clients, by scope and name; nil for names that
 // do not exist.
 var (
-	grpcListeners = model.NewMemo[grpcKey, *Resource]("grpc-lds")
-	grpcRoutes    = model.NewMemo[grpcKey, *Resource]("grpc-rds")
-	grpcClusters  = model.NewEndpointMemo[grpcKey, *Resource]("grpc-cds", func(k grpcKey, svc *model.Service) bool {
+	grpcListeners = model.NewMemo[grpcKey, *Resource]()
+	grpcRoutes    = model.NewMemo[grpcKey, *Resource]()
+	grpcClusters  = model.NewEndpointMemo[grpcKey, *Resource](func(k grpcKey, svc *model.Service) bool {
 		_, _, host, _ := model.ParseClusterName(k.name)
 		return host == svc.Hostname && clustersRead(k.scope, svc)
 	})

@@ -19,17 +19,17 @@ func listenerName(l *listenerv3.Listener) string { return l.GetName() }
 // scopes are cached too, so a scope is one pointer in a push context and in
 // those that inherit from it.
 var (
-	clustersMemo  = model.NewEndpointMemo[*model.Scope, []*Resource]("cds", clustersRead)
-	endpointsMemo = model.NewEndpointMemo[*model.Scope, map[string]*Resource]("eds", endpointsRead)
-	listenersMemo = model.NewMemo[*model.Scope, []*Resource]("lds")
-	routesMemo    = model.NewMemo[*model.Scope, []*Resource]("rds")
-	nameTableMemo = model.NewEndpointMemo[*model.Scope, *Resource]("nds", nameTableRead)
+	clustersMemo  = model.NewEndpointMemo[*model.Scope, []*Resource](clustersRead)
+	endpointsMemo = model.NewEndpointMemo[*model.Scope, map[string]*Resource](endpointsRead)
+	listenersMemo = model.NewMemo[*model.Scope, []*Resource]()
+	routesMemo    = model.NewMemo[*model.Scope, []*Resource]()
+	nameTableMemo = model.NewEndpointMemo[*model.Scope, *Resource](nameTableRead)
 	// loadAssignments caches each cluster's load assignment; only its
 	// host's endpoints go into it.
-	loadAssignments = model.NewEndpointMemo[claKey, *Resource]("cla", func(k claKey, svc *model.Service) bool { return k.host == svc.Hostname })
+	loadAssignments = model.NewHostMemo[claKey, *Resource](func(k claKey) string { return k.host })
 	// Inbound resources depend on the workload's ports alone.
-	inboundClustersMemo = model.NewMemo[string, []*Resource]("inbound-cds")
-	inboundListenerMemo = model.NewMemo[string, *Resource]("inbound-lds")
+	inboundClustersMemo = model.NewMemo[string, []*Resource]()
+	inboundListenerMemo = model.NewMemo[string, *Resource]()
 )
 
 // claKey names one cluster's load assignment.
