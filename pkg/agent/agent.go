@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,7 +36,6 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/agent/sds"
 	"github.com/skiff-mesh/skiff/pkg/agent/status"
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
-	"github.com/skiff-mesh/skiff/pkg/pki"
 )
 
 // Options are the agent's run-time seams.
@@ -63,22 +61,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	defer cancel()
 	reg := prometheus.NewRegistry()
 	noProxy := cfg.DisableEnvoy || cfg.GRPCBootstrap != ""
-	if cfg.GRPCBootstrap != "" && cfg.OutputCerts == "" {
-		cfg.OutputCerts = filepath.Join(filepath.Dir(cfg.GRPCBootstrap), "certs")
-	}
 
 	// The workload certificate.
-	keyType := pki.RSA2048
-	switch {
-	case cfg.ECDSA:
-		keyType = pki.ECDSAP256
-	case cfg.RSAKeySize == 3072:
-		keyType = pki.RSA3072
-	case cfg.RSAKeySize == 4096:
-		keyType = pki.RSA4096
-	}
-	identity := fmt.Sprintf("spiffe://%s/ns/%s/sa/%s", cfg.TrustDomain, cfg.PodNamespace, cfg.ServiceAccount)
-	copts := certs.Options{Identity: identity, KeyType: keyType, TTL: cfg.SecretTTL, GraceRatio: cfg.GraceRatio, OutputDir: cfg.OutputCerts}
+	copts := certs.Options{Identity: cfg.Identity, KeyType: cfg.KeyType, TTL: cfg.SecretTTL, GraceRatio: cfg.GraceRatio, OutputDir: cfg.OutputCerts}
 	var signer certs.Signer
 	if cfg.FileMountedCerts {
 		copts.FileDir = cfg.Path(config.FileCertDir)
@@ -103,21 +88,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	// The DNS proxy.
 	var dns *dnsproxy.Server
 	if cfg.DNSCapture {
-		path := opts.ResolvConf
-		if path == "" {
-			path = "/etc/resolv.conf"
-		}
-		dcfg, err := dnsproxy.ConfigFromResolvConf(path)
+		dcfg, err := dnsConfig(cfg, opts.ResolvConf)
 		if err != nil {
-			return fmt.Errorf("DNS proxy: %w", err)
-		}
-		dcfg.Namespace = cfg.PodNamespace
-		if cfg.DNSProxyAddr != "" {
-			ap, err := netip.ParseAddrPort(cfg.DNSProxyAddr)
-			if err != nil {
-				return fmt.Errorf("DNS_PROXY_ADDR: %q: %w", cfg.DNSProxyAddr, err)
-			}
-			dcfg.Addrs = []netip.AddrPort{ap}
+			return err
 		}
 		if dns, err = dnsproxy.New(dcfg, log, reg); err != nil {
 			return err
@@ -234,6 +207,22 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	}
 }
 
+// dnsConfig is the DNS proxy's configuration: upstreams and search domains
+// from resolvConf ("" is /etc/resolv.conf), the rest from the agent's.
+func dnsConfig(cfg *config.Config, resolvConf string) (dnsproxy.Config, error) {
+	if resolvConf == "" {
+		resolvConf = "/etc/resolv.conf"
+	}
+	dcfg, err := dnsproxy.ConfigFromResolvConf(resolvConf)
+	if err != nil {
+		return dnsproxy.Config{}, fmt.Errorf("DNS proxy: %w", err)
+	}
+	dcfg.Namespace = cfg.PodNamespace
+	dcfg.Addrs = cfg.DNSAddrs
+	dcfg.ForwardParallel = cfg.DNSForwardParallel
+	return dcfg, nil
+}
+
 func orLocal(ip string) string {
 	if ip == "" {
 		return "127.0.0.1"
@@ -293,7 +282,7 @@ func bootstrapNode(cfg *config.Config) bootstrap.Node {
 	}
 	meta["NAMESPACE"] = cfg.PodNamespace
 	meta["NAME"] = cfg.PodName
-	meta["SERVICE_ACCOUNT"] = cfg.ServiceAccount
+	meta["SERVICE_ACCOUNT"] = cfg.Identity.ServiceAccount
 	meta["CLUSTER_ID"] = cfg.Cluster
 	if cfg.InstanceIP != "" {
 		meta["INSTANCE_IPS"] = cfg.InstanceIP

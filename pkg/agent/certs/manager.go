@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/pki"
+	"github.com/skiff-mesh/skiff/pkg/spiffe"
 )
 
 // Cert is one issued identity: key, chain (leaf first) and trusted roots, in PEM.
@@ -40,7 +40,7 @@ type Signer interface {
 // Options configure the manager.
 type Options struct {
 	// Identity is the SPIFFE ID the CSR asks for.
-	Identity string
+	Identity spiffe.ID
 	KeyType  pki.KeyType
 	TTL      time.Duration
 	// GraceRatio is the share of the lifetime left when the certificate is
@@ -135,7 +135,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		backoff = 200 * time.Millisecond
 		m.set(c)
 		wait := m.rotateIn(c.Leaf, requested, time.Now())
-		m.log.Info("workload certificate issued", "identity", m.opts.Identity, "serial", c.Leaf.SerialNumber.Text(16),
+		m.log.Info("workload certificate issued", "identity", m.opts.Identity.String(), "serial", c.Leaf.SerialNumber.Text(16),
 			"expires", c.Leaf.NotAfter.UTC().Format(time.RFC3339), "rotate_in", wait.Round(time.Millisecond))
 		if !sleep(ctx, wait) {
 			return nil
@@ -174,11 +174,7 @@ func (m *Manager) issue(ctx context.Context) (*Cert, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := url.Parse(m.opts.Identity)
-	if err != nil {
-		return nil, fmt.Errorf("identity %q: %w", m.opts.Identity, err)
-	}
-	csr, err := pki.CreateCSR(key, pki.CSROptions{URIs: []*url.URL{id}})
+	csr, err := pki.CreateCSR(key, pki.CSROptions{URIs: []*url.URL{m.opts.Identity.URL()}})
 	if err != nil {
 		return nil, err
 	}

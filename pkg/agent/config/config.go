@@ -5,12 +5,13 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/skiff-mesh/skiff/pkg/pki"
+	"github.com/skiff-mesh/skiff/pkg/spiffe"
 )
 
 // Well-known paths, relative to the agent's working directory as Istio's are.
@@ -32,30 +36,44 @@ const (
 	DefaultAddress = "istiod.istio-system.svc:15012"
 )
 
+// DefaultDNSProxyAddr is DNS_PROXY_ADDR's default, Istio's spelling: both
+// loopback addresses, port 15053.
+const DefaultDNSProxyAddr = "localhost:15053"
+
 // Config is everything the agent needs.
 type Config struct {
 	Proxy *meshconfig.ProxyConfig
 	// Type is "sidecar" or "router".
 	Type string
 
-	PodName, PodNamespace, InstanceIP, ServiceAccount string
-	Cluster                                           string
-	TrustDomain                                       string
+	PodName, PodNamespace, InstanceIP string
+	Cluster                           string
+	// Identity is the workload's SPIFFE ID, made of TRUST_DOMAIN (default
+	// cluster.local), POD_NAMESPACE and SERVICE_ACCOUNT.
+	Identity spiffe.ID
 	// CAAddr is where CSRs go (CA_ADDR, default: the discovery address).
 	CAAddr string
 	// Plaintext is true when controlPlaneAuthPolicy is NONE (xDS and CA on 15010).
 	Plaintext bool
 
-	SecretTTL        time.Duration
-	GraceRatio       float64
-	ECDSA            bool
-	RSAKeySize       int
+	SecretTTL  time.Duration
+	GraceRatio float64
+	// KeyType is the workload key's type: ECDSA P-256 with
+	// ECC_SIGNATURE_ALGORITHM=ECDSA, else RSA of WORKLOAD_RSA_KEY_SIZE bits (2048).
+	KeyType          pki.KeyType
 	FileMountedCerts bool
-	OutputCerts      string
+	// OutputCerts is where key, chain and root are also written (OUTPUT_CERTS;
+	// with GRPC_XDS_BOOTSTRAP it defaults to "certs" beside the bootstrap).
+	OutputCerts string
 
 	DisableEnvoy bool
 	DNSCapture   bool
-	DNSProxyAddr string
+	// DNSAddrs are the DNS proxy's listen addresses (DNS_PROXY_ADDR, default
+	// localhost:15053: 127.0.0.1 and ::1).
+	DNSAddrs []netip.AddrPort
+	// DNSForwardParallel sends each forwarded query to every upstream at
+	// once (DNS_FORWARD_PARALLEL).
+	DNSForwardParallel bool
 	// AppProbers is ISTIO_KUBE_APP_PROBERS, parsed.
 	AppProbers map[string]*Prober
 	// PrometheusScrape is the app's metrics endpoint (ISTIO_PROMETHEUS_ANNOTATIONS).
@@ -71,107 +89,71 @@ type Config struct {
 }
 
 // Load builds the Config from the environment ("K=V" entries, as
-// os.Environ returns them). Errors name the variable and the value.
+// os.Environ returns them); PROXY_CONFIG's proxyMetadata entries act as
+// more variables and win over the environment. It is the one place the
+// agent reads its variables: each is parsed and validated here, and an
+// error names the variable and its value.
 func Load(environ []string, proxyType string) (*Config, error) {
+	if proxyType != "sidecar" && proxyType != "router" {
+		return nil, fmt.Errorf("proxy type %q: want sidecar or router", proxyType)
+	}
 	vars := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			vars[k] = v
 		}
 	}
-	get := func(k, def string) string {
-		if v := vars[k]; v != "" {
-			return v
-		}
-		return def
-	}
-	pc, err := ProxyConfig(get("PROXY_CONFIG", ""))
+	pc, err := ProxyConfig(vars["PROXY_CONFIG"])
 	if err != nil {
 		return nil, err
 	}
-	// proxyMetadata entries act as environment variables for the agent.
-	env := func(k, def string) string {
-		if v, ok := pc.ProxyMetadata[k]; ok {
-			return v
-		}
-		return get(k, def)
-	}
+	e := &env{vars: vars, meta: pc.ProxyMetadata}
 	c := &Config{
 		Proxy: pc, Type: proxyType,
-		PodName: env("POD_NAME", ""), PodNamespace: env("POD_NAMESPACE", "default"),
-		InstanceIP: env("INSTANCE_IP", ""), ServiceAccount: env("SERVICE_ACCOUNT", "default"),
-		Cluster: env("ISTIO_META_CLUSTER_ID", "Kubernetes"), TrustDomain: env("TRUST_DOMAIN", "cluster.local"),
-		CAAddr:      env("CA_ADDR", pc.DiscoveryAddress),
-		Plaintext:   pc.ControlPlaneAuthPolicy == meshconfig.AuthenticationPolicy_NONE,
-		OutputCerts: env("OUTPUT_CERTS", ""), DNSProxyAddr: env("DNS_PROXY_ADDR", ""),
-		GRPCBootstrap: env("GRPC_XDS_BOOTSTRAP", ""), TokenPath: TokenPath, RootCertPath: RootCertPath, WorkDir: ".",
+		PodName: e.str("POD_NAME", ""), PodNamespace: e.str("POD_NAMESPACE", "default"),
+		InstanceIP: e.str("INSTANCE_IP", ""),
+		Cluster:    e.str("ISTIO_META_CLUSTER_ID", "Kubernetes"),
+		CAAddr:     e.str("CA_ADDR", pc.DiscoveryAddress),
+		Plaintext:  pc.ControlPlaneAuthPolicy == meshconfig.AuthenticationPolicy_NONE,
+
+		SecretTTL:        e.duration("SECRET_TTL", "24h"),
+		GraceRatio:       e.ratio("SECRET_GRACE_PERIOD_RATIO", "0.5"),
+		KeyType:          e.keyType("ECC_SIGNATURE_ALGORITHM", "WORKLOAD_RSA_KEY_SIZE"),
+		FileMountedCerts: e.boolean("FILE_MOUNTED_CERTS"),
+		OutputCerts:      e.str("OUTPUT_CERTS", ""),
+
+		DisableEnvoy:       e.boolean("DISABLE_ENVOY"),
+		DNSCapture:         e.boolean("ISTIO_META_DNS_CAPTURE"),
+		DNSAddrs:           e.dnsAddrs("DNS_PROXY_ADDR", DefaultDNSProxyAddr),
+		DNSForwardParallel: e.boolean("DNS_FORWARD_PARALLEL"),
+		AppProbers:         e.probers("ISTIO_KUBE_APP_PROBERS"),
+		PrometheusScrape:   e.scrape("ISTIO_PROMETHEUS_ANNOTATIONS"),
+		Labels:             e.labels("ISTIO_METAJSON_LABELS"),
+
+		GRPCBootstrap: e.str("GRPC_XDS_BOOTSTRAP", ""),
+		TokenPath:     TokenPath, RootCertPath: RootCertPath, WorkDir: ".",
 	}
-	if proxyType != "sidecar" && proxyType != "router" {
-		return nil, fmt.Errorf("proxy type %q: want sidecar or router", proxyType)
-	}
-	if c.InstanceIP != "" && net.ParseIP(c.InstanceIP) == nil {
-		return nil, fmt.Errorf("INSTANCE_IP: %q is not an IP address", c.InstanceIP)
-	}
-	if c.SecretTTL, err = duration("SECRET_TTL", env("SECRET_TTL", "24h")); err != nil {
-		return nil, err
-	}
-	if c.GraceRatio, err = strconv.ParseFloat(env("SECRET_GRACE_PERIOD_RATIO", "0.5"), 64); err != nil || c.GraceRatio <= 0 || c.GraceRatio >= 1 {
-		return nil, fmt.Errorf("SECRET_GRACE_PERIOD_RATIO: %q is not a ratio between 0 and 1", env("SECRET_GRACE_PERIOD_RATIO", ""))
-	}
-	switch alg := env("ECC_SIGNATURE_ALGORITHM", ""); alg {
-	case "":
-	case "ECDSA":
-		c.ECDSA = true
-	default:
-		return nil, fmt.Errorf("ECC_SIGNATURE_ALGORITHM: %q is not supported (ECDSA)", alg)
-	}
-	if c.RSAKeySize, err = strconv.Atoi(env("WORKLOAD_RSA_KEY_SIZE", "2048")); err != nil || (c.RSAKeySize != 2048 && c.RSAKeySize != 3072 && c.RSAKeySize != 4096) {
-		return nil, fmt.Errorf("WORKLOAD_RSA_KEY_SIZE: %q is not 2048, 3072 or 4096", env("WORKLOAD_RSA_KEY_SIZE", ""))
-	}
-	for name, dst := range map[string]*bool{"FILE_MOUNTED_CERTS": &c.FileMountedCerts, "DISABLE_ENVOY": &c.DisableEnvoy, "ISTIO_META_DNS_CAPTURE": &c.DNSCapture} {
-		if *dst, err = boolean(name, env(name, "false")); err != nil {
-			return nil, err
+	if c.InstanceIP != "" {
+		if _, err := netip.ParseAddr(c.InstanceIP); err != nil {
+			e.fail("INSTANCE_IP", c.InstanceIP, "not an IP address")
 		}
 	}
-	if c.AppProbers, err = ParseProbers(env("ISTIO_KUBE_APP_PROBERS", "")); err != nil {
-		return nil, err
+	c.Identity = e.identity("TRUST_DOMAIN", c.PodNamespace, "SERVICE_ACCOUNT")
+	if c.GRPCBootstrap != "" && c.OutputCerts == "" {
+		c.OutputCerts = filepath.Join(filepath.Dir(c.GRPCBootstrap), "certs")
 	}
-	if c.PrometheusScrape, err = parseScrape(env("ISTIO_PROMETHEUS_ANNOTATIONS", "")); err != nil {
+	if err := errors.Join(e.errs...); err != nil {
 		return nil, err
 	}
 	c.Metadata = map[string]string{}
-	for k, v := range vars {
-		if strings.HasPrefix(k, "ISTIO_META_") {
-			c.Metadata[strings.TrimPrefix(k, "ISTIO_META_")] = v
-		}
-	}
-	for k, v := range pc.ProxyMetadata {
-		if strings.HasPrefix(k, "ISTIO_META_") {
-			c.Metadata[strings.TrimPrefix(k, "ISTIO_META_")] = v
-		}
-	}
-	if labels := env("ISTIO_METAJSON_LABELS", ""); labels != "" {
-		if err := json.Unmarshal([]byte(labels), &c.Labels); err != nil {
-			return nil, fmt.Errorf("ISTIO_METAJSON_LABELS: %q is not a JSON object of strings", labels)
+	for _, src := range []map[string]string{vars, pc.ProxyMetadata} {
+		for k, v := range src {
+			if name, ok := strings.CutPrefix(k, "ISTIO_META_"); ok {
+				c.Metadata[name] = v
+			}
 		}
 	}
 	return c, nil
-}
-
-func duration(name, v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s: %q is not a positive duration", name, v)
-	}
-	return d, nil
-}
-
-func boolean(name, v string) (bool, error) {
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, fmt.Errorf("%s: %q is not a boolean", name, v)
-	}
-	return b, nil
 }
 
 // DefaultProxyConfig is Istio's ProxyConfig with nothing set.
@@ -234,13 +216,14 @@ type Scrape struct {
 	Port   string `json:"port"`
 }
 
+// parseScrape reads ISTIO_PROMETHEUS_ANNOTATIONS: nil unless scraping is on.
 func parseScrape(s string) (*Scrape, error) {
 	if s == "" {
 		return nil, nil
 	}
 	var sc Scrape
 	if err := json.Unmarshal([]byte(s), &sc); err != nil {
-		return nil, fmt.Errorf("ISTIO_PROMETHEUS_ANNOTATIONS: %q: %w", s, err)
+		return nil, fmt.Errorf("not a JSON object of scrape, path and port: %w", err)
 	}
 	if !sc.Scrape {
 		return nil, nil

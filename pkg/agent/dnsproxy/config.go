@@ -3,10 +3,8 @@ package dnsproxy
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"runtime"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -60,7 +58,7 @@ type Config struct {
 	ClusterDomain string
 
 	// ForwardParallel sends each forwarded query to every upstream at once
-	// and takes the first good answer (DNS_FORWARD_PARALLEL).
+	// and takes the first good answer (pilot-agent's DNS_FORWARD_PARALLEL).
 	ForwardParallel bool
 	// Timeout bounds the time spent on one forwarded query across all
 	// retries; when it runs out the client gets SERVFAIL (default 4s).
@@ -159,49 +157,4 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("cluster domain %q is empty", c.ClusterDomain))
 	}
 	return errors.Join(errs...)
-}
-
-// ApplyEnv sets fields from the pilot-agent environment variables
-// DNS_PROXY_ADDR (one host:port, replacing Addrs; "localhost" means both
-// loopback addresses) and DNS_FORWARD_PARALLEL (a boolean). getenv is
-// usually os.Getenv.
-func (c *Config) ApplyEnv(getenv func(string) string) error {
-	if v := getenv("DNS_PROXY_ADDR"); v != "" {
-		addrs, err := parseListenAddr(v)
-		if err != nil {
-			return fmt.Errorf("DNS_PROXY_ADDR=%q: %w", v, err)
-		}
-		c.Addrs = addrs
-	}
-	if v := getenv("DNS_FORWARD_PARALLEL"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("DNS_FORWARD_PARALLEL=%q: %w", v, err)
-		}
-		c.ForwardParallel = b
-	}
-	return nil
-}
-
-// parseListenAddr parses host:port where host is an IP or "localhost".
-func parseListenAddr(s string) ([]netip.AddrPort, error) {
-	host, portStr, err := net.SplitHostPort(s)
-	if err != nil {
-		return nil, fmt.Errorf("parse listen address: %w", err)
-	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil {
-		return nil, fmt.Errorf("parse port %q: %w", portStr, err)
-	}
-	if host == "localhost" {
-		return []netip.AddrPort{
-			netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)),
-			netip.AddrPortFrom(netip.IPv6Loopback(), uint16(port)),
-		}, nil
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return nil, fmt.Errorf("parse listen IP %q: %w", host, err)
-	}
-	return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), uint16(port))}, nil
 }

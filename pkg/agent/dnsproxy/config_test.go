@@ -79,27 +79,7 @@ func TestConfigFromResolvConf(t *testing.T) {
 	}
 }
 
-func TestConfigEnvAndValidation(t *testing.T) {
-	env := map[string]string{"DNS_PROXY_ADDR": "localhost:15054", "DNS_FORWARD_PARALLEL": "true"}
-	var cfg Config
-	if err := cfg.ApplyEnv(func(k string) string { return env[k] }); err != nil {
-		t.Fatal(err)
-	}
-	want := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:15054"), netip.MustParseAddrPort("[::1]:15054")}
-	if diff := cmp.Diff(want, cfg.Addrs, cmpAddr); diff != "" || !cfg.ForwardParallel {
-		t.Errorf("addrs (-want +got):\n%s parallel=%v", diff, cfg.ForwardParallel)
-	}
-	for k, v := range map[string]string{"DNS_PROXY_ADDR": "nope", "DNS_FORWARD_PARALLEL": "maybe"} {
-		err := (&Config{}).ApplyEnv(func(key string) string {
-			if key == k {
-				return v
-			}
-			return ""
-		})
-		if err == nil || !strings.Contains(err.Error(), k) {
-			t.Errorf("%s=%s: error %v should name the variable", k, v, err)
-		}
-	}
+func TestConfigDefaultsAndValidation(t *testing.T) {
 	d := Config{}.withDefaults()
 	if diff := cmp.Diff(DefaultAddrs(), d.Addrs, cmpAddr); diff != "" || d.Timeout != DefaultTimeout || d.UDPReaders < 1 {
 		t.Errorf("defaults: %+v", d)

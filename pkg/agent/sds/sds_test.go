@@ -31,7 +31,7 @@ func TestSDSServesAndRotates(t *testing.T) {
 	}
 	defer client.Close()
 	// A 10 s certificate rotates at about 5 s.
-	m := certs.NewManager(certs.Options{Identity: ca.Identity.String(), KeyType: pki.RSA2048, TTL: 10 * time.Second}, client, slog.New(slog.DiscardHandler))
+	m := certs.NewManager(certs.Options{Identity: ca.Identity, KeyType: pki.RSA2048, TTL: 10 * time.Second}, client, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = m.Run(ctx) }()
