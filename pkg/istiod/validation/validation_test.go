@@ -51,6 +51,27 @@ type testCase struct {
 	want []string
 }
 
+// check compares err with what tc wants and reports whether tc wants a
+// refusal.
+func (tc testCase) check(t *testing.T, err error) bool {
+	t.Helper()
+	if len(tc.want) == 0 {
+		if err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		return false
+	}
+	if err == nil {
+		t.Fatal("accepted, want refused")
+	}
+	for _, w := range tc.want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+	return true
+}
+
 // webhookCases are checked by TestValidate at the Webhook level and by
 // TestLevels at both.
 var webhookCases = []testCase{
@@ -242,23 +263,12 @@ func TestValidate(t *testing.T) {
 	for _, tc := range webhookCases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := validate(t, v, tc.doc)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
+			if !tc.check(t, err) {
 				return
-			}
-			if err == nil {
-				t.Fatal("accepted, want refused")
 			}
 			var ve *Error
 			if !errors.As(err, &ve) {
 				t.Fatalf("error %T is not *Error", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error lacks %q:\n%v", w, err)
-				}
 			}
 			for _, e := range ve.Errors {
 				var fe *FieldError
@@ -452,19 +462,8 @@ func TestAccept(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			obj, _ := parse(t, tc.doc)
 			err := Accept(obj)
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
+			if !tc.check(t, err) {
 				return
-			}
-			if err == nil {
-				t.Fatal("accepted, want refused")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error lacks %q:\n%v", w, err)
-				}
 			}
 			for _, n := range tc.not {
 				if strings.Contains(err.Error(), n) {
