@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,13 +25,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/skiff-mesh/skiff/pkg/agent"
-	"github.com/skiff-mesh/skiff/pkg/agent/agenttest"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
+	"github.com/skiff-mesh/skiff/pkg/spiffe"
 )
 
 func freePort(t testing.TB) int {
@@ -42,24 +45,54 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// mesh is istiod on the sample mesh, with the CA on the same plaintext
-// port, and on the TLS port (which requires a client identity).
+// token is the service-account token istiod's CA accepts in these tests.
+const token = "agent-test-token"
+
+// tokenAuth accepts token as the identity of one service account.
+type tokenAuth struct{ id spiffe.ID }
+
+func (a tokenAuth) Name() string { return "test-token" }
+
+func (a tokenAuth) Authenticate(ctx context.Context) (spiffe.ID, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		if strings.TrimPrefix(v, "Bearer ") == token {
+			return a.id, nil
+		}
+		return spiffe.ID{}, errors.New("unknown token")
+	}
+	return spiffe.ID{}, fmt.Errorf("%w: no bearer token", ca.ErrNoCredential)
+}
+
+// mesh is istiod on the sample mesh, with its CA (file mode, self-signed
+// root, token for default/productpage) on the same plaintext port, and on
+// the TLS port (which requires a client identity). These tests run the
+// agent against the real istiod; the agent's unit tests use agenttest.
 type mesh struct {
 	addr, tlsAddr string
-	ca            *agenttest.CA
+	ca            *ca.CA
 }
 
 func startMesh(t testing.TB) *mesh {
 	t.Helper()
-	ca := agenttest.NewCA(t, "default", "productpage")
+	id, err := spiffe.New("cluster.local", "default", "productpage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), Authenticators: []ca.Authenticator{tokenAuth{id}}, ServingDNSNames: []string{"localhost"}},
+		slog.New(slog.DiscardHandler))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
 	cfg := istiod.DefaultConfig()
 	cfg.ConfigDir, _ = filepath.Abs("../../examples/mesh")
 	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", ""
 	cfg.DebounceAfter = 10 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler), istiod.WithGRPC(func(s *grpc.Server) { ca.Register(s) }),
-		istiod.WithSecureGRPC("127.0.0.1:0", credentials.NewTLS(ca.ServerTLSConfig()),
-			grpc.StreamInterceptor(istiod.RequireIdentity(ca.CA, slog.New(slog.DiscardHandler)))))
+	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler), istiod.WithGRPC(authority.Register),
+		istiod.WithSecureGRPC("127.0.0.1:0", credentials.NewTLS(authority.ServerTLSConfig()),
+			grpc.StreamInterceptor(istiod.RequireIdentity(authority, slog.New(slog.DiscardHandler)))))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -67,7 +100,7 @@ func startMesh(t testing.TB) *mesh {
 	done := make(chan struct{})
 	go func() { _ = d.Serve(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &mesh{addr: d.Addr("grpc"), tlsAddr: d.Addr("grpc-tls"), ca: ca}
+	return &mesh{addr: d.Addr("grpc"), tlsAddr: d.Addr("grpc-tls"), ca: authority}
 }
 
 // podEnv is the environment the injector gives a sidecar, in a work dir.
@@ -76,7 +109,7 @@ func podEnv(t testing.TB, m *mesh, extra ...string) (*config.Config, string) {
 	work := t.TempDir()
 	tok := filepath.Join(work, config.TokenPath)
 	os.MkdirAll(filepath.Dir(tok), 0o755)
-	os.WriteFile(tok, []byte(agenttest.Token), 0o600)
+	os.WriteFile(tok, []byte(token), 0o600)
 	resolv := filepath.Join(work, "resolv.conf")
 	os.WriteFile(resolv, []byte("nameserver 127.0.0.1\nsearch default.svc.cluster.local svc.cluster.local cluster.local\n"), 0o644)
 	env := append([]string{
