@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/skiff-mesh/skiff/pkg/proxyview"
+	"github.com/skiff-mesh/skiff/pkg/istioctl/proxyview"
 )
 
 // istiodFlag registers --istiod: istiod's debug address.

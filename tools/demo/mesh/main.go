@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/skiff-mesh/skiff/pkg/proxyview"
+	"github.com/skiff-mesh/skiff/pkg/istioctl/proxyview"
 	"github.com/skiff-mesh/skiff/test/e2e/lab"
 )
 

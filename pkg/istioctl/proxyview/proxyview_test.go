@@ -2,7 +2,10 @@ package proxyview_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,11 +13,12 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/skiff-mesh/skiff/pkg/istioctl/proxyview"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
-	"github.com/skiff-mesh/skiff/pkg/proxyview"
 )
 
 const (
@@ -26,7 +30,7 @@ const (
 // sidecar, ACKs CDS and LDS, and reads the views back from istiod's debug port.
 func TestViewsOfARealProxy(t *testing.T) {
 	cfg := istiod.DefaultConfig()
-	cfg.ConfigDir, _ = filepath.Abs("../../examples/mesh")
+	cfg.ConfigDir, _ = filepath.Abs("../../../examples/mesh")
 	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -103,5 +107,39 @@ func TestViewsOfARealProxy(t *testing.T) {
 	}
 	if _, err := c.ConfigDump(ctx, "nobody.default"); err == nil || !strings.Contains(err.Error(), "not connected") {
 		t.Errorf("unknown proxy: %v", err)
+	}
+}
+
+// agentCerts is an agent's /debug/certs as pkg/agent/certs writes it
+// (certs.TestDescribeJSON pins the same field names on the agent's side).
+const agentCerts = `[
+ {"name": "default", "type": "Cert Chain", "valid": true, "serial": "1f2e", "not_after": "2026-12-02T11:00:00Z", "not_before": "2026-12-01T10:59:00Z"},
+ {"name": "ROOTCA", "type": "CA", "valid": true, "serial": "a1", "not_after": "2036-12-01T10:00:00Z", "not_before": "2026-12-01T09:59:00Z"}
+]`
+
+func TestSecretsFromTheAgent(t *testing.T) {
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/certs" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, agentCerts)
+	}))
+	defer agent.Close()
+	secrets, err := (&proxyview.Client{}).Secrets(context.Background(), agent.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := proxyview.WriteSecrets(&b, secrets); err != nil {
+		t.Fatal(err)
+	}
+	want := `RESOURCE NAME   TYPE         STATUS   VALID CERT   SERIAL NUMBER   NOT AFTER              NOT BEFORE
+default         Cert Chain   ACTIVE   true         1f2e            2026-12-02T11:00:00Z   2026-12-01T10:59:00Z
+ROOTCA          CA           ACTIVE   true         a1              2036-12-01T10:00:00Z   2026-12-01T09:59:00Z
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("secret table (-want +got):\n%s", diff)
 	}
 }

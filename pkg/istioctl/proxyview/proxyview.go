@@ -1,5 +1,7 @@
 // Package proxyview renders istioctl's operator views of proxies — proxy-status
 // and proxy-config — from istiod's debug endpoints and the agent's status port.
+// It reads their JSON with types of its own and imports neither istiod's
+// packages nor the agent's.
 package proxyview
 
 import (
@@ -13,8 +15,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/skiff-mesh/skiff/pkg/agent/certs"
 )
 
 // TypeStatus and ProxyStatus mirror istiod's /debug/syncz.
@@ -248,8 +248,16 @@ func WriteConfig(w io.Writer, d *Dump, kind string) error {
 	return tw.Flush()
 }
 
-// Secret is what the agent reports of one certificate resource (never the key).
-type Secret = certs.SecretInfo
+// Secret mirrors one entry of the agent's /debug/certs: what it reports of
+// one certificate resource (never the key).
+type Secret struct {
+	Name      string    `json:"name"`
+	Type      string    `json:"type"`
+	Valid     bool      `json:"valid"`
+	Serial    string    `json:"serial"`
+	NotAfter  time.Time `json:"not_after"`
+	NotBefore time.Time `json:"not_before"`
+}
 
 // Secrets fetches the agent's /debug/certs (agent is its status address, "http://POD_IP:15020").
 func (c *Client) Secrets(ctx context.Context, agent string) ([]Secret, error) {
