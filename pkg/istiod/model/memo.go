@@ -1,6 +1,7 @@
 package model
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 )
@@ -99,26 +100,36 @@ type memoEntry[V any] struct {
 }
 
 func (t *memoTable[K, V]) inheritInto(pc *PushContext, changed []*Service, hosts map[string]struct{}) {
-	dst := t.memo.table(pc)
 	reads, host := t.memo.reads, t.memo.host
-entries:
-	for k, e := range t.entries {
-		if _, ok := dst.entries[k]; ok {
-			continue // built in pc already
-		}
+	stale := func(k K, _ *memoEntry[V]) bool {
 		if host != nil {
 			if _, ok := hosts[host(k)]; ok {
-				continue
+				return true
 			}
 		}
 		if reads != nil {
 			for _, svc := range changed {
 				if reads(k, svc) {
-					continue entries
+					return true
 				}
 			}
 		}
-		dst.entries[k] = e
+		return false
+	}
+	dst := t.memo.table(pc)
+	if len(dst.entries) == 0 {
+		// The usual case, pc having built nothing yet: one copy sized at
+		// once, then drop what is stale.
+		dst.entries = maps.Clone(t.entries)
+		if reads != nil || host != nil {
+			maps.DeleteFunc(dst.entries, stale)
+		}
+		return
+	}
+	for k, e := range t.entries {
+		if _, ok := dst.entries[k]; !ok && !stale(k, e) {
+			dst.entries[k] = e // not built in pc yet
+		}
 	}
 }
 
