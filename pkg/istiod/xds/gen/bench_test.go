@@ -58,41 +58,56 @@ func BenchmarkGenerateCached(b *testing.B) {
 	}
 }
 
-// BenchmarkEndpointChange is an endpoint-only push: move one endpoint (of
-// a headless service every tenth time), rebuild, inherit the cache and
-// generate what the sidecars' streams ask for next.
+// BenchmarkEndpointChange is an endpoint-only push: move one endpoint of
+// a service with a cluster IP, or of a headless one (whose name table
+// entries then change), rebuild, inherit the cache and generate every type
+// for the sidecars again.
 func BenchmarkEndpointChange(b *testing.B) {
-	const n = 500
-	in := benchMesh(b, n)
-	prev := model.BuildPushContext(in, "0")
-	var ps []*model.Proxy
-	for _, c := range proxies[:3] {
-		ps = append(ps, proxyFor(b, c))
-	}
-	generateAll := func(pc *model.PushContext) {
-		for _, p := range ps {
-			for _, typ := range gen.PushOrder() {
-				if _, err := gen.Generate(pc, p, typ, nil); err != nil {
-					b.Fatal(err)
+	for _, bc := range []struct {
+		name     string
+		headless bool
+	}{{"clusterIP", false}, {"headless", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			const n = 500
+			in := benchMesh(b, n)
+			prev := model.BuildPushContext(in, "0")
+			var ps []*model.Proxy
+			for _, c := range proxies[:3] {
+				ps = append(ps, proxyFor(b, c))
+			}
+			generateAll := func(pc *model.PushContext) {
+				for _, p := range ps {
+					for _, typ := range gen.PushOrder() {
+						if _, err := gen.Generate(pc, p, typ, nil); err != nil {
+							b.Fatal(err)
+						}
+					}
 				}
 			}
-		}
-	}
-	generateAll(prev)
-	i := 0
-	for b.Loop() {
-		next := *in
-		next.EndpointSlices = append([]*discoveryv1.EndpointSlice(nil), in.EndpointSlices...)
-		k := len(next.EndpointSlices) - n + i%n
-		next.EndpointSlices[k] = benchSlice(fmt.Sprintf("svc-%04d", i%n), i%n, fmt.Sprint(i/n%2))
-		pc := model.Rebuild(prev, &next, fmt.Sprint(i))
-		change := pc.Diff(prev)
-		if change.Full || len(change.Hosts) != 1 {
-			b.Fatalf("change %+v", change)
-		}
-		pc.Inherit(prev, change)
-		generateAll(pc)
-		prev, in = pc, &next
-		i++
+			generateAll(prev)
+			// The services moved in turn: every tenth is headless.
+			var moved []int
+			for i := range n {
+				if (i%10 == 0) == bc.headless {
+					moved = append(moved, i)
+				}
+			}
+			round := 0
+			for b.Loop() {
+				j := moved[round%len(moved)]
+				next := *in
+				next.EndpointSlices = append([]*discoveryv1.EndpointSlice(nil), in.EndpointSlices...)
+				next.EndpointSlices[len(next.EndpointSlices)-n+j] = benchSlice(fmt.Sprintf("svc-%04d", j), j, fmt.Sprint(round/len(moved)%2))
+				pc := model.Rebuild(prev, &next, fmt.Sprint(round))
+				change := pc.Diff(prev)
+				if change.Full || len(change.Hosts) != 1 {
+					b.Fatalf("change %+v", change)
+				}
+				pc.Inherit(prev, change)
+				generateAll(pc)
+				prev, in = pc, &next
+				round++
+			}
+		})
 	}
 }
