@@ -17,7 +17,6 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/agent"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
-	capturecli "github.com/skiff-mesh/skiff/pkg/capture/cli"
 )
 
 // Version is the agent's version, set at build time with -ldflags -X.
@@ -28,7 +27,7 @@ const usage = `usage: pilot-agent COMMAND
   request METHOD PATH [BODY]  send a request to the proxy's admin API
   wait                        wait until the agent is ready
   version                     print the version
-  istio-iptables [FLAGS]      install the traffic capture rules
+  istio-iptables [FLAGS]      install the traffic capture rules (Linux)
 `
 
 // Main runs pilot-agent with args (without the program name) and returns the exit code.
@@ -48,7 +47,7 @@ func Main(ctx context.Context, args []string, environ []string, stdout, stderr i
 		fmt.Fprintln(stdout, Version)
 		return 0
 	case "istio-iptables":
-		return capturecli.Main(ctx, args[1:], stdout, stderr)
+		return istioIptables(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -28,16 +28,6 @@ func TestVersionAndUsage(t *testing.T) {
 	}
 }
 
-func TestIstioIptablesSubcommand(t *testing.T) {
-	code, out, errs := run("istio-iptables", "--dry-run", "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT", "-i", "*", "-b", "*")
-	if code != 0 || !strings.Contains(out, "-A ISTIO_OUTPUT -j ISTIO_REDIRECT") {
-		t.Errorf("istio-iptables --dry-run: %d\n%s\n%s", code, out, errs)
-	}
-	if code, _, errs := run("istio-iptables", "-p", "70000"); code != 2 || !strings.Contains(errs, "70000") {
-		t.Errorf("bad flag: %d %q", code, errs)
-	}
-}
-
 func TestRequest(t *testing.T) {
 	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)

@@ -68,7 +68,7 @@ func (p *Proxy) Run(ctx context.Context, log *slog.Logger, signals <-chan os.Sig
 	for restarts := 0; ; restarts++ {
 		cmd := exec.Command(p.Binary, p.Args()...)
 		cmd.Stdout, cmd.Stderr = p.Stdout, p.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = sysProcAttr()
 		started := time.Now()
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("start proxy %s: %w", p.Binary, err)
