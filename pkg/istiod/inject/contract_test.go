@@ -64,8 +64,8 @@ func TestInjectedPodsFitTheirBinaries(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pilot-agent refuses the injected environment: %v", err)
 			}
-			if cfg.PodName != "reviews-v1-abc" || cfg.InstanceIP != "10.1.2.3" || cfg.ServiceAccount != "bookinfo-reviews" || cfg.Labels["app"] != "reviews" {
-				t.Errorf("agent config: pod %q ip %q sa %q labels %v", cfg.PodName, cfg.InstanceIP, cfg.ServiceAccount, cfg.Labels)
+			if cfg.PodName != "reviews-v1-abc" || cfg.InstanceIP != "10.1.2.3" || cfg.Identity.ServiceAccount != "bookinfo-reviews" || cfg.Labels["app"] != "reviews" {
+				t.Errorf("agent config: pod %q ip %q sa %q labels %v", cfg.PodName, cfg.InstanceIP, cfg.Identity.ServiceAccount, cfg.Labels)
 			}
 			// Every rewritten probe has its original in ISTIO_KUBE_APP_PROBERS.
 			for _, c := range p.Spec.Containers {
