@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiff-mesh/skiff/pkg/httpserver"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
@@ -190,26 +192,8 @@ func (s *Server) localPost(fn func()) http.HandlerFunc {
 
 // Serve runs h on addr until ctx ends.
 func Serve(ctx context.Context, addr string, h http.Handler) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	return ServeListener(ctx, ln, h)
-}
-
-// ServeListener runs h on ln until ctx ends.
-func ServeListener(ctx context.Context, ln net.Listener, h http.Handler) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return httpserver.ListenAndServe(ctx, srv, addr, 2*time.Second)
 }
 
 // HTTPCheck is a readiness check that GETs url and wants 200.

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/skiff-mesh/skiff/pkg/httpserver"
+
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
@@ -164,20 +166,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, tlsConfig *tls.Confi
 		WriteTimeout:      30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ServeTLS(l, "", "") }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("webhook server: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	if err != nil {
+	if err := httpserver.Serve(ctx, srv, l, 5*time.Second); err != nil {
 		return fmt.Errorf("webhook server: %w", err)
 	}
 	return nil
