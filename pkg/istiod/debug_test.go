@@ -15,6 +15,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 const productpage = "sidecar~127.0.0.31~productpage-0.default~default.svc.cluster.local"
@@ -54,15 +55,7 @@ func syncz(t *testing.T, d *istiod.Istiod, id, typ string) string {
 
 func waitSyncz(t *testing.T, d *istiod.Istiod, typ, want string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	got := ""
-	for time.Now().Before(deadline) {
-		if got = syncz(t, d, productpage, typ); got == want {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("syncz %s: %s, want %s", typ, got, want)
+	polltest.Until(t, "syncz "+typ+" "+want, func() bool { return syncz(t, d, productpage, typ) == want })
 }
 
 func TestDebugEndpoints(t *testing.T) {

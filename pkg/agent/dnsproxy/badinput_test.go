@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 // rawQuery packs a query for name/qtype with the miekg/dns packer.
@@ -213,17 +215,9 @@ func TestBadInputTCP(t *testing.T) {
 		}
 	})
 	// Every connection goroutine ends; goleak checks the rest at exit.
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	polltest.Until(t, "every client connection closed", func() bool {
 		s.mu.Lock()
-		n := len(s.conns)
-		s.mu.Unlock()
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d client connections still open", n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer s.mu.Unlock()
+		return len(s.conns) == 0
+	})
 }

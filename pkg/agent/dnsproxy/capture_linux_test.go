@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 // TestThroughIptablesCapture runs the proxy as uid 1337 in a pod-like
@@ -37,7 +38,7 @@ func TestThroughIptablesCapture(t *testing.T) {
 	startIn(t, dnsNS, "", "dnsmasq", append([]string{"--no-daemon", "--port=53", "--listen-address=10.53.0.2",
 		"--bind-interfaces", "--no-resolv", "--no-hosts", "--conf-file=/dev/null", "--pid-file=", "--user=root",
 		"--log-queries", "--log-facility=" + queryLog, "--local=/local/"}, dnsmasqRecords()...)...)
-	waitFor(t, "dnsmasq", func() bool {
+	polltest.Until(t, "dnsmasq", func() bool {
 		return exec.Command("ip", "netns", "exec", dnsNS.Name, "dig", "+time=1", "+tries=1", "@10.53.0.2", "ext.test").Run() == nil
 	})
 
@@ -197,17 +198,6 @@ func startIn(t *testing.T, ns *netnstest.NS, helper string, name string, args ..
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("%s not ready after 10s", name)
-	}
-}
-
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -2,6 +2,7 @@ package envoy
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 var fakeProxy string
@@ -52,13 +55,9 @@ func (h *harness) events() string { b, _ := os.ReadFile(h.log); return string(b)
 
 func (h *harness) waitFor(t *testing.T, s string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(h.events(), s) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %d× %q in events:\n%s", n, s, h.events())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	polltest.Until(t, fmt.Sprintf("%d× %q in the proxy's events", n, s), func() bool {
+		return strings.Count(h.events(), s) >= n
+	})
 }
 
 func TestArgs(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
 	"github.com/skiff-mesh/skiff/pkg/nds"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 const clusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
@@ -99,13 +100,7 @@ func TestProxyCarriesStreamsAndKeepsTheNameTable(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = p.Serve(ctx, sock) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !p.TableLoaded() {
-		if time.Now().After(deadline) {
-			t.Fatal("no NameTable from istiod")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	polltest.Until(t, "the NameTable from istiod", p.TableLoaded)
 	mu.Lock()
 	if _, ok := tables[0].GetTable()["reviews.default.svc.cluster.local"]; !ok {
 		t.Errorf("NameTable lacks reviews: %v", tables[0].GetTable())

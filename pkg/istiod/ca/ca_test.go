@@ -18,6 +18,7 @@ import (
 	pb "istio.io/api/security/v1alpha1"
 
 	"github.com/skiff-mesh/skiff/pkg/pki"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 const appID = "spiffe://cluster.local/ns/default/sa/app"
@@ -248,7 +249,7 @@ func TestPersistence(t *testing.T) {
 		t.Error("restart generated a new root")
 	}
 	runCA(t, first)
-	waitFor(t, "root file", func() bool {
+	polltest.Until(t, "root file", func() bool {
 		b, err := os.ReadFile(rootFile)
 		return err == nil && bytes.Equal(b, first.RootCertPEM())
 	})

@@ -257,15 +257,3 @@ func runCA(t testing.TB, c *CA) {
 		}
 	})
 }
-
-// waitFor polls cond for up to 20 s.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

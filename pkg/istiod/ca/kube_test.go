@@ -22,6 +22,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/pki"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 // TestKubernetes runs the Kubernetes-mode tests against one real
@@ -249,12 +250,12 @@ func testSecretPersistence(t *testing.T, client kubernetes.Interface) {
 	}
 	oldRoot, rejected := first.Issuer(), first.Stats().Rejected
 	update(map[string][]byte{CACertFile: b.interPEM, CAKeyFile: s.Data[CAKeyFile], RootCertFile: b.rootPEM})
-	waitFor(t, "the secret watcher to reject the mismatched key", func() bool { return first.Stats().Rejected > rejected })
+	polltest.Until(t, "the secret watcher to reject the mismatched key", func() bool { return first.Stats().Rejected > rejected })
 	if !first.Issuer().Equal(oldRoot) {
 		t.Fatal("issuer switched to a certificate whose key is not in the secret")
 	}
 	update(b.files(b))
-	waitFor(t, "issuer from the edited secret", func() bool { return first.Issuer().Equal(b.inter) })
+	polltest.Until(t, "issuer from the edited secret", func() bool { return first.Issuer().Equal(b.inter) })
 
 	// Two istiods racing to create the secret end up with one root.
 	createNamespace(t, client, "race-system")
@@ -311,7 +312,7 @@ func testRootConfigMaps(t *testing.T, client kubernetes.Interface) {
 	}
 	waitCM := func(ns string, want []byte) {
 		t.Helper()
-		waitFor(t, "configmap in "+ns, func() bool { return cms(ns)() == string(want) })
+		polltest.Until(t, "configmap in "+ns, func() bool { return cms(ns)() == string(want) })
 	}
 	for _, ns := range []string{"default", "kube-system", "istio-system", "cm-before"} {
 		waitCM(ns, a.rootPEM)

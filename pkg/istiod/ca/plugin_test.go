@@ -15,6 +15,7 @@ import (
 	pb "istio.io/api/security/v1alpha1"
 
 	"github.com/skiff-mesh/skiff/pkg/pki"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 // pluggedCA is a root and an intermediate made with the openssl binary, as
@@ -171,7 +172,7 @@ func TestPluginCA(t *testing.T) {
 		if !bytes.Equal(sc.Leaf.RawIssuer, p.inter.RawSubject) || len(sc.Certificate) != 2 {
 			t.Errorf("serving certificate issued by %s with %d certificates, want %s and 2", sc.Leaf.Issuer, len(sc.Certificate), p.inter.Subject)
 		}
-		waitFor(t, "root file for "+p.root.Subject.CommonName, func() bool {
+		polltest.Until(t, "root file for "+p.root.Subject.CommonName, func() bool {
 			got, _ := os.ReadFile(rootFile)
 			return bytes.Equal(got, p.rootPEM)
 		})
@@ -180,13 +181,13 @@ func TestPluginCA(t *testing.T) {
 
 	// Kubelet-style swap to B.
 	writeAtomic(t, dir, b.files(b))
-	waitFor(t, "issuer B", func() bool { return c.Issuer().Equal(b.inter) })
+	polltest.Until(t, "issuer B", func() bool { return c.Issuer().Equal(b.inter) })
 	check(b)
 
 	// Broken files: the issuer stays B.
 	changed, rejected := c.Changed(), c.Stats().Rejected
 	writeAtomic(t, dir, map[string][]byte{CACertFile: a.interPEM, CAKeyFile: b.key, CertChainFile: nil, RootCertFile: a.rootPEM})
-	waitFor(t, "the watcher to reject the broken files", func() bool { return c.Stats().Rejected > rejected })
+	polltest.Until(t, "the watcher to reject the broken files", func() bool { return c.Stats().Rejected > rejected })
 	if err := c.Reload(); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Errorf("Reload of mismatched key: %v", err)
 	}
@@ -200,7 +201,7 @@ func TestPluginCA(t *testing.T) {
 	// Plain rewrite of the files (no symlinks) in a fresh directory is
 	// covered by Reload; back to A.
 	writeAtomic(t, dir, a.files(a))
-	waitFor(t, "issuer A", func() bool { return c.Issuer().Equal(a.inter) })
+	polltest.Until(t, "issuer A", func() bool { return c.Issuer().Equal(a.inter) })
 	check(a)
 }
 
@@ -246,7 +247,7 @@ func TestRootRotation(t *testing.T) {
 
 	// Step 1: both roots trusted, old still signs. Responses carry both.
 	writeFiles(t, dir, oldCA.files(oldCA, newCA))
-	waitFor(t, "two roots", func() bool { return c.Roots().Len() == 2 })
+	polltest.Until(t, "two roots", func() bool { return c.Roots().Len() == 2 })
 	roots, _ := issue()
 	if roots.Len() != 2 || !roots.Contains(newCA.root) {
 		t.Fatalf("step 1 response bundle has %d roots", roots.Len())
@@ -254,7 +255,7 @@ func TestRootRotation(t *testing.T) {
 
 	// Step 2: the new root signs; the old one is still trusted.
 	writeFiles(t, dir, newCA.files(newCA, oldCA))
-	waitFor(t, "new issuer", func() bool { return c.Issuer().Equal(newCA.inter) })
+	polltest.Until(t, "new issuer", func() bool { return c.Issuer().Equal(newCA.inter) })
 	roots, chain := issue()
 	if roots.Len() != 2 {
 		t.Fatalf("step 2 response bundle has %d roots", roots.Len())
@@ -267,7 +268,7 @@ func TestRootRotation(t *testing.T) {
 
 	// Step 3: the old root is dropped: its certificates no longer renew.
 	writeFiles(t, dir, newCA.files(newCA))
-	waitFor(t, "one root", func() bool { return c.Roots().Len() == 1 })
+	polltest.Until(t, "one root", func() bool { return c.Roots().Len() == 1 })
 	if err := renewWith(oldCert); err == nil || !strings.Contains(err.Error(), "unknown authority") {
 		t.Fatalf("step 3: renewal with a certificate from the dropped root: %v", err)
 	}

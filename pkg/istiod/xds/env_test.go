@@ -23,6 +23,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 const (
@@ -148,14 +149,7 @@ func (e *env) status(id, typ string) string {
 // asynchronously).
 func (e *env) waitStatus(t *testing.T, id, typ, want string) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for time.Now().Before(deadline) {
-		if e.status(id, typ) == want {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("%s status %s, want %s", typ, e.status(id, typ), want)
+	polltest.Within(t, wait, typ+" status "+want, func() bool { return e.status(id, typ) == want })
 }
 
 func recv(t *testing.T, c *xdstest.SotW) *discoveryv3.DiscoveryResponse {

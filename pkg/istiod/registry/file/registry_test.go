@@ -9,9 +9,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -46,7 +47,7 @@ func TestWatch(t *testing.T) {
 	go func() { done <- r.Run(ctx, func() { changes.Add(1) }) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, "initial load", func() bool { return r.Synced() && changes.Load() >= 1 })
+	polltest.Until(t, "initial load", func() bool { return r.Synced() && changes.Load() >= 1 })
 	if got := len(r.Inputs().Services); got != 1 {
 		t.Fatalf("%d services, want 1 (bad.yaml skipped)", got)
 	}
@@ -56,16 +57,16 @@ func TestWatch(t *testing.T) {
 
 	before := r.Inputs().Services[0]
 	write(t, filepath.Join(dir, "sub", "b.yaml"), svc("b", 2))
-	waitFor(t, "new directory and file", func() bool { return len(r.Inputs().Services) == 2 })
+	polltest.Until(t, "new directory and file", func() bool { return len(r.Inputs().Services) == 2 })
 	if r.Inputs().Services[0] != before {
 		t.Error("an unchanged file was parsed again (objects should keep their pointers)")
 	}
 
 	write(t, filepath.Join(dir, "bad.yaml"), svc("fixed", 3))
-	waitFor(t, "fixed file", func() bool { return len(r.Inputs().Services) == 3 && len(r.Problems()) == 0 })
+	polltest.Until(t, "fixed file", func() bool { return len(r.Inputs().Services) == 3 && len(r.Problems()) == 0 })
 
 	write(t, filepath.Join(dir, "dup.yaml"), svc("a", 4))
-	waitFor(t, "duplicate reported", func() bool { return len(r.Problems()) == 1 })
+	polltest.Until(t, "duplicate reported", func() bool { return len(r.Problems()) == 1 })
 	if p := r.Problems()[0].Error(); !strings.Contains(p, "duplicate") || !strings.Contains(p, "a.yaml") {
 		t.Errorf("duplicate problem %q", p)
 	}
@@ -73,20 +74,8 @@ func TestWatch(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "removal", func() bool {
+	polltest.Until(t, "removal", func() bool {
 		ss := r.Inputs().Services
 		return len(ss) == 3 && len(r.Problems()) == 0 // dup.yaml's "a" takes over
 	})
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }

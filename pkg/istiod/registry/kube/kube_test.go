@@ -19,6 +19,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -85,7 +86,7 @@ func TestKubeRegistry(t *testing.T) {
 	go func() { done <- r.Run(runCtx, func() { changes <- struct{}{} }) }()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, "sync", func() bool { return r.Synced() })
+	polltest.Until(t, "sync", func() bool { return r.Synced() })
 	in := r.Inputs()
 	if len(in.Services) < 1 || len(in.EndpointSlices) != 1 || len(in.DestinationRules) != 1 || len(in.VirtualServices) != 0 {
 		t.Fatalf("inputs: %d services, %d slices, %d rules, %d virtual services", len(in.Services), len(in.EndpointSlices), len(in.DestinationRules), len(in.VirtualServices))
@@ -109,7 +110,7 @@ func TestKubeRegistry(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no change notification for an EndpointSlice update")
 	}
-	waitFor(t, "endpoint update", func() bool {
+	polltest.Until(t, "endpoint update", func() bool {
 		pc2 := model.BuildPushContext(r.Inputs(), "2")
 		c := pc2.Diff(pc)
 		_, ok := c.Hosts["reviews.default.svc.cluster.local"]
@@ -125,7 +126,7 @@ func TestKubeRegistry(t *testing.T) {
 	if _, err := ic.NetworkingV1().VirtualServices("default").Update(ctx, fixed, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "fixed VirtualService", func() bool { return len(r.Inputs().VirtualServices) == 1 && len(r.Problems()) == 0 })
+	polltest.Until(t, "fixed VirtualService", func() bool { return len(r.Inputs().VirtualServices) == 1 && len(r.Problems()) == 0 })
 }
 
 func drain(c chan struct{}) {
@@ -136,16 +137,4 @@ func drain(c chan struct{}) {
 			return
 		}
 	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
