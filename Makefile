@@ -33,8 +33,9 @@ test: deps k8s-assets ## run every test, privileged ones included (run as root, 
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet, and one slog key for errors ("err")
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	@! git grep -nE '\.(Debug|Info|Warn|Error)\(.*"error", ' -- '*.go' || { echo 'log errors under the slog key "err"'; exit 1; }
 	$(GO) vet ./...
 
 golden: ## rewrite golden files from the current code

@@ -30,15 +30,15 @@ func main() {
 	defer stop()
 	opts, authority, err := istiod.SecurityOptions(ctx, f.Config, f.Security, f.SecureGRPCAddr, log)
 	if err != nil {
-		log.Error("istiod CA failed", "error", err)
+		log.Error("istiod CA failed", "err", err)
 		os.Exit(1)
 	}
 	if err := istiod.StartWebhooks(ctx, f.Config, f.Webhooks, authority, log); err != nil {
-		log.Error("istiod webhooks failed", "error", err)
+		log.Error("istiod webhooks failed", "err", err)
 		os.Exit(1)
 	}
 	if err := istiod.Run(ctx, f.Config, log, opts...); err != nil {
-		log.Error("istiod failed", "error", err)
+		log.Error("istiod failed", "err", err)
 		os.Exit(1)
 	}
 }

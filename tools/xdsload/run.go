@@ -124,7 +124,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 		clients[i] = c
 		wg.Go(func() {
 			if err := c.run(); err != nil && cctx.Err() == nil {
-				log.Warn("client ended", "client", c.id, "error", err)
+				log.Warn("client ended", "client", c.id, "err", err)
 			}
 			c.conn.Close()
 		})

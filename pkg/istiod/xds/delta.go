@@ -85,7 +85,7 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 		case req.GetErrorDetail() != nil:
 			w.nackNonce, w.nackMessage = n, req.GetErrorDetail().GetMessage()
 			c.server.metrics.Reject(label)
-			c.server.log.Warn("config rejected by proxy", "proxy", c.proxy.ID, "type", label, "error", w.nackMessage)
+			c.server.log.Warn("config rejected by proxy", "proxy", c.proxy.ID, "type", label, "err", w.nackMessage)
 		default:
 			w.nonceAcked, w.versionAcked = n, w.versionSent
 		}
@@ -171,7 +171,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	if subscribed {
 		var err error
 		if rs, err = gen.Generate(pc, c.proxy, w.typeURL, names); err != nil {
-			c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "error", err)
+			c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "err", err)
 		}
 	}
 	c.mu.Lock()

@@ -115,7 +115,7 @@ func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
 		w.nackNonce, w.nackMessage = req.GetResponseNonce(), d.GetMessage()
 		c.mu.Unlock()
 		c.server.metrics.Reject(label)
-		c.server.log.Warn("config rejected by proxy", "proxy", c.proxy.ID, "type", label, "version", w.versionSent, "error", d.GetMessage())
+		c.server.log.Warn("config rejected by proxy", "proxy", c.proxy.ID, "type", label, "version", w.versionSent, "err", d.GetMessage())
 		return nil
 	}
 	w.nonceAcked, w.versionAcked = req.GetResponseNonce(), w.versionSent
@@ -187,7 +187,7 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 	}
 	rs, err := gen.Generate(pc, c.proxy, w.typeURL, names)
 	if err != nil {
-		c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "error", err)
+		c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "err", err)
 		rs = nil
 	}
 	send := rs

@@ -103,7 +103,7 @@ func (r *Registry) readLocked(p string) bool {
 	}
 	objs, errs := Parse(p, data)
 	for _, e := range errs {
-		r.log.Warn("skipping invalid config", "error", e)
+		r.log.Warn("skipping invalid config", "err", e)
 	}
 	r.files[p] = &parsed{data: data, objs: objs, errs: errs}
 	return true

@@ -41,7 +41,7 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 		case <-ctx.Done():
 			return nil
 		case err := <-w.Errors:
-			r.log.Warn("file watch error", "error", err)
+			r.log.Warn("file watch error", "err", err)
 		case ev, ok := <-w.Events:
 			if !ok {
 				return nil
@@ -49,7 +49,7 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 			if ev.Has(fsnotify.Create) {
 				if fi, err := statDir(ev.Name); err == nil && fi {
 					if err := addTree(w, ev.Name); err != nil {
-						r.log.Warn("watch new directory", "error", err)
+						r.log.Warn("watch new directory", "err", err)
 					}
 					pending[""] = true // rescan everything
 				}

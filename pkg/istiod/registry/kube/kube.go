@@ -184,7 +184,7 @@ func (r *Registry) istioKinds() (map[string]bool, error) {
 		return nil
 	})
 	if err != nil {
-		r.log.Warn("Istio CRDs not found: watching Kubernetes services only", "groupVersion", istioGroupVersion, "error", err)
+		r.log.Warn("Istio CRDs not found: watching Kubernetes services only", "groupVersion", istioGroupVersion, "err", err)
 		return out, nil
 	}
 	slices.Sort(list)
