@@ -10,11 +10,20 @@ import (
 	"github.com/miekg/dns"
 )
 
-// fakeUpstream is a scripted nameserver that counts the queries it gets.
+// fakeUpstream is a scripted nameserver that counts the queries it gets
+// and the source ports they come from.
 type fakeUpstream struct {
 	Addr   netip.AddrPort
 	mu     sync.Mutex
 	counts map[string]int
+	ports  map[uint16]bool
+}
+
+// sourcePorts is how many source ports the queries came from.
+func (f *fakeUpstream) sourcePorts() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.ports)
 }
 
 func (f *fakeUpstream) count(name string) int {
@@ -30,12 +39,13 @@ func startFakeUpstream(t testing.TB, answer func(q dns.Question, m *dns.Msg)) *f
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeUpstream{Addr: pc.LocalAddr().(*net.UDPAddr).AddrPort(), counts: map[string]int{}}
+	f := &fakeUpstream{Addr: pc.LocalAddr().(*net.UDPAddr).AddrPort(), counts: map[string]int{}, ports: map[uint16]bool{}}
 	started := make(chan struct{})
 	srv := &dns.Server{PacketConn: pc, NotifyStartedFunc: func() { close(started) },
 		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
 			f.mu.Lock()
 			f.counts[r.Question[0].Name]++
+			f.ports[uint16(w.RemoteAddr().(*net.UDPAddr).Port)] = true
 			f.mu.Unlock()
 			m := new(dns.Msg)
 			m.SetReply(r)

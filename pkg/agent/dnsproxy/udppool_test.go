@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -14,51 +13,11 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
-// portUpstream answers every A question with 192.0.2.1 and TTL 0, and
-// records the source ports the queries came from.
-type portUpstream struct {
-	addr netip.AddrPort
-	mu   sync.Mutex
-	seen map[uint16]int
-}
-
-func startPortUpstream(t *testing.T) *portUpstream {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", netip.AddrPortFrom(randomLoopback(), 0).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := &portUpstream{addr: pc.LocalAddr().(*net.UDPAddr).AddrPort(), seen: map[uint16]int{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			q := new(dns.Msg)
-			if q.Unpack(buf[:n]) != nil {
-				continue
-			}
-			u.mu.Lock()
-			u.seen[uint16(from.(*net.UDPAddr).Port)]++
-			u.mu.Unlock()
-			r := new(dns.Msg).SetReply(q)
-			r.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET}, A: net.IPv4(192, 0, 2, 1)}}
-			b, _ := r.Pack()
-			_, _ = pc.WriteTo(b, from)
-		}
-	}()
-	t.Cleanup(func() { _ = pc.Close(); <-done })
-	return u
-}
-
-func (u *portUpstream) ports() int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return len(u.seen)
+// startPortUpstream answers every A question with 192.0.2.1 and TTL 0.
+func startPortUpstream(t *testing.T) *fakeUpstream {
+	return startFakeUpstream(t, func(q dns.Question, m *dns.Msg) {
+		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET}, A: net.IPv4(192, 0, 2, 1)}}
+	})
 }
 
 func poolQuery(name string) (*dns.Msg, []byte) {
@@ -72,7 +31,7 @@ func poolQuery(name string) (*dns.Msg, []byte) {
 
 func TestPoolConcurrentQueriesShareSockets(t *testing.T) {
 	up := startPortUpstream(t)
-	p := newUDPPool(up.addr)
+	p := newUDPPool(up.Addr)
 	defer p.close()
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
@@ -96,14 +55,14 @@ func TestPoolConcurrentQueriesShareSockets(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if n := up.ports(); n > poolSockets {
+	if n := up.sourcePorts(); n > poolSockets {
 		t.Errorf("200 queries came from %d source ports, want at most %d", n, poolSockets)
 	}
 }
 
 func TestPoolRotatesSockets(t *testing.T) {
 	up := startPortUpstream(t)
-	p := newUDPPool(up.addr)
+	p := newUDPPool(up.Addr)
 	p.size, p.maxUses = 1, 3
 	defer p.close()
 	for range 9 {
@@ -112,7 +71,7 @@ func TestPoolRotatesSockets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := up.ports(); n != 3 {
+	if n := up.sourcePorts(); n != 3 {
 		t.Errorf("9 queries with 3 uses a socket came from %d ports, want 3", n)
 	}
 
@@ -126,7 +85,7 @@ func TestPoolRotatesSockets(t *testing.T) {
 	if _, err := p.exchange(t.Context(), b, m); err != nil {
 		t.Fatal(err)
 	}
-	if n := up.ports(); n != 4 {
+	if n := up.sourcePorts(); n != 4 {
 		t.Errorf("after a socket's age ran out: %d ports, want 4", n)
 	}
 }
