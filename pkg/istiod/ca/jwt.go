@@ -43,7 +43,17 @@ type JWTConfig struct {
 	Leeway time.Duration
 	// Now returns the current time (time.Now).
 	Now func() time.Time
+	// CacheSize bounds how many verified tokens are remembered, so that a
+	// workload presenting the same token again costs no signature check
+	// (DefaultJWTCacheSize when 0; negative turns the cache off). A
+	// remembered token is still checked against exp, nbf and iat at every
+	// call, so the cache changes no decision.
+	CacheSize int
 }
+
+// DefaultJWTCacheSize is how many verified tokens a JWTAuthenticator
+// remembers by default: a few hundred bytes each.
+const DefaultJWTCacheSize = 4096
 
 // JWTAuthenticator verifies, without an API server, JWTs shaped like
 // Kubernetes projected service-account tokens: ES256 or RS256 signed by a
@@ -51,7 +61,8 @@ type JWTConfig struct {
 // "kubernetes.io" claim naming the namespace and service account (sub, when
 // present, must agree). It serves file mode and laptop runs.
 type JWTAuthenticator struct {
-	cfg JWTConfig
+	cfg   JWTConfig
+	cache *tokenCache // nil when off
 }
 
 var _ Authenticator = (*JWTAuthenticator)(nil)
@@ -81,7 +92,18 @@ func NewJWTAuthenticator(cfg JWTConfig) (*JWTAuthenticator, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &JWTAuthenticator{cfg: cfg}, nil
+	if cfg.CacheSize == 0 {
+		cfg.CacheSize = DefaultJWTCacheSize
+	}
+	// The cache is sound only while the keys stay those the tokens were
+	// checked with: keep a copy the caller cannot change.
+	cfg.Keys = slices.Clone(cfg.Keys)
+	cfg.Audiences = slices.Clone(cfg.Audiences)
+	a := &JWTAuthenticator{cfg: cfg}
+	if cfg.CacheSize > 0 {
+		a.cache = newTokenCache(cfg.CacheSize)
+	}
+	return a, nil
 }
 
 // ParsePublicKeys parses PEM public keys ("PUBLIC KEY", "RSA PUBLIC KEY")
@@ -200,28 +222,74 @@ type jwtClaims struct {
 	Kubernetes *k8sClaims   `json:"kubernetes.io,omitempty"`
 }
 
-// Verify checks a token and returns the identity it carries.
+// Verify checks a token and returns the identity it carries. A token
+// verified before (same bytes, so same signature, issuer, audience and
+// identity) is taken from the cache and only its times are checked again.
 func (a *JWTAuthenticator) Verify(token string) (spiffe.ID, error) {
 	if len(token) > maxToken {
 		return spiffe.ID{}, fmt.Errorf("token is %d bytes (limit %d)", len(token), maxToken)
 	}
+	if a.cache == nil {
+		id, _, err := a.verify(token)
+		return id, err
+	}
+	key := sha256.Sum256([]byte(token))
+	if v, ok := a.cache.get(key); ok {
+		if err := a.checkTimes(v.times); err != nil {
+			return spiffe.ID{}, err
+		}
+		return v.id, nil
+	}
+	id, times, err := a.verify(token)
+	if err != nil {
+		return spiffe.ID{}, err
+	}
+	a.cache.put(key, verifiedToken{id: id, times: times}, a.cfg.Now())
+	return id, nil
+}
+
+// tokenTimes are a token's time claims; NotBefore and IssuedAt are zero
+// when absent.
+type tokenTimes struct {
+	Expiry, NotBefore, IssuedAt time.Time
+}
+
+// checkTimes checks a token's time claims against now, as verify does and
+// in the same order, with the same errors.
+func (a *JWTAuthenticator) checkTimes(t tokenTimes) error {
+	now := a.cfg.Now()
+	switch {
+	case !now.Before(t.Expiry):
+		return fmt.Errorf("token expired at %s", t.Expiry.UTC().Format(time.RFC3339))
+	case !t.NotBefore.IsZero() && now.Add(a.cfg.Leeway).Before(t.NotBefore):
+		return fmt.Errorf("token not valid before %s", t.NotBefore.UTC().Format(time.RFC3339))
+	case !t.IssuedAt.IsZero() && now.Add(a.cfg.Leeway).Before(t.IssuedAt):
+		return fmt.Errorf("token issued in the future (%s)", t.IssuedAt.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// verify checks a token completely: its form, its signature and every
+// claim.
+func (a *JWTAuthenticator) verify(token string) (spiffe.ID, tokenTimes, error) {
+	var none tokenTimes
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return spiffe.ID{}, errors.New("token is not a JWS compact serialization (want 3 parts)")
+		return spiffe.ID{}, none, errors.New("token is not a JWS compact serialization (want 3 parts)")
 	}
 	var hdr jwtHeader
 	if err := decodeSegment(parts[0], &hdr); err != nil {
-		return spiffe.ID{}, fmt.Errorf("token header: %w", err)
+		return spiffe.ID{}, none, fmt.Errorf("token header: %w", err)
 	}
 	if len(hdr.Crit) > 0 {
-		return spiffe.ID{}, fmt.Errorf("token header has unsupported critical parameters %v", hdr.Crit)
+		return spiffe.ID{}, none, fmt.Errorf("token header has unsupported critical parameters %v", hdr.Crit)
 	}
 	if hdr.Alg != "ES256" && hdr.Alg != "RS256" {
-		return spiffe.ID{}, fmt.Errorf("token algorithm %q is not allowed (ES256, RS256)", hdr.Alg)
+		return spiffe.ID{}, none, fmt.Errorf("token algorithm %q is not allowed (ES256, RS256)", hdr.Alg)
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil {
-		return spiffe.ID{}, fmt.Errorf("token signature: %w", err)
+		return spiffe.ID{}, none, fmt.Errorf("token signature: %w", err)
 	}
 	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
 	verified := false
@@ -232,39 +300,43 @@ func (a *JWTAuthenticator) Verify(token string) (spiffe.ID, error) {
 		}
 	}
 	if !verified {
-		return spiffe.ID{}, errors.New("token signature does not verify with any trusted key")
+		return spiffe.ID{}, none, errors.New("token signature does not verify with any trusted key")
 	}
 	var c jwtClaims
 	if err := decodeSegment(parts[1], &c); err != nil {
-		return spiffe.ID{}, fmt.Errorf("token claims: %w", err)
+		return spiffe.ID{}, none, fmt.Errorf("token claims: %w", err)
 	}
-	now := a.cfg.Now()
 	switch {
 	case c.Issuer != a.cfg.Issuer:
-		return spiffe.ID{}, fmt.Errorf("token issuer %q is not %q", c.Issuer, a.cfg.Issuer)
+		return spiffe.ID{}, none, fmt.Errorf("token issuer %q is not %q", c.Issuer, a.cfg.Issuer)
 	case !slices.ContainsFunc(c.Audience, func(s string) bool { return slices.Contains(a.cfg.Audiences, s) }):
-		return spiffe.ID{}, fmt.Errorf("token audiences %v do not include %v", []string(c.Audience), a.cfg.Audiences)
+		return spiffe.ID{}, none, fmt.Errorf("token audiences %v do not include %v", []string(c.Audience), a.cfg.Audiences)
 	case c.Expiry == nil:
-		return spiffe.ID{}, errors.New("token has no expiry (exp)")
-	case !now.Before(c.Expiry.Time):
-		return spiffe.ID{}, fmt.Errorf("token expired at %s", c.Expiry.UTC().Format(time.RFC3339))
-	case c.NotBefore != nil && now.Add(a.cfg.Leeway).Before(c.NotBefore.Time):
-		return spiffe.ID{}, fmt.Errorf("token not valid before %s", c.NotBefore.UTC().Format(time.RFC3339))
-	case c.IssuedAt != nil && now.Add(a.cfg.Leeway).Before(c.IssuedAt.Time):
-		return spiffe.ID{}, fmt.Errorf("token issued in the future (%s)", c.IssuedAt.UTC().Format(time.RFC3339))
-	case c.Kubernetes == nil || c.Kubernetes.ServiceAccount == nil:
-		return spiffe.ID{}, errors.New(`token has no "kubernetes.io" service account claim`)
+		return spiffe.ID{}, none, errors.New("token has no expiry (exp)")
+	}
+	times := tokenTimes{Expiry: c.Expiry.Time}
+	if c.NotBefore != nil {
+		times.NotBefore = c.NotBefore.Time
+	}
+	if c.IssuedAt != nil {
+		times.IssuedAt = c.IssuedAt.Time
+	}
+	if err := a.checkTimes(times); err != nil {
+		return spiffe.ID{}, none, err
+	}
+	if c.Kubernetes == nil || c.Kubernetes.ServiceAccount == nil {
+		return spiffe.ID{}, none, errors.New(`token has no "kubernetes.io" service account claim`)
 	}
 	id, err := spiffe.New(a.cfg.TrustDomain, c.Kubernetes.Namespace, c.Kubernetes.ServiceAccount.Name)
 	if err != nil {
-		return spiffe.ID{}, fmt.Errorf("token: %w", err)
+		return spiffe.ID{}, none, fmt.Errorf("token: %w", err)
 	}
 	if c.Subject != "" {
 		if want := "system:serviceaccount:" + id.Namespace + ":" + id.ServiceAccount; c.Subject != want {
-			return spiffe.ID{}, fmt.Errorf("token subject %q disagrees with its kubernetes.io claim (%s)", c.Subject, want)
+			return spiffe.ID{}, none, fmt.Errorf("token subject %q disagrees with its kubernetes.io claim (%s)", c.Subject, want)
 		}
 	}
-	return id, nil
+	return id, times, nil
 }
 
 func decodeSegment(s string, v any) error {

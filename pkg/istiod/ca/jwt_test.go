@@ -97,22 +97,33 @@ func TestJWTAuthenticator(t *testing.T) {
 		{"bad base64", "!!." + parts[1] + "." + parts[2], "token header"},
 		{"huge", strings.Repeat("a", maxToken+1), "limit"},
 	}
+	uncached, err := NewJWTAuthenticator(JWTConfig{Issuer: iss, Keys: []crypto.PublicKey{ec.Public(), rsaKey.Public()}, CacheSize: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id, err := a.Verify(tt.token)
-			if tt.want == "" {
-				if err != nil {
-					t.Fatal(err)
+			// Twice with the cache (the second time a good token comes
+			// from it) and once without: the same answer every time.
+			for i, a := range []*JWTAuthenticator{a, a, uncached} {
+				id, err := a.Verify(tt.token)
+				if tt.want == "" {
+					if err != nil {
+						t.Fatalf("call %d: %v", i+1, err)
+					}
+					if id.String() != "spiffe://cluster.local/ns/ns1/sa/sa1" {
+						t.Errorf("call %d: identity %s", i+1, id)
+					}
+					continue
 				}
-				if id.String() != "spiffe://cluster.local/ns/ns1/sa/sa1" {
-					t.Errorf("identity %s", id)
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("call %d: error = %v, want it to contain %q", i+1, err, tt.want)
 				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+	if n := a.cache.len(); n != 5 {
+		t.Errorf("cache holds %d tokens, want the 5 good ones", n)
 	}
 	if _, err := NewJWTAuthenticator(JWTConfig{Keys: []crypto.PublicKey{ec.Public()}}); err == nil {
 		t.Error("no issuer accepted")
@@ -125,5 +136,78 @@ func TestJWTAuthenticator(t *testing.T) {
 	keys, err := ParsePublicKeys(pemKeys)
 	if err != nil || len(keys) != 2 {
 		t.Errorf("ParsePublicKeys: %d keys, %v", len(keys), err)
+	}
+}
+
+// TestJWTCacheTimes checks that a cached token is refused once it expires,
+// with the error an uncached check gives, and that a token refused for its
+// times is not cached.
+func TestJWTCacheTimes(t *testing.T) {
+	key, _ := pki.GenerateKey(pki.ECDSAP256)
+	start := time.Unix(1_800_000_000, 0)
+	now := start
+	a, err := NewJWTAuthenticator(JWTConfig{Issuer: "iss", Keys: []crypto.PublicKey{key.Public()}, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := func(iat, exp time.Time) string {
+		tok, err := SignToken(key, TokenClaims{Issuer: "iss", Audiences: []string{DefaultAudience}, Namespace: "ns1",
+			ServiceAccount: "sa1", IssuedAt: iat, Expiry: exp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	good := tok(start, start.Add(time.Hour))
+	if _, err := a.Verify(good); err != nil {
+		t.Fatal(err)
+	}
+	now = start.Add(time.Hour - time.Second)
+	if _, err := a.Verify(good); err != nil {
+		t.Fatalf("cached token refused before its expiry: %v", err)
+	}
+	now = start.Add(time.Hour)
+	_, err = a.Verify(good)
+	if err == nil || !strings.Contains(err.Error(), "token expired at") {
+		t.Fatalf("expired cached token: error = %v, want expired", err)
+	}
+
+	now = start
+	early := tok(start.Add(time.Hour), start.Add(2*time.Hour))
+	if _, err := a.Verify(early); err == nil || !strings.Contains(err.Error(), "not valid before") {
+		t.Fatalf("token from the future: error = %v", err)
+	}
+	if n := a.cache.len(); n != 1 {
+		t.Errorf("cache holds %d tokens, want 1 (the refused one is not cached)", n)
+	}
+	now = start.Add(time.Hour)
+	if _, err := a.Verify(early); err != nil {
+		t.Fatalf("token once valid: %v", err)
+	}
+}
+
+func TestTokenCacheBound(t *testing.T) {
+	c := newTokenCache(16)
+	now := time.Unix(1_800_000_000, 0)
+	for i := range 100 {
+		c.put([32]byte{byte(i)}, verifiedToken{times: tokenTimes{Expiry: now.Add(time.Hour)}}, now)
+		if n := c.len(); n > 16 {
+			t.Fatalf("after %d insertions the cache holds %d tokens (limit 16)", i+1, n)
+		}
+	}
+	if _, ok := c.get([32]byte{99}); !ok {
+		t.Error("the newest token was evicted")
+	}
+	// Expired tokens go first.
+	c = newTokenCache(4)
+	for i := range 3 {
+		c.put([32]byte{byte(i)}, verifiedToken{times: tokenTimes{Expiry: now.Add(time.Duration(i) * time.Minute)}}, now)
+	}
+	c.put([32]byte{3}, verifiedToken{times: tokenTimes{Expiry: now.Add(time.Hour)}}, now)
+	c.put([32]byte{4}, verifiedToken{times: tokenTimes{Expiry: now.Add(time.Hour)}}, now.Add(90*time.Second))
+	for i, want := range []bool{false, false, true, true, true} {
+		if _, ok := c.get([32]byte{byte(i)}); ok != want {
+			t.Errorf("token %d cached = %v, want %v", i, ok, want)
+		}
 	}
 }
