@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"log/slog"
 	"net/netip"
 	"time"
 
@@ -95,6 +96,11 @@ type Options struct {
 	// ProbePort is the port the probe dials; ProbeTimeout bounds it.
 	ProbePort    uint16
 	ProbeTimeout time.Duration
+	// LogLevel and LogJSON are Istio's --log_output_level and --log_as_json.
+	LogLevel slog.Level
+	LogJSON  bool
+	// Unapplied lists the Istio logging flags given that change nothing.
+	Unapplied []string
 }
 
 // Config is one istio-iptables invocation: the Policy to apply and the

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
+	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
 // UsageError is a bad flag or env value: the command exits with code 2.
@@ -231,6 +232,7 @@ func Parse(args []string, env Environment, usage io.Writer) (*Config, error) {
 			fs.Lookup(o.long).NoOptDefVal = "true"
 		}
 	}
+	logs := logflags.Register(fs, "default:info")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil, err
@@ -266,6 +268,12 @@ func Parse(args []string, env Environment, usage io.Writer) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		return nil, &UsageError{err}
 	}
+	lvl, err := logs.Level()
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	c.LogLevel = lvl
+	c.LogJSON, c.Unapplied = logs.JSON(), logs.Unapplied()
 	return &c, nil
 }
 

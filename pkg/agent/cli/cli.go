@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/skiff-mesh/skiff/pkg/agent"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
+	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
 // Version is the agent's version, set at build time with -ldflags -X.
@@ -56,33 +58,53 @@ func Main(ctx context.Context, args []string, environ []string, stdout, stderr i
 	return 2
 }
 
+// proxyFlags are the flags of Istio's "pilot-agent proxy" that Skiff accepts
+// without acting on them: its configuration comes from the environment
+// (PROXY_CONFIG, the injected variables), as it does in Istio too.
+var proxyFlags = []struct{ name, value, usage string }{
+	{"domain", "", "DNS domain suffix (accepted for compatibility: Skiff reads the pod's namespace)"},
+	{"meshConfig", "./etc/istio/config/mesh", "mesh configuration file (accepted for compatibility: PROXY_CONFIG is read)"},
+	{"tokenManagerPlugin", "", "accepted for compatibility"},
+	{"serviceCluster", "istio-proxy", "accepted for compatibility (deprecated in Istio)"},
+	{"proxyLogLevel", "warning", "the proxy's log level (accepted for compatibility)"},
+	{"proxyComponentLogLevel", "", "accepted for compatibility"},
+	{"templateFile", "", "accepted for compatibility"},
+	{"outlierLogPath", "", "accepted for compatibility"},
+}
+
 func proxy(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer, signals <-chan os.Signal) int {
 	fs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	level := fs.String("log_output_level", "info", "log level (debug, info, warn, error); Istio's scope:level lists take the last level")
-	fs.String("proxyLogLevel", "warning", "the proxy's log level (accepted for compatibility)")
-	fs.String("proxyComponentLogLevel", "", "accepted for compatibility")
+	logs := logflags.Register(fs, "default:info")
+	for _, f := range proxyFlags {
+		fs.String(f.name, f.value, f.usage)
+	}
+	fs.Int("stsPort", 0, "accepted for compatibility (no STS server)")
+	fs.Bool("profiling", true, "accepted for compatibility")
+	concurrency := fs.Int("concurrency", 0, "the proxy's worker threads; above 0 it overrides PROXY_CONFIG's concurrency")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseFailed(stderr, "proxy", err)
 	}
 	typ := "sidecar"
 	if fs.NArg() > 0 {
 		typ = fs.Arg(0)
 	}
-	lvl := *level
-	if i := strings.LastIndex(lvl, ":"); i >= 0 {
-		lvl = lvl[i+1:]
-	}
-	var sl slog.Level
-	if err := sl.UnmarshalText([]byte(strings.ReplaceAll(lvl, "warning", "warn"))); err != nil {
-		fmt.Fprintf(stderr, "pilot-agent: --log_output_level %q: %v\n", *level, err)
+	h, err := logs.Handler(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "pilot-agent proxy: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: sl})).With("component", "pilot-agent")
+	log := slog.New(h).With("component", "pilot-agent")
+	if ignored := unapplied(fs, logs); len(ignored) > 0 {
+		log.Info("accepted Istio arguments that do not apply to Skiff's agent", "args", ignored)
+	}
 	cfg, err := config.Load(environ, typ)
 	if err != nil {
 		fmt.Fprintf(stderr, "pilot-agent: %v\n", err)
 		return 2
+	}
+	if *concurrency > 0 {
+		cfg.Proxy.Concurrency = wrapperspb.Int32(int32(*concurrency))
 	}
 	err = agent.Run(ctx, cfg, agent.Options{Stdout: stdout, Stderr: stderr, Signals: signals}, log)
 	var exit interface{ ExitCode() int }
@@ -96,12 +118,24 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 	return 0
 }
 
+// unapplied lists the compatibility flags given on the command line.
+func unapplied(fs *pflag.FlagSet, logs *logflags.Flags) []string {
+	out := logs.Unapplied()
+	fs.Visit(func(f *pflag.Flag) {
+		if f.Name != "concurrency" && !strings.HasPrefix(f.Name, "log_") {
+			out = append(out, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	return out
+}
+
 func request(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("request", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.Int("debug-port", 15000, "the proxy's admin port")
+	logflags.Register(fs, "default:info")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseFailed(stderr, "request", err)
 	}
 	if fs.NArg() < 2 {
 		fmt.Fprintln(stderr, "usage: pilot-agent request METHOD PATH [BODY]")
@@ -137,8 +171,9 @@ func wait(args []string, stderr io.Writer) int {
 	timeout := fs.Int("timeoutSeconds", 60, "how long to wait")
 	period := fs.Int("periodMillis", 500, "time between attempts")
 	url := fs.String("url", "http://localhost:15021/healthz/ready", "the readiness URL")
+	logflags.Register(fs, "default:info")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseFailed(stderr, "wait", err)
 	}
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(time.Duration(*timeout) * time.Second)
@@ -156,4 +191,14 @@ func wait(args []string, stderr io.Writer) int {
 		}
 		time.Sleep(time.Duration(*period) * time.Millisecond)
 	}
+}
+
+// parseFailed reports a command-line error and returns the exit code: 0
+// for --help, else 2.
+func parseFailed(stderr io.Writer, cmd string, err error) int {
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "pilot-agent %s: %v\n", cmd, err)
+	return 2
 }

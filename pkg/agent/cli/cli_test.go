@@ -58,3 +58,27 @@ func TestWait(t *testing.T) {
 		t.Errorf("wait on a dead URL: %d, want 1", code)
 	}
 }
+
+// TestIstioProxyArguments runs "proxy" with the arguments Istio's sidecar
+// template passes: every flag is accepted and the ones without effect are
+// logged; what stops the agent here is the missing root certificate.
+func TestIstioProxyArguments(t *testing.T) {
+	code, _, errs := run("proxy", "sidecar", "--domain", "default.svc.cluster.local",
+		"--proxyLogLevel=warning", "--proxyComponentLogLevel=misc:error", "--log_output_level=default:info",
+		"--stsPort=15463", "--log_as_json", "--concurrency", "2")
+	if code != 1 || strings.Contains(errs, "unknown flag") || !strings.Contains(errs, "--domain=default.svc.cluster.local") ||
+		!strings.Contains(errs, "root-cert.pem") {
+		t.Errorf("Istio's proxy arguments: exit %d, stderr %q", code, errs)
+	}
+	for _, tc := range []struct{ args []string }{
+		{[]string{"proxy", "--no-such-flag"}},
+		{[]string{"proxy", "--log_output_level=default:loud"}},
+		{[]string{"wait", "--timeoutSeconds=soon"}},
+		{[]string{"request", "--debug-port=x", "GET", "stats"}},
+	} {
+		code, _, errs := run(tc.args...)
+		if code != 2 || !strings.Contains(errs, "pilot-agent "+tc.args[0]+": ") || len(strings.TrimSpace(errs)) < 20 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and the reason", tc.args, code, errs)
+		}
+	}
+}

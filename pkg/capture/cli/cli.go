@@ -25,7 +25,6 @@ const (
 
 // Main runs istio-iptables with args and the process environment and returns the exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	log := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "istio-iptables")
 	cfg, err := capture.Parse(args, capture.OSEnvironment(), stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		return ExitOK
@@ -38,6 +37,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "istio-iptables: %v\n", err)
 		return ExitFailure
+	}
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(stderr, opts)
+	if cfg.LogJSON {
+		h = slog.NewJSONHandler(stderr, opts)
+	}
+	log := slog.New(h).With("component", "istio-iptables")
+	if len(cfg.Unapplied) > 0 {
+		log.Info("accepted Istio arguments that do not apply", "args", cfg.Unapplied)
 	}
 	if err := capture.Run(ctx, cfg, log, capture.Env{Out: stdout}); err != nil {
 		log.Error("failed", "err", err)
