@@ -24,11 +24,17 @@ func userData(fp [16]byte) []byte {
 
 // Apply makes the kernel hold exactly p in Skiff's tables. It reads our
 // tables back first and does nothing when they match. Otherwise it sends one
-// netlink batch that deletes each of our tables that exists or that p
-// installs and creates p's tables with all their chains, sets and rules: the
-// kernel commits the batch atomically, so packets see either the old rules or
-// the new ones and never a moment without capture. Tables of other names, and
-// tables of these names in other families, are left alone.
+// netlink batch that deletes each of our tables that exists and creates p's
+// tables with all their chains, sets and rules: the kernel commits the batch
+// atomically, so packets see either the old rules or the new ones and never a
+// moment without capture. Tables of other names, and tables of these names in
+// other families, are left alone.
+//
+// A table that did not exist is created exclusively rather than deleted
+// first: deleting a table makes the commit wait for an RCU grace period
+// (about 10 ms), which a first install in a new namespace never needs. Should
+// someone create the table between the read and the commit, the kernel
+// rejects the whole batch (EEXIST) and Apply reads and tries once more.
 //
 // Whether the kernel holds p is decided by structure and fingerprints: the
 // same tables, not dormant; the same chains in order with the same hook,
@@ -43,6 +49,14 @@ func userData(fp [16]byte) []byte {
 // library's parser is lossy: it silently drops expressions it does not know
 // (tproxy) and reads "ct zone set" back as a load.
 func Apply(p *Program, o Options) (Result, error) {
+	res, err := applyOnce(p, o)
+	if errors.Is(err, unix.EEXIST) {
+		res, err = applyOnce(p, o)
+	}
+	return res, err
+}
+
+func applyOnce(p *Program, o Options) (Result, error) {
 	cur, err := readState(o.NetNS)
 	if err != nil {
 		return Result{}, err
@@ -56,11 +70,10 @@ func Apply(p *Program, o Options) (Result, error) {
 	}
 	var res Result
 	for _, name := range OwnedTables() {
-		exists, wanted := cur.table(name) != nil, p.Table(name) != nil
-		if !exists && !wanted {
+		if cur.table(name) == nil {
 			continue
 		}
-		if exists && !wanted {
+		if p.Table(name) == nil {
 			res.Removed = append(res.Removed, name)
 		}
 		// Adding first makes the deletion valid whether or not the table
@@ -70,7 +83,7 @@ func Apply(p *Program, o Options) (Result, error) {
 		conn.DelTable(t)
 	}
 	for _, t := range p.Tables {
-		if err := addTable(conn, t); err != nil {
+		if err := addTable(conn, t, cur.table(t.Name) == nil); err != nil {
 			return Result{}, err
 		}
 	}
@@ -89,8 +102,15 @@ var hookNums = map[string]nftables.ChainHook{
 	"postrouting": unix.NF_INET_POST_ROUTING,
 }
 
-func addTable(conn *nftables.Conn, t *Table) error {
-	tbl := conn.AddTable(&nftables.Table{Name: t.Name, Family: nftables.TableFamilyINet})
+// addTable adds t with all its chains, sets and rules; exclusively (the
+// batch fails with EEXIST if the table exists) when fresh.
+func addTable(conn *nftables.Conn, t *Table, fresh bool) error {
+	tbl := &nftables.Table{Name: t.Name, Family: nftables.TableFamilyINet}
+	if fresh {
+		conn.CreateTable(tbl)
+	} else {
+		conn.AddTable(tbl)
+	}
 	chains := make(map[string]*nftables.Chain, len(t.Chains))
 	// All chains first: rules jump to chains created after their own.
 	for _, c := range t.Chains {
