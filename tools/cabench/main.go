@@ -7,7 +7,7 @@
 // path signs with the same ECDSA P-256 CA key and checks the CSR's
 // signature. It prints a Markdown table on stdout; progress goes to stderr.
 //
-//	go run ./tools/cabench [-n 6000] [-c 2,16] [-workers 2]
+//	go run ./tools/cabench [-n 6000] [-c 2,16] [-workers 2] [-server-cpuprofile cpu.prof]
 package main
 
 import (
@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -49,6 +50,7 @@ const identity = "spiffe://cluster.local/ns/default/sa/app"
 type options struct {
 	n, pool, opensslN, batchN, workers int
 	conc                               []int
+	serverProfile                      string
 }
 
 func main() {
@@ -59,10 +61,11 @@ func main() {
 	flag.IntVar(&o.opensslN, "openssl-n", 400, "CSRs for the process-per-CSR openssl loop")
 	flag.IntVar(&o.batchN, "batch-n", 4000, "CSRs for the openssl ca batch run")
 	flag.IntVar(&o.workers, "workers", runtime.NumCPU(), "parallel openssl processes and in-process signers")
+	flag.StringVar(&o.serverProfile, "server-cpuprofile", "", "write a CPU profile of the CA server process to this file")
 	serveDir := flag.String("serve", "", "internal: run the CA server on the CA files in this directory")
 	flag.Parse()
 	if *serveDir != "" {
-		if err := serveChild(*serveDir); err != nil {
+		if err := serveChild(*serveDir, o.serverProfile); err != nil {
 			fmt.Fprintln(os.Stderr, "cabench server:", err)
 			os.Exit(1)
 		}
@@ -89,6 +92,7 @@ type result struct {
 	wall      time.Duration
 	lats      []time.Duration
 	cpu       time.Duration // CPU time of the measured process(es)
+	clientCPU time.Duration // the load generator's, for gRPC rows
 }
 
 func (r result) row() string {
@@ -99,13 +103,27 @@ func (r result) row() string {
 		p50 = ms(r.lats[len(r.lats)/2])
 		p99 = ms(r.lats[len(r.lats)*99/100])
 	}
-	return fmt.Sprintf("| %s | %s | %d | %.0f | %s | %s | %.0f µs |", r.impl, r.key, r.n, rate, p50, p99,
-		float64(r.cpu.Microseconds())/float64(r.n))
+	client := "n/a"
+	if r.clientCPU > 0 {
+		client = fmt.Sprintf("%.0f µs", float64(r.clientCPU.Microseconds())/float64(r.n))
+	}
+	return fmt.Sprintf("| %s | %s | %d | %.0f | %s | %s | %.0f µs | %s |", r.impl, r.key, r.n, rate, p50, p99,
+		float64(r.cpu.Microseconds())/float64(r.n), client)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
+// loadAvg returns the one-minute load average, or 0 if unknown.
+func loadAvg() float64 {
+	var l float64
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Sscan(string(b), &l)
+	}
+	return l
+}
+
 func run(o options) error {
+	load0 := loadAvg()
 	if _, err := exec.LookPath("openssl"); err != nil {
 		return fmt.Errorf("openssl binary needed: %w", err)
 	}
@@ -132,7 +150,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	srv, err := startServer(dir)
+	srv, err := startServer(dir, o.serverProfile)
 	if err != nil {
 		return err
 	}
@@ -176,15 +194,12 @@ func run(o options) error {
 		r.key = kt.String()
 		rows = append(rows, r)
 	}
-	var load [3]float64
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		fmt.Sscanf(string(b), "%f %f %f", &load[0], &load[1], &load[2])
-	}
-	fmt.Printf("%d CPUs, load average at the end %.2f; CA key ECDSA P-256; gRPC: one TLS connection, ES256 JWT auth;\n"+
-		"CPU per CSR: the CA server process only for gRPC, the whole process in-process, the openssl processes for openssl\n\n",
-		runtime.NumCPU(), load[0])
-	fmt.Println("| signer | CSR key | CSRs | CSRs/s | p50 | p99 | CPU per CSR |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Printf("%d CPUs, load average at the start %.2f and at the end %.2f; CA key ECDSA P-256; gRPC: one TLS connection, ES256 JWT auth;\n"+
+		"CPU per CSR: the CA server process only for gRPC, the whole process in-process, the openssl processes for openssl;\n"+
+		"load generator CPU per CSR: the gRPC client process (sharing the same cores)\n\n",
+		runtime.NumCPU(), load0, loadAvg())
+	fmt.Println("| signer | CSR key | CSRs | CSRs/s | p50 | p99 | CPU per CSR | load generator CPU per CSR |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		fmt.Println(r.row())
 	}
@@ -216,12 +231,12 @@ type server struct {
 	stop func()
 }
 
-func startServer(dir string) (*server, error) {
+func startServer(dir, profile string) (*server, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-serve", dir)
+	cmd := exec.Command(self, "-serve", dir, "-server-cpuprofile", profile)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -262,8 +277,19 @@ func (s *server) cpu() (time.Duration, error) {
 	return time.Duration(ut+st) * 10 * time.Millisecond, nil
 }
 
-// serveChild runs the CA on dir's files until stdin closes.
-func serveChild(dir string) error {
+// serveChild runs the CA on dir's files until stdin closes, writing a CPU
+// profile of its whole life to profile if set.
+func serveChild(dir, profile string) error {
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	pubPEM, err := os.ReadFile(filepath.Join(dir, "token.pub"))
 	if err != nil {
 		return err
@@ -340,7 +366,7 @@ func benchGRPC(srv *server, roots *pki.Bundle, token string, csrs []string, n, c
 	if err != nil {
 		return result{}, err
 	}
-	start := time.Now()
+	client0, start := cpuTime(syscall.RUSAGE_SELF), time.Now()
 	for range conc {
 		wg.Add(1)
 		go func() {
@@ -361,7 +387,7 @@ func benchGRPC(srv *server, roots *pki.Bundle, token string, csrs []string, n, c
 		}()
 	}
 	wg.Wait()
-	wall := time.Since(start)
+	wall, clientCPU := time.Since(start), cpuTime(syscall.RUSAGE_SELF)-client0
 	cpu1, err := srv.cpu()
 	if err != nil {
 		return result{}, err
@@ -370,7 +396,7 @@ func benchGRPC(srv *server, roots *pki.Bundle, token string, csrs []string, n, c
 		return result{}, err
 	}
 	cpu := cpu1 - cpu0
-	return result{impl: fmt.Sprintf("Skiff CA, CreateCertificate over gRPC+TLS, %d callers (load generator in another process)", conc), n: n, wall: wall, lats: lats, cpu: cpu}, nil
+	return result{impl: fmt.Sprintf("Skiff CA, CreateCertificate over gRPC+TLS, %d callers (load generator in another process)", conc), n: n, wall: wall, lats: lats, cpu: cpu, clientCPU: clientCPU}, nil
 }
 
 func benchSign(c *ca.CA, csrs []string, o options) (result, error) {
