@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
 func main() {
@@ -25,7 +26,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "istiod:", err)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: f.LogLevel}))
+	log := slog.New(logflags.NewHandler(os.Stderr, f.LogLevel, f.LogJSON))
+	if len(f.Unapplied) > 0 {
+		log.Info("accepted Istio arguments that do not apply to Skiff's istiod", "args", f.Unapplied)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts, authority, err := istiod.SecurityOptions(ctx, f.Config, f.Security, f.SecureGRPCAddr, log)

@@ -32,6 +32,19 @@ type Config struct {
 	EDSDebounce bool
 	// PushConcurrency bounds proxies pushed to at once.
 	PushConcurrency int
+	// Keepalive is the gRPC servers' connection keepalive.
+	Keepalive Keepalive
+}
+
+// Keepalive is pilot-discovery's keepalive settings for xDS connections.
+type Keepalive struct {
+	// Interval is how long a connection may be idle before it is pinged.
+	Interval time.Duration
+	// Timeout is how long an unanswered ping waits before the close.
+	Timeout time.Duration
+	// MaxConnectionAge closes older connections gracefully, so proxies
+	// spread over replicas; 0 never does.
+	MaxConnectionAge time.Duration
 }
 
 // DefaultConfig returns Istio's defaults.
@@ -44,6 +57,7 @@ func DefaultConfig() Config {
 		DebounceMax:     10 * time.Second,
 		EDSDebounce:     true,
 		PushConcurrency: 100,
+		Keepalive:       Keepalive{Interval: 30 * time.Second, Timeout: 10 * time.Second},
 	}
 }
 

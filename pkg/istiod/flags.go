@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/logflags"
 	"github.com/spf13/pflag"
 )
 
@@ -17,6 +21,8 @@ type Flags struct {
 	Config Config
 	// LogLevel is the slog level (debug, info, warn, error).
 	LogLevel slog.Level
+	// LogJSON is Istio's --log_as_json.
+	LogJSON bool
 	// SecureGRPCAddr is where the TLS server would listen (":15012");
 	// istiod serves it once the CA provides credentials.
 	SecureGRPCAddr string
@@ -24,6 +30,31 @@ type Flags struct {
 	Security Security
 	// Webhooks configures the admission webhooks.
 	Webhooks Webhooks
+	// Unapplied lists the Istio arguments given that Skiff accepts but does
+	// not act on, as --name=value, for istiod to log once.
+	Unapplied []string
+}
+
+// compatFlags are pilot-discovery flags that Skiff's istiod accepts so that
+// Istio's chart and extraContainerArgs never stop it, without acting on them.
+var compatFlags = []struct{ name, value, usage string }{
+	{"registries", "Kubernetes", "service registries (Skiff: --config-dir or Kubernetes)"},
+	{"clusterRegistriesNamespace", "istio-system", "multicluster secrets namespace (multicluster is not supported)"},
+	{"meshConfig", "./etc/istio/config/mesh", "mesh configuration file"},
+	{"networksConfig", "./etc/istio/config/meshNetworks", "mesh networks file"},
+	{"cniNamespace", "", "istio-cni namespace (node taints are not managed)"},
+	{"clusterAliases", "", "cluster ID aliases"},
+	{"clusterID", "Kubernetes", "this cluster's ID"},
+	{"caCertFile", "", "the xDS server's CA certificate (Skiff's CA serves it)"},
+	{"tlsCertFile", "", "the webhook server's certificate (Skiff's CA issues it)"},
+	{"tlsKeyFile", "", "the webhook server's key (Skiff's CA issues it)"},
+	{"tls-cipher-suites", "", "TLS cipher suites"},
+	{"tls-min-version", "", "minimum TLS version"},
+	{"ctrlz_address", "localhost", "ControlZ address (no ControlZ)"},
+	{"kubernetesApiQPS", "80", "API server QPS"},
+	{"kubernetesApiBurst", "160", "API server burst"},
+	{"shutdownDuration", "10s", "shutdown grace"},
+	{"ctrlz_port", "9876", "ControlZ port (no ControlZ)"},
 }
 
 // ParseFlags parses istiod's arguments (Istio's pilot-discovery names; a
@@ -54,15 +85,52 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	fs.IntVar(&c.PushConcurrency, "push-concurrency", c.PushConcurrency, "proxies pushed to at once (PILOT_PUSH_THROTTLE)")
 	f.Security.register(fs)
 	f.Webhooks.register(fs)
-	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	// Istio's names for what Skiff also does.
+	fs.StringVar(&c.ConfigDir, "configDir", "", "same as --config-dir (Istio's name)")
+	fs.StringVar(&f.Webhooks.Addr, "httpsAddr", f.Webhooks.Addr, "same as --webhookAddr (Istio's name)")
+	fs.DurationVar(&c.Keepalive.Interval, "keepaliveInterval", c.Keepalive.Interval, "ping a connection idle this long")
+	fs.DurationVar(&c.Keepalive.Timeout, "keepaliveTimeout", c.Keepalive.Timeout, "close a connection whose ping is not answered in this time")
+	fs.DurationVar(&c.Keepalive.MaxConnectionAge, "keepaliveMaxServerConnectionAge", c.Keepalive.MaxConnectionAge,
+		"close xDS connections this old so proxies rebalance over istiod replicas (0: never)")
+	domain := fs.String("domain", model.DefaultDomain, "the cluster's DNS domain (only cluster.local is supported)")
+	for _, cf := range compatFlags {
+		fs.String(cf.name, cf.value, "accepted for compatibility: "+cf.usage)
+	}
+	fs.Bool("profile", true, "accepted for compatibility (pprof is on the debug address)")
+	logs := logflags.Register(fs, "default:info")
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error (or Istio's --log_output_level)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if err := f.LogLevel.UnmarshalText([]byte(*level)); err != nil {
+	if fs.Changed("log_output_level") {
+		lvl, err := logs.Level()
+		if err != nil {
+			return f, err
+		}
+		f.LogLevel = lvl
+	} else if err := f.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return f, fmt.Errorf("--log-level %q: want debug, info, warn or error", *level)
+	}
+	f.LogJSON = logs.JSON()
+	f.Unapplied = logs.Unapplied()
+	fs.Visit(func(fl *pflag.Flag) {
+		if fl.Name == "profile" || slices.ContainsFunc(compatFlags, func(cf struct{ name, value, usage string }) bool { return cf.name == fl.Name }) {
+			f.Unapplied = append(f.Unapplied, "--"+fl.Name+"="+fl.Value.String())
+		}
+	})
+	if *domain != model.DefaultDomain {
+		return f, fmt.Errorf("--domain %q: only %s is supported", *domain, model.DefaultDomain)
+	}
+	// Istio's chart sets KUBECONFIG to a remote cluster's config that is
+	// mounted only for an external control plane; without the file, istiod
+	// uses its in-cluster credentials, as client-go's loading rules do.
+	if k := getenv("KUBECONFIG"); k != "" && c.ConfigDir == "" && c.Kubeconfig == "" {
+		if _, err := os.Stat(k); err == nil {
+			c.Kubeconfig = k
+		}
 	}
 	c.InCluster = *inCluster || (c.ConfigDir == "" && c.Kubeconfig == "" && getenv("KUBERNETES_SERVICE_HOST") != "")
 	if err := c.Validate(); err != nil {

@@ -2,6 +2,9 @@ package istiod_test
 
 import (
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +46,53 @@ func TestParseFlags(t *testing.T) {
 		_, err := istiod.ParseFlags(tt.args, tt.env, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ParseFlags(%q): error %v, want it to mention %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// TestIstioChartArguments parses the arguments and environment Istio's
+// istiod chart gives pilot-discovery.
+func TestIstioChartArguments(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"discovery", "--monitoringAddr=:15014", "--log_output_level=default:warn", "--log_as_json",
+		"--domain", "cluster.local", "--keepaliveMaxServerConnectionAge", "30m", "--cniNamespace=kube-system"}
+	getenv := func(env map[string]string) func(string) string { return func(k string) string { return env[k] } }
+
+	f, err := istiod.ParseFlags(args, getenv(map[string]string{"KUBECONFIG": kubeconfig}), io.Discard)
+	if err != nil {
+		t.Fatalf("Istio's chart arguments: %v", err)
+	}
+	if f.Config.Kubeconfig != kubeconfig || f.Config.InCluster {
+		t.Errorf("KUBECONFIG with a file: kubeconfig %q in-cluster %v", f.Config.Kubeconfig, f.Config.InCluster)
+	}
+	if f.LogLevel != slog.LevelWarn || !f.LogJSON || f.Config.Keepalive.MaxConnectionAge != 30*time.Minute {
+		t.Errorf("level %v json %v max age %v", f.LogLevel, f.LogJSON, f.Config.Keepalive.MaxConnectionAge)
+	}
+	if got := strings.Join(f.Unapplied, " "); got != "--cniNamespace=kube-system" {
+		t.Errorf("Unapplied = %q", got)
+	}
+
+	// The chart's KUBECONFIG names a remote cluster's file that exists only
+	// for an external control plane: without it, in-cluster credentials.
+	f, err = istiod.ParseFlags(args, getenv(map[string]string{"KUBECONFIG": "/var/run/secrets/remote/config", "KUBERNETES_SERVICE_HOST": "10.0.0.1"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Config.Kubeconfig != "" || !f.Config.InCluster {
+		t.Errorf("KUBECONFIG without a file: kubeconfig %q in-cluster %v", f.Config.Kubeconfig, f.Config.InCluster)
+	}
+
+	for _, tt := range []struct{ arg, want string }{
+		{"--domain=example.org", `--domain "example.org"`},
+		{"--log_output_level=default:loud", `--log_output_level "default:loud"`},
+		{"--keepaliveMaxServerConnectionAge=soon", "keepaliveMaxServerConnectionAge"},
+	} {
+		_, err := istiod.ParseFlags([]string{"--config-dir", "x", tt.arg}, getenv(nil), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want it to mention %q", tt.arg, err, tt.want)
 		}
 	}
 }

@@ -119,6 +119,17 @@ func newRegistry(ctx context.Context, cfg Config, log *slog.Logger) (registry.Re
 	return r, nil
 }
 
+// keepalive returns the gRPC servers' keepalive parameters.
+func (d *Istiod) keepalive() keepalive.ServerParameters {
+	k := d.cfg.Keepalive
+	p := keepalive.ServerParameters{Time: k.Interval, Timeout: k.Timeout}
+	if k.MaxConnectionAge > 0 {
+		// As Istio: open streams get 10 s more, then the proxy reconnects.
+		p.MaxConnectionAge, p.MaxConnectionAgeGrace = k.MaxConnectionAge, 10*time.Second
+	}
+	return p
+}
+
 func (d *Istiod) addGRPC(name, addr string, register []func(*grpc.Server), extra ...grpc.ServerOption) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -127,7 +138,7 @@ func (d *Istiod) addGRPC(name, addr string, register []func(*grpc.Server), extra
 	opts := append([]grpc.ServerOption{
 		grpc.MaxConcurrentStreams(100000),
 		grpc.MaxRecvMsgSize(4 << 20),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.KeepaliveParams(d.keepalive()),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
 	}, xds.ServerOptions()...)
 	opts = append(opts, extra...)

@@ -116,11 +116,17 @@ func (f *Flags) Handler(w io.Writer) (slog.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	return NewHandler(w, lvl, f.asJSON), nil
+}
+
+// NewHandler returns a slog handler writing to w at level lvl, as JSON or
+// as text.
+func NewHandler(w io.Writer, lvl slog.Level, json bool) slog.Handler {
 	opts := &slog.HandlerOptions{Level: lvl}
-	if f.asJSON {
-		return slog.NewJSONHandler(w, opts), nil
+	if json {
+		return slog.NewJSONHandler(w, opts)
 	}
-	return slog.NewTextHandler(w, opts), nil
+	return slog.NewTextHandler(w, opts)
 }
 
 // Unapplied lists the logging flags given on the command line that Skiff

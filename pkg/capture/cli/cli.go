@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skiff-mesh/skiff/pkg/capture"
+	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
 // Exit codes, as Istio's istio-iptables uses them.
@@ -38,12 +39,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "istio-iptables: %v\n", err)
 		return ExitFailure
 	}
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	var h slog.Handler = slog.NewTextHandler(stderr, opts)
-	if cfg.LogJSON {
-		h = slog.NewJSONHandler(stderr, opts)
-	}
-	log := slog.New(h).With("component", "istio-iptables")
+	log := slog.New(logflags.NewHandler(stderr, cfg.LogLevel, cfg.LogJSON)).With("component", "istio-iptables")
 	if len(cfg.Unapplied) > 0 {
 		log.Info("accepted Istio arguments that do not apply", "args", cfg.Unapplied)
 	}
