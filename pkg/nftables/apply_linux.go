@@ -2,12 +2,11 @@ package nftables
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 
-	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -57,17 +56,25 @@ func Apply(p *Program, o Options) (Result, error) {
 }
 
 func applyOnce(p *Program, o Options) (Result, error) {
-	cur, err := readState(o.NetNS)
+	c, err := dial(o.NetNS)
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.close()
+	cur, err := readState(c)
 	if err != nil {
 		return Result{}, err
 	}
 	if !o.Force && cur.holds(p) {
 		return Result{}, nil
 	}
-	conn, err := nftables.New(nftables.WithNetNSFd(o.NetNS))
-	if err != nil {
-		return Result{}, fmt.Errorf("nftables: open netlink: %w", err)
-	}
+	return write(c, cur, p)
+}
+
+// write commits the batch that replaces cur, what the kernel held when
+// read, with p.
+func write(c *conn, cur *state, p *Program) (Result, error) {
+	b := c.newBatch()
 	var res Result
 	for _, name := range OwnedTables() {
 		if cur.table(name) == nil {
@@ -78,23 +85,25 @@ func applyOnce(p *Program, o Options) (Result, error) {
 		}
 		// Adding first makes the deletion valid whether or not the table
 		// still exists when the batch is committed.
-		t := &nftables.Table{Name: name, Family: nftables.TableFamilyINet}
-		conn.AddTable(t)
-		conn.DelTable(t)
+		addTableMsg(b, name, false)
+		delTableMsg(b, name)
 	}
 	for _, t := range p.Tables {
-		if err := addTable(conn, t, cur.table(t.Name) == nil); err != nil {
+		if err := addTable(b, t, cur.table(t.Name) == nil); err != nil {
 			return Result{}, err
 		}
 	}
-	if err := conn.Flush(); err != nil {
+	if err := c.commit(b); err != nil {
 		return Result{}, fmt.Errorf("nftables: commit %d tables, %d rules: %w", len(p.Tables), p.RuleCount(), err)
 	}
 	res.Changed = true
 	return res, nil
 }
 
-var hookNums = map[string]nftables.ChainHook{
+// policyAccept is a base chain's policy "accept" (the kernel's NF_ACCEPT).
+const policyAccept = 1
+
+var hookNums = map[string]uint32{
 	"prerouting":  unix.NF_INET_PRE_ROUTING,
 	"input":       unix.NF_INET_LOCAL_IN,
 	"forward":     unix.NF_INET_FORWARD,
@@ -102,58 +111,151 @@ var hookNums = map[string]nftables.ChainHook{
 	"postrouting": unix.NF_INET_POST_ROUTING,
 }
 
-// addTable adds t with all its chains, sets and rules; exclusively (the
-// batch fails with EEXIST if the table exists) when fresh.
-func addTable(conn *nftables.Conn, t *Table, fresh bool) error {
-	tbl := &nftables.Table{Name: t.Name, Family: nftables.TableFamilyINet}
-	if fresh {
-		conn.CreateTable(tbl)
-	} else {
-		conn.AddTable(tbl)
+// addTableMsg adds "add table inet NAME"; exclusively (the batch fails with
+// EEXIST if the table exists) when excl.
+func addTableMsg(b *batch, name string, excl bool) {
+	flags := uint16(unix.NLM_F_CREATE)
+	if excl {
+		flags |= unix.NLM_F_EXCL
 	}
-	chains := make(map[string]*nftables.Chain, len(t.Chains))
+	b.add(unix.NFT_MSG_NEWTABLE, flags, attrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_TABLE_NAME, name)
+		ae.Uint32(unix.NFTA_TABLE_FLAGS, 0)
+	}), "add table "+name)
+}
+
+func delTableMsg(b *batch, name string) {
+	b.add(unix.NFT_MSG_DELTABLE, 0, attrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_TABLE_NAME, name)
+	}), "delete table "+name)
+}
+
+// addTable adds t with all its chains, sets and rules; exclusively when
+// fresh (see addTableMsg).
+func addTable(b *batch, t *Table, fresh bool) error {
+	addTableMsg(b, t.Name, fresh)
 	// All chains first: rules jump to chains created after their own.
 	for _, c := range t.Chains {
-		ch := &nftables.Chain{Name: c.Name, Table: tbl}
+		var hook uint32
 		if c.Base != nil {
-			hook, ok := hookNums[c.Base.Hook]
-			if !ok {
+			var ok bool
+			if hook, ok = hookNums[c.Base.Hook]; !ok {
 				return fmt.Errorf("nftables: table %s chain %s: unknown hook %q", t.Name, c.Name, c.Base.Hook)
 			}
-			policy := nftables.ChainPolicyAccept
-			ch.Hooknum = nftables.ChainHookRef(hook)
-			ch.Priority = nftables.ChainPriorityRef(nftables.ChainPriority(c.Base.Priority))
-			ch.Type = nftables.ChainType(c.Base.Type)
-			ch.Policy = &policy
 		}
-		chains[c.Name] = conn.AddChain(ch)
+		b.add(unix.NFT_MSG_NEWCHAIN, unix.NLM_F_CREATE, attrs(func(ae *netlink.AttributeEncoder) {
+			ae.String(unix.NFTA_CHAIN_TABLE, t.Name)
+			ae.String(unix.NFTA_CHAIN_NAME, c.Name)
+			if c.Base != nil {
+				ae.Nested(unix.NFTA_CHAIN_HOOK, func(nae *netlink.AttributeEncoder) error {
+					nae.Uint32(unix.NFTA_HOOK_HOOKNUM, hook)
+					nae.Uint32(unix.NFTA_HOOK_PRIORITY, uint32(c.Base.Priority))
+					return nil
+				})
+				ae.Uint32(unix.NFTA_CHAIN_POLICY, policyAccept)
+				ae.String(unix.NFTA_CHAIN_TYPE, c.Base.Type)
+			}
+		}), fmt.Sprintf("table %s: add chain %s", t.Name, c.Name))
 	}
-	comp := &compiler{table: tbl}
+	comp := &compiler{}
 	for _, c := range t.Chains {
 		for i, r := range c.Rules {
 			exprs, sets, err := comp.rule(r)
 			if err != nil {
 				return fmt.Errorf("nftables: table %s chain %s: %w", t.Name, c.Name, err)
 			}
+			what := fmt.Sprintf("table %s chain %s rule %q", t.Name, c.Name, r.String())
 			for _, s := range sets {
-				if err := conn.AddSet(s.set, s.elems); err != nil {
-					return fmt.Errorf("nftables: table %s chain %s rule %q: add set: %w", t.Name, c.Name, r.String(), err)
-				}
+				addSet(b, t.Name, s, what)
 			}
-			conn.AddRule(&nftables.Rule{
-				Table: tbl, Chain: chains[c.Name], Exprs: exprs,
-				UserData: userData(r.fingerprint(t.Name, c.Name, i)),
-			})
+			ruleAttrs, err := ruleMsg(t.Name, c.Name, exprs, userData(r.fingerprint(t.Name, c.Name, i)))
+			if err != nil {
+				return fmt.Errorf("nftables: %s: %w", what, err)
+			}
+			b.add(unix.NFT_MSG_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_APPEND, ruleAttrs, what)
 		}
 	}
 	return nil
+}
+
+// ruleMsg encodes a rule appended to table and chain.
+func ruleMsg(table, chain string, exprs []expr.Any, udata []byte) ([]byte, error) {
+	var err error
+	out := attrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_RULE_TABLE, table)
+		ae.String(unix.NFTA_RULE_CHAIN, chain)
+		ae.Nested(unix.NFTA_RULE_EXPRESSIONS, func(nae *netlink.AttributeEncoder) error {
+			for _, e := range exprs {
+				data, merr := expr.Marshal(unix.NFPROTO_INET, e)
+				if merr != nil {
+					err = merr
+					return nil
+				}
+				nae.Bytes(unix.NLA_F_NESTED|unix.NFTA_LIST_ELEM, data)
+			}
+			return nil
+		})
+		ae.Bytes(unix.NFTA_RULE_USERDATA, udata)
+	})
+	return out, err
+}
+
+// setKeyByteOrder is the user data nft gives a set of big-endian keys
+// (libnftnl's NFTNL_UDATA_SET_KEYBYTEORDER, 2 = big endian): only nft's
+// printer reads it.
+var setKeyByteOrder = []byte{0, 4, 2, 0, 0, 0}
+
+// addSet adds an anonymous constant set of inet_service keys and its elements.
+func addSet(b *batch, table string, s anonSet, what string) {
+	flags := uint32(unix.NFT_SET_ANONYMOUS | unix.NFT_SET_CONSTANT)
+	if s.interval {
+		flags |= unix.NFT_SET_INTERVAL
+	}
+	b.add(unix.NFT_MSG_NEWSET, unix.NLM_F_CREATE, attrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_SET_TABLE, table)
+		ae.String(unix.NFTA_SET_NAME, anonSetName)
+		ae.Uint32(unix.NFTA_SET_FLAGS, flags)
+		ae.Uint32(unix.NFTA_SET_KEY_TYPE, typeInetService)
+		ae.Uint32(unix.NFTA_SET_KEY_LEN, 2)
+		ae.Uint32(unix.NFTA_SET_ID, s.id)
+		ae.Nested(unix.NFTA_SET_DESC, func(nae *netlink.AttributeEncoder) error {
+			nae.Uint32(unix.NFTA_SET_DESC_SIZE, uint32(len(s.elems)))
+			return nil
+		})
+		ae.Bytes(unix.NFTA_SET_USERDATA, setKeyByteOrder)
+	}), what+": add set")
+	b.add(unix.NFT_MSG_NEWSETELEM, unix.NLM_F_CREATE, attrs(func(ae *netlink.AttributeEncoder) {
+		ae.String(unix.NFTA_SET_ELEM_LIST_SET, anonSetName)
+		ae.Uint32(unix.NFTA_SET_ELEM_LIST_SET_ID, s.id)
+		ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, table)
+		ae.Nested(unix.NFTA_SET_ELEM_LIST_ELEMENTS, func(lae *netlink.AttributeEncoder) error {
+			for _, e := range s.elems {
+				lae.Nested(unix.NFTA_LIST_ELEM, func(eae *netlink.AttributeEncoder) error {
+					if e.intervalEnd {
+						eae.Uint32(unix.NFTA_SET_ELEM_FLAGS, unix.NFT_SET_ELEM_INTERVAL_END)
+					}
+					eae.Nested(unix.NFTA_SET_ELEM_KEY, func(kae *netlink.AttributeEncoder) error {
+						kae.Bytes(unix.NFTA_DATA_VALUE, e.key)
+						return nil
+					})
+					return nil
+				})
+			}
+			return nil
+		})
+	}), what+": add set elements")
 }
 
 // Cleanup deletes Skiff's tables (OwnedTables, inet family) in one
 // transaction and returns the names of those it deleted. It writes nothing
 // when none exists, and never touches any other table.
 func Cleanup(o Options) ([]string, error) {
-	cur, err := readState(o.NetNS)
+	c, err := dial(o.NetNS)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	cur, err := readState(c)
 	if err != nil {
 		return nil, err
 	}
@@ -164,16 +266,12 @@ func Cleanup(o Options) ([]string, error) {
 	if len(removed) == 0 {
 		return nil, nil
 	}
-	conn, err := nftables.New(nftables.WithNetNSFd(o.NetNS))
-	if err != nil {
-		return nil, fmt.Errorf("nftables: open netlink: %w", err)
-	}
+	b := c.newBatch()
 	for _, name := range removed {
-		t := &nftables.Table{Name: name, Family: nftables.TableFamilyINet}
-		conn.AddTable(t)
-		conn.DelTable(t)
+		addTableMsg(b, name, false)
+		delTableMsg(b, name)
 	}
-	if err := conn.Flush(); err != nil {
+	if err := c.commit(b); err != nil {
 		return nil, fmt.Errorf("nftables: delete tables %v: %w", removed, err)
 	}
 	return removed, nil
@@ -181,7 +279,7 @@ func Cleanup(o Options) ([]string, error) {
 
 // Present returns the names of Skiff's tables the kernel holds.
 func Present(o Options) ([]string, error) {
-	cur, err := readState(o.NetNS)
+	cur, err := readStateIn(o.NetNS)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +293,7 @@ func Present(o Options) ([]string, error) {
 // InSync reports whether the kernel holds exactly p in Skiff's tables, by
 // the check Apply makes before writing.
 func InSync(p *Program, o Options) (bool, error) {
-	cur, err := readState(o.NetNS)
+	cur, err := readStateIn(o.NetNS)
 	if err != nil {
 		return false, err
 	}
@@ -215,8 +313,9 @@ type kernelTable struct {
 
 type kernelChain struct {
 	name   string
+	typ    string
 	base   *BaseChain
-	policy *nftables.ChainPolicy
+	policy *uint32
 	rules  [][]byte // user data of each rule, in order
 }
 
@@ -247,7 +346,7 @@ func (s *state) holds(p *Program) bool {
 			if (gc.base == nil) != (wc.Base == nil) {
 				return false
 			}
-			if wc.Base != nil && (*gc.base != *wc.Base || gc.policy == nil || *gc.policy != nftables.ChainPolicyAccept) {
+			if wc.Base != nil && (*gc.base != *wc.Base || gc.policy == nil || *gc.policy != policyAccept) {
 				return false
 			}
 			for j, r := range wc.Rules {
@@ -260,7 +359,7 @@ func (s *state) holds(p *Program) bool {
 	return true
 }
 
-var hookNames = map[nftables.ChainHook]string{}
+var hookNames = map[uint32]string{}
 
 func init() {
 	for name, num := range hookNums {
@@ -268,65 +367,126 @@ func init() {
 	}
 }
 
-// readState reads Skiff's tables, their chains and their rules' user data.
-func readState(netns int) (*state, error) {
-	conn, err := nftables.New(nftables.WithNetNSFd(netns))
+// readStateIn is readState on a socket of its own.
+func readStateIn(netns int) (*state, error) {
+	c, err := dial(netns)
 	if err != nil {
-		return nil, fmt.Errorf("nftables: open netlink: %w", err)
+		return nil, err
 	}
-	tables, err := conn.ListTablesOfFamily(nftables.TableFamilyINet)
+	defer c.close()
+	return readState(c)
+}
+
+// readState reads Skiff's tables, their chains and their rules' user data:
+// one query when none of our tables exists, as in a new namespace.
+func readState(c *conn) (*state, error) {
+	tables, err := listTables(c, unix.NFPROTO_INET)
 	if err != nil {
-		return nil, fmt.Errorf("nftables: list tables: %w", err)
+		return nil, err
 	}
 	st := &state{}
 	for _, name := range OwnedTables() {
 		for _, t := range tables {
-			if t.Name == name {
-				st.tables = append(st.tables, &kernelTable{name: t.Name, flags: t.Flags})
+			if t.name == name {
+				st.tables = append(st.tables, t)
 			}
 		}
 	}
 	if len(st.tables) == 0 {
 		return st, nil
 	}
-	chains, err := conn.ListChainsOfTableFamily(nftables.TableFamilyINet)
+	byTable := map[string]map[string]*kernelChain{}
+	for _, t := range st.tables {
+		byTable[t.name] = map[string]*kernelChain{}
+	}
+	err = c.dump(unix.NFT_MSG_GETCHAIN, unix.NFPROTO_INET, nil, func(a []byte) error {
+		var table string
+		var hook, prio *uint32
+		kc := &kernelChain{}
+		err := decode(a, func(ad *netlink.AttributeDecoder) {
+			switch ad.Type() {
+			case unix.NFTA_CHAIN_TABLE:
+				table = ad.String()
+			case unix.NFTA_CHAIN_NAME:
+				kc.name = ad.String()
+			case unix.NFTA_CHAIN_TYPE:
+				kc.typ = ad.String()
+			case unix.NFTA_CHAIN_POLICY:
+				v := ad.Uint32()
+				kc.policy = &v
+			case unix.NFTA_CHAIN_HOOK:
+				ad.Nested(func(nad *netlink.AttributeDecoder) error {
+					for nad.Next() {
+						switch nad.Type() {
+						case unix.NFTA_HOOK_HOOKNUM:
+							v := nad.Uint32()
+							hook = &v
+						case unix.NFTA_HOOK_PRIORITY:
+							v := nad.Uint32()
+							prio = &v
+						}
+					}
+					return nil
+				})
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("nftables: parse chain: %w", err)
+		}
+		chains := byTable[table]
+		if chains == nil {
+			return nil
+		}
+		if hook != nil && prio != nil {
+			kc.base = &BaseChain{Type: kc.typ, Hook: hookNames[*hook], Priority: int32(*prio)}
+			if kc.base.Hook == "" {
+				kc.base.Hook = fmt.Sprintf("hook%d", *hook)
+			}
+		}
+		t := st.table(table)
+		t.chains = append(t.chains, kc)
+		chains[kc.name] = kc
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("nftables: list chains: %w", err)
 	}
-	nl, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: netns})
-	if err != nil {
-		return nil, fmt.Errorf("nftables: open netlink: %w", err)
-	}
-	defer nl.Close()
 	for _, t := range st.tables {
-		byName := map[string]*kernelChain{}
-		for _, c := range chains {
-			if c.Table == nil || c.Table.Name != t.name {
-				continue
-			}
-			kc := &kernelChain{name: c.Name, policy: c.Policy}
-			if c.Hooknum != nil && c.Priority != nil {
-				kc.base = &BaseChain{Type: string(c.Type), Hook: hookNames[*c.Hooknum], Priority: int32(*c.Priority)}
-				if kc.base.Hook == "" {
-					kc.base.Hook = fmt.Sprintf("hook%d", *c.Hooknum)
-				}
-			}
-			t.chains = append(t.chains, kc)
-			byName[c.Name] = kc
-		}
-		rules, err := dumpRules(nl, t.name)
+		rules, err := dumpRules(c, t.name)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range rules {
-			c := byName[r.chain]
-			if c == nil {
+			kc := byTable[t.name][r.chain]
+			if kc == nil {
 				return nil, fmt.Errorf("nftables: table %s: rule in unlisted chain %q", t.name, r.chain)
 			}
-			c.rules = append(c.rules, r.userData)
+			kc.rules = append(kc.rules, r.userData)
 		}
 	}
 	return st, nil
+}
+
+// listTables lists the tables of a family: their names and flags.
+func listTables(c *conn, family byte) ([]*kernelTable, error) {
+	var out []*kernelTable
+	err := c.dump(unix.NFT_MSG_GETTABLE, family, nil, func(a []byte) error {
+		t := &kernelTable{}
+		err := decode(a, func(ad *netlink.AttributeDecoder) {
+			switch ad.Type() {
+			case unix.NFTA_TABLE_NAME:
+				t.name = ad.String()
+			case unix.NFTA_TABLE_FLAGS:
+				t.flags = ad.Uint32()
+			}
+		})
+		out = append(out, t)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nftables: list tables: %w", err)
+	}
+	return out, nil
 }
 
 type dumpedRule struct {
@@ -334,43 +494,15 @@ type dumpedRule struct {
 	userData []byte
 }
 
-const (
-	msgGetRule = unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETRULE
-	msgNewRule = unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_NEWRULE
-	msgGetGen  = unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETGEN
-	msgNewGen  = unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_NEWGEN
-)
-
-// nfgenmsg is the header of every nftables message: family, version, resource id.
-func nfgenmsg(family byte) []byte { return []byte{family, unix.NFNETLINK_V0, 0, 0} }
-
 // dumpRules lists the rules of an inet table: their chain and user data.
-// It reads the raw attributes: the expressions are not needed, and the
-// library's rule parser would decode them all.
-func dumpRules(nl *netlink.Conn, table string) ([]dumpedRule, error) {
-	attrs, err := netlink.MarshalAttributes([]netlink.Attribute{{Type: unix.NFTA_RULE_TABLE, Data: append([]byte(table), 0)}})
-	if err != nil {
-		return nil, fmt.Errorf("nftables: dump rules of %s: %w", table, err)
-	}
-	msgs, err := nl.Execute(netlink.Message{
-		Header: netlink.Header{Type: msgGetRule, Flags: netlink.Request | netlink.Dump},
-		Data:   append(nfgenmsg(unix.NFPROTO_INET), attrs...),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("nftables: dump rules of %s: %w", table, err)
-	}
+// It reads only those attributes: the expressions are not needed.
+func dumpRules(c *conn, table string) ([]dumpedRule, error) {
+	req := attrs(func(ae *netlink.AttributeEncoder) { ae.String(unix.NFTA_RULE_TABLE, table) })
 	var out []dumpedRule
-	for _, m := range msgs {
-		if m.Header.Type != msgNewRule || len(m.Data) < 4 {
-			continue
-		}
-		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
-		if err != nil {
-			return nil, fmt.Errorf("nftables: parse rule of %s: %w", table, err)
-		}
+	err := c.dump(unix.NFT_MSG_GETRULE, unix.NFPROTO_INET, req, func(a []byte) error {
 		var r dumpedRule
 		var tbl string
-		for ad.Next() {
+		err := decode(a, func(ad *netlink.AttributeDecoder) {
 			switch ad.Type() {
 			case unix.NFTA_RULE_TABLE:
 				tbl = ad.String()
@@ -379,13 +511,17 @@ func dumpRules(nl *netlink.Conn, table string) ([]dumpedRule, error) {
 			case unix.NFTA_RULE_USERDATA:
 				r.userData = slices.Clone(ad.Bytes())
 			}
-		}
-		if err := ad.Err(); err != nil {
-			return nil, fmt.Errorf("nftables: parse rule of %s: %w", table, err)
+		})
+		if err != nil {
+			return err
 		}
 		if tbl == table {
 			out = append(out, r)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nftables: dump rules of %s: %w", table, err)
 	}
 	return out, nil
 }
@@ -394,32 +530,27 @@ func dumpRules(nl *netlink.Conn, table string) ([]dumpedRule, error) {
 // namespace. Every committed transaction increments it, so two equal
 // readings around an Apply prove that Apply wrote nothing.
 func Generation(o Options) (uint32, error) {
-	nl, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: o.NetNS})
+	c, err := dial(o.NetNS)
 	if err != nil {
-		return 0, fmt.Errorf("nftables: open netlink: %w", err)
+		return 0, err
 	}
-	defer nl.Close()
-	msgs, err := nl.Execute(netlink.Message{
-		Header: netlink.Header{Type: msgGetGen, Flags: netlink.Request},
-		Data:   nfgenmsg(unix.AF_UNSPEC),
-	})
+	defer c.close()
+	a, err := c.request(unix.NFT_MSG_GETGEN, unix.AF_UNSPEC, unix.NFT_MSG_NEWGEN)
 	if err != nil {
 		return 0, fmt.Errorf("nftables: get generation: %w", err)
 	}
-	for _, m := range msgs {
-		if m.Header.Type != msgNewGen || len(m.Data) < 4 {
-			continue
+	var gen uint32
+	found := false
+	err = decode(a, func(ad *netlink.AttributeDecoder) {
+		if ad.Type() == unix.NFTA_GEN_ID {
+			gen, found = ad.Uint32(), true
 		}
-		ad, err := netlink.NewAttributeDecoder(m.Data[4:])
-		if err != nil {
-			return 0, fmt.Errorf("nftables: parse generation: %w", err)
-		}
-		ad.ByteOrder = binary.BigEndian
-		for ad.Next() {
-			if ad.Type() == unix.NFTA_GEN_ID {
-				return ad.Uint32(), ad.Err()
-			}
-		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("nftables: parse generation: %w", err)
 	}
-	return 0, errors.New("nftables: no generation in the kernel's answer")
+	if !found {
+		return 0, errors.New("nftables: no generation in the kernel's answer")
+	}
+	return gen, nil
 }

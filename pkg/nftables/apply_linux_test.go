@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
@@ -315,5 +317,63 @@ func TestApplyConcurrently(t *testing.T) {
 		if got := ns.Exec(t, "nft", "list", "ruleset"); got != p.String() {
 			t.Errorf("%s lists:\n%s", ns.Name, got)
 		}
+	}
+}
+
+// TestStaleReadFailsWhole: a table created between Apply's read and its
+// commit makes the kernel reject the whole batch (EEXIST), so the tables
+// are never merged; Apply then reads again and replaces them.
+func TestStaleReadFailsWhole(t *testing.T) {
+	netnstest.RequireRoot(t)
+	ns := netnstest.New(t)
+	o := nsFD(t, ns)
+	p := kitchenProgram(t, ipt.IPv4)
+	ns.Exec(t, "nft", "add table inet "+TableNAT)
+	g := gen(t, o)
+	c, err := dial(o.NetNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	if _, err := write(c, &state{}, p); !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("commit over a table read as absent: %v, want EEXIST", err)
+	}
+	if got := gen(t, o); got != g {
+		t.Errorf("the rejected batch committed %d transactions", got-g)
+	}
+	if got := ns.Exec(t, "nft", "list", "ruleset"); got != "table inet "+TableNAT+" {\n}\n" {
+		t.Errorf("after the rejected batch nft lists:\n%s", got)
+	}
+	if res := apply(t, p, o); !res.Changed {
+		t.Error("apply over the empty table changed nothing")
+	}
+	if got := ns.Exec(t, "nft", "list", "ruleset"); got != p.String() {
+		t.Errorf("after apply nft lists:\n%s\nwant:\n%s", got, p.String())
+	}
+}
+
+// TestCommitNamesTheFailingMessage: an error answer names the message the
+// kernel refused, and nothing of the batch is committed.
+func TestCommitNamesTheFailingMessage(t *testing.T) {
+	netnstest.RequireRoot(t)
+	ns := netnstest.New(t)
+	o := nsFD(t, ns)
+	p := kitchenProgram(t, ipt.IPv4)
+	nat := p.Table(TableNAT)
+	// Without its chain istio-redirect, the jumps to it are refused.
+	var chains []*Chain
+	for _, c := range nat.Chains {
+		if c.Name != "istio-redirect" {
+			chains = append(chains, c)
+		}
+	}
+	broken := &Program{Tables: []*Table{{Name: nat.Name, Chains: chains}}}
+	g := gen(t, o)
+	_, err := Apply(broken, o)
+	if err == nil || !strings.Contains(err.Error(), "jump istio-redirect") {
+		t.Errorf("Apply of a jump to a missing chain: %v", err)
+	}
+	if got := gen(t, o); got != g {
+		t.Errorf("the failed batch committed %d transactions", got-g)
 	}
 }

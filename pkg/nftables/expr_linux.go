@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
@@ -12,18 +11,33 @@ import (
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
 )
 
-// anonSet is an anonymous constant set a rule looks ports up in. It is
-// added in the same transaction, just before the rule.
+// anonSet is an anonymous constant set of ports a rule looks ports up in.
+// It is added in the same transaction, just before the rule, and named by
+// the kernel after its ID in the transaction.
 type anonSet struct {
-	set   *nftables.Set
-	elems []nftables.SetElement
+	id       uint32
+	interval bool
+	elems    []setElem
 }
+
+// setElem is a key of a set; in an interval set, the start of an interval
+// or (intervalEnd) one past its end.
+type setElem struct {
+	key         []byte
+	intervalEnd bool
+}
+
+const (
+	// anonSetName asks the kernel to name the set (__set0, __set1, ...).
+	anonSetName = "__set%d"
+	// typeInetService is nft's data type of ports: 2 bytes, network order.
+	typeInetService = 13
+)
 
 // compiler turns rules into netlink expressions: the expressions nft
 // generates for the text the rule renders as (checked against nft in the
 // tests), so that the kernel holds what "nft -f" of our dry run would load.
 type compiler struct {
-	table *nftables.Table
 	setID uint32 // last set ID used in this transaction
 }
 
@@ -80,7 +94,7 @@ func (c *compiler) rule(r *Rule) ([]expr.Any, []anonSet, error) {
 				if len(m.ranges) > 1 {
 					s := c.portSet(m)
 					sets = append(sets, s)
-					out = append(out, &expr.Lookup{SourceRegister: 1, SetName: s.set.Name, SetID: s.set.ID, Invert: m.not})
+					out = append(out, &expr.Lookup{SourceRegister: 1, SetName: anonSetName, SetID: s.id, Invert: m.not})
 					continue
 				}
 				out = append(out, portRangeExprs(m.ranges[0], m.not)...)
@@ -127,7 +141,7 @@ func (c *compiler) rule(r *Rule) ([]expr.Any, []anonSet, error) {
 			if t.v6 {
 				fam = unix.NFPROTO_IPV6
 			}
-			tp := &expr.TProxy{Family: fam, TableFamily: byte(nftables.TableFamilyINet), RegPort: 1}
+			tp := &expr.TProxy{Family: fam, TableFamily: unix.NFPROTO_INET, RegPort: 1}
 			if t.addr.IsValid() {
 				out = append(out, &expr.Immediate{Register: 1, Data: t.addr.AsSlice()})
 				tp.RegAddr, tp.RegPort = 1, 2
@@ -209,31 +223,26 @@ func portRangeExprs(r ipt.PortRange, not bool) []expr.Any {
 }
 
 // portSet makes the anonymous set of a multiport match. IDs are assigned
-// here rather than by the library, whose counter is a shared global.
+// per transaction.
 func (c *compiler) portSet(m portMatch) anonSet {
 	c.setID++
-	s := &nftables.Set{
-		Table: c.table, ID: c.setID, Name: "__set%d",
-		Anonymous: true, Constant: true, Interval: m.interval(),
-		KeyType: nftables.TypeInetService,
-	}
-	var elems []nftables.SetElement
-	if !s.Interval {
+	s := anonSet{id: c.setID, interval: m.interval()}
+	if !s.interval {
 		for _, r := range m.ranges {
-			elems = append(elems, nftables.SetElement{Key: binaryutil.BigEndian.PutUint16(r.Lo)})
+			s.elems = append(s.elems, setElem{key: binaryutil.BigEndian.PutUint16(r.Lo)})
 		}
-		return anonSet{s, elems}
+		return s
 	}
 	// An interval set holds the start of each interval and the end (one
 	// past it) flagged, starting with the end of the gap before the first.
 	if m.ranges[0].Lo > 0 {
-		elems = append(elems, nftables.SetElement{Key: binaryutil.BigEndian.PutUint16(0), IntervalEnd: true})
+		s.elems = append(s.elems, setElem{key: binaryutil.BigEndian.PutUint16(0), intervalEnd: true})
 	}
 	for _, r := range m.ranges {
-		elems = append(elems, nftables.SetElement{Key: binaryutil.BigEndian.PutUint16(r.Lo)})
+		s.elems = append(s.elems, setElem{key: binaryutil.BigEndian.PutUint16(r.Lo)})
 		if r.Hi < 0xffff {
-			elems = append(elems, nftables.SetElement{Key: binaryutil.BigEndian.PutUint16(r.Hi + 1), IntervalEnd: true})
+			s.elems = append(s.elems, setElem{key: binaryutil.BigEndian.PutUint16(r.Hi + 1), intervalEnd: true})
 		}
 	}
-	return anonSet{s, elems}
+	return s
 }
