@@ -301,8 +301,14 @@ func bootstrapNode(cfg *config.Config) bootstrap.Node {
 	return bootstrap.Node{ID: cfg.NodeID(), Cluster: cluster, Metadata: meta}
 }
 
+// xdsNode is the node of the agent's own stream (NameTable, and clusters
+// for SRV answers). It never carries GENERATOR, even when the pod's
+// metadata says grpc (Istio's grpc-agent template sets ISTIO_META_GENERATOR
+// for the app): the agent asks for every cluster, which istiod's proxyless
+// generator refuses to send without names.
 func xdsNode(cfg *config.Config) *corev3.Node {
 	n := bootstrapNode(cfg)
+	delete(n.Metadata, "GENERATOR")
 	md, _ := structpb.NewStruct(n.Metadata)
 	return &corev3.Node{Id: n.ID, Cluster: n.Cluster, Metadata: md}
 }
@@ -324,14 +330,15 @@ func writeGRPCBootstrap(cfg *config.Config) error {
 	return bootstrap.Write(cfg.GRPCBootstrap, js)
 }
 
-// dialIstiod connects to the discovery address: plaintext with
+// dialIstiod connects to the discovery address, asking DNS for no service
+// config (see certs.NewCAClient): plaintext with
 // controlPlaneAuthPolicy NONE, else TLS verified against the mesh root,
 // presenting the workload certificate once there is one, and the
 // service-account token.
 func dialIstiod(cfg *config.Config, mgr *certs.Manager) (*grpc.ClientConn, error) {
 	addr := cfg.Proxy.DiscoveryAddress
 	if cfg.Plaintext {
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableServiceConfig())
 	}
 	host, _, _ := strings.Cut(addr, ":")
 	tlsCfg := &tls.Config{
@@ -351,7 +358,7 @@ func dialIstiod(cfg *config.Config, mgr *certs.Manager) (*grpc.ClientConn, error
 		pool.AppendCertsFromPEM(pem)
 		tlsCfg.RootCAs = pool
 	}
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)), grpc.WithDisableServiceConfig(),
 		grpc.WithPerRPCCredentials(tokenCreds{path: cfg.Path(cfg.TokenPath)}))
 }
 

@@ -59,7 +59,10 @@ func DialCA(o CAOptions) (*CAClient, error) {
 		}
 		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12})
 	}
-	conn, err := grpc.NewClient(o.Addr, grpc.WithTransportCredentials(creds))
+	// No service config from DNS: its TXT lookup of istiod's name can wait
+	// out the resolver's timeouts before the first certificate (Istio asks
+	// for none either).
+	conn, err := grpc.NewClient(o.Addr, grpc.WithTransportCredentials(creds), grpc.WithDisableServiceConfig())
 	if err != nil {
 		return nil, fmt.Errorf("CA %s: %w", o.Addr, err)
 	}
