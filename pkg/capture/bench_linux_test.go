@@ -27,10 +27,25 @@ func freshNS(b *testing.B) (string, func()) {
 
 // BenchmarkFirstInstall installs the injector's rules in a fresh namespace:
 // Skiff's one-restore-per-family path against a one-iptables-call-per-rule
-// installer of the same rules. procs/op counts child processes.
+// installer of the same rules, and Skiff's native nftables (one netlink
+// batch, no process). procs/op counts child processes.
 func BenchmarkFirstInstall(b *testing.B) {
 	netnstest.RequireRoot(b)
 	cfg := Injector()
+	b.Run("skiff/native-nftables", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			path, del := freshNS(b)
+			c := cfg
+			c.NetworkNamespace, c.NativeNFTables = path, true
+			if err := Run(context.Background(), &c, slog.New(slog.DiscardHandler), Env{Out: io.Discard}); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			del()
+			b.StartTimer()
+		}
+		b.ReportMetric(0, "procs/op")
+	})
 	for _, m := range backends {
 		b.Run("skiff/"+string(m), func(b *testing.B) {
 			procs := 0

@@ -1,23 +1,61 @@
 #!/usr/bin/env bash
 # Whole-binary benchmark of istio-iptables: first install of the injector's
 # rules in a fresh network namespace, wall time (hyperfine) and child
-# processes (strace), for both iptables backends. Run as root: make bench.
+# processes (strace), for both iptables backends and native nftables. Run as
+# root: make bench.
+#
+# With OLD=path/to/another/istio-iptables it also times that binary against
+# BIN on native nftables, alternating one run of each (RUNS pairs), so that
+# load from other work on the machine falls on both alike; it prints the
+# medians and the load average before and after.
 set -euo pipefail
 BIN=${BIN:-bin/istio-iptables}
 RUNS=${RUNS:-50}
+OLD=${OLD:-}
 NS=skiff-bench-$$
 FLAGS=(-p 15001 -z 15006 -u 1337 -m REDIRECT -i "*" -b "*" -d 15090,15021,15020) # the injector's flags; -x "" is the default
 trap 'ip netns del $NS 2>/dev/null || true' EXIT
 
-for backend in nft legacy; do
+backend_flags() {
+  case $1 in
+  native) echo --native-nftables ;;
+  *) echo --force-iptables-binary "$1" ;;
+  esac
+}
+
+for backend in native nft legacy; do
   echo "## istio-iptables first install, backend $backend"
+  echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
   hyperfine --runs "$RUNS" --warmup 3 -N --export-json "/tmp/$NS.json" \
     --prepare "sh -c 'ip netns del $NS 2>/dev/null; ip netns add $NS'" \
-    "$BIN --network-namespace /run/netns/$NS --force-iptables-binary $backend ${FLAGS[*]}" 2>&1 | grep -E "Time|Range|Error|error"
+    "$BIN --network-namespace /run/netns/$NS $(backend_flags $backend) ${FLAGS[*]}" 2>&1 | grep -E "Time|Range|Error|error"
   jq -r '.results[0] | "median: \(.median * 1000 | . * 100 | round / 100) ms"' "/tmp/$NS.json"
   rm -f "/tmp/$NS.json"
   ip netns del $NS 2>/dev/null || true; ip netns add $NS
-  procs=$(strace -f -qq -e trace=execve -e signal=none "$BIN" --network-namespace /run/netns/$NS --force-iptables-binary "$backend" "${FLAGS[@]}" 2>&1 >/dev/null | grep -c 'execve(' )
+  # shellcheck disable=SC2046
+  procs=$(strace -f -qq -e trace=execve -e signal=none "$BIN" --network-namespace /run/netns/$NS $(backend_flags $backend) "${FLAGS[@]}" 2>&1 >/dev/null | grep -c 'execve(' )
   echo "child processes: $((procs - 1))"
   ip netns del $NS
 done
+
+if [[ -n $OLD ]]; then
+  echo "## native nftables, $OLD against $BIN, $RUNS alternating pairs"
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  old=() new=()
+  for ((i = 0; i < RUNS; i++)); do
+    for which in old new; do
+      bin=$BIN
+      [[ $which == old ]] && bin=$OLD
+      ip netns add $NS
+      t0=$EPOCHREALTIME
+      "$bin" --network-namespace /run/netns/$NS --native-nftables "${FLAGS[@]}" >/dev/null 2>&1
+      t1=$EPOCHREALTIME
+      ip netns del $NS
+      us=$(((${t1/./} - ${t0/./})))
+      if [[ $which == old ]]; then old+=("$us"); else new+=("$us"); fi
+    done
+  done
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f ms", m/1000}'; }
+  echo "median old: $(median "${old[@]}")  new: $(median "${new[@]}")"
+fi
