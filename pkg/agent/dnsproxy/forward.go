@@ -98,17 +98,17 @@ func (f *forwarder) forward(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
 		return nil, fmt.Errorf("pack upstream query: %w", err)
 	}
 	// Keep a little of the budget for answering the client, so its
-	// SERVFAIL arrives within the configured timeout.
-	ctx, cancel := context.WithTimeout(ctx, f.timeout-min(f.timeout/20, 100*time.Millisecond))
-	defer cancel()
+	// SERVFAIL arrives within the configured timeout. Deadlines, not
+	// derived contexts: this is the path of every forwarded query.
+	deadline := time.Now().Add(f.timeout - min(f.timeout/20, 100*time.Millisecond))
 	var last *dns.Msg
 	var lastErr error
 	for range f.attempts {
 		var r *dns.Msg
 		if f.parallel {
-			r, err = f.race(ctx, m, packed)
+			r, err = f.race(ctx, deadline, m, packed)
 		} else {
-			r, err = f.serial(ctx, m, packed)
+			r, err = f.serial(ctx, deadline, m, packed)
 		}
 		if err == nil {
 			return r, nil
@@ -117,7 +117,7 @@ func (f *forwarder) forward(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
 			last = r
 		}
 		lastErr = err
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			break
 		}
 	}
@@ -127,17 +127,23 @@ func (f *forwarder) forward(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
 	return nil, lastErr
 }
 
-// serial tries each upstream in turn, healthy ones first.
-func (f *forwarder) serial(ctx context.Context, m *dns.Msg, packed []byte) (*dns.Msg, error) {
+// attemptDeadline is when one attempt started now must end.
+func (f *forwarder) attemptDeadline(deadline time.Time) time.Time {
+	if d := time.Now().Add(f.attemptTimeout); d.Before(deadline) {
+		return d
+	}
+	return deadline
+}
+
+// serial tries each upstream in turn, healthy ones first, until deadline.
+func (f *forwarder) serial(ctx context.Context, deadline time.Time, m *dns.Msg, packed []byte) (*dns.Msg, error) {
 	var last *dns.Msg
 	var lastErr error
 	for _, u := range f.order() {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			break
 		}
-		actx, cancel := context.WithTimeout(ctx, f.attemptTimeout)
-		r, err := f.try(actx, u, m, packed)
-		cancel()
+		r, err := f.try(ctx, f.attemptDeadline(deadline), u, m, packed)
 		if err == nil {
 			return r, nil
 		}
@@ -147,16 +153,19 @@ func (f *forwarder) serial(ctx context.Context, m *dns.Msg, packed []byte) (*dns
 		lastErr = err
 	}
 	if lastErr == nil {
-		lastErr = ctx.Err()
+		if lastErr = ctx.Err(); lastErr == nil {
+			lastErr = context.DeadlineExceeded
+		}
 	}
 	return last, lastErr
 }
 
 // race asks every upstream at once and returns the first good answer,
 // after the others have been cancelled and have returned.
-func (f *forwarder) race(ctx context.Context, m *dns.Msg, packed []byte) (*dns.Msg, error) {
-	actx, cancel := context.WithTimeout(ctx, f.attemptTimeout)
+func (f *forwarder) race(ctx context.Context, deadline time.Time, m *dns.Msg, packed []byte) (*dns.Msg, error) {
+	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	adl := f.attemptDeadline(deadline)
 	type result struct {
 		r   *dns.Msg
 		err error
@@ -164,7 +173,7 @@ func (f *forwarder) race(ctx context.Context, m *dns.Msg, packed []byte) (*dns.M
 	results := make(chan result, len(f.ups))
 	for _, u := range f.ups {
 		go func() {
-			r, err := f.try(actx, u, m, packed)
+			r, err := f.try(actx, adl, u, m, packed)
 			results <- result{r, err}
 		}()
 	}
@@ -189,15 +198,18 @@ func (f *forwarder) race(ctx context.Context, m *dns.Msg, packed []byte) (*dns.M
 	return last, lastErr
 }
 
-// try asks one upstream over UDP, then over TCP if the answer was truncated.
-// A failure rcode returns the answer together with errRcode.
-func (f *forwarder) try(ctx context.Context, u *upstream, m *dns.Msg, packed []byte) (*dns.Msg, error) {
+// try asks one upstream over UDP, then over TCP if the answer was truncated,
+// until deadline or until ctx is cancelled. A failure rcode returns the
+// answer together with errRcode.
+func (f *forwarder) try(ctx context.Context, deadline time.Time, u *upstream, m *dns.Msg, packed []byte) (*dns.Msg, error) {
 	start := time.Now()
 	u.reqUDP.Inc()
-	r, err := u.udp.exchange(ctx, packed, m)
+	r, err := u.udp.exchange(ctx, deadline, packed, m)
 	if err == nil && r.Truncated {
 		u.reqTCP.Inc()
-		r, err = exchangeTCP(ctx, u.addr, packed, m)
+		tctx, cancel := context.WithDeadline(ctx, deadline)
+		r, err = exchangeTCP(tctx, u.addr, packed, m)
+		cancel()
 	}
 	if err != nil {
 		reason := failureReason(err)

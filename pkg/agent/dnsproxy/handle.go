@@ -129,7 +129,7 @@ func (s *Server) resolve(ctx context.Context, req *dns.Msg) *dns.Msg {
 			s.m.cacheMisses.Inc()
 		}
 	}
-	v, err, _ := s.fwd.flight.Do(ckey, func() (any, error) {
+	v, err, shared := s.fwd.flight.Do(ckey, func() (any, error) {
 		r, err := s.fwd.forward(ctx, upstreamQuery(lq, req.RecursionDesired, cd, do, size))
 		if err == nil && cacheable {
 			s.cache.put([]byte(ckey), r, s.now())
@@ -140,7 +140,10 @@ func (s *Server) resolve(ctx context.Context, req *dns.Msg) *dns.Msg {
 		s.log.Debug("forwarding failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
 		return reply(req, dns.RcodeServerFailure)
 	}
-	r := v.(*dns.Msg).Copy()
+	r := v.(*dns.Msg)
+	if shared {
+		r = r.Copy() // finish edits the answer: each coalesced query its own
+	}
 	r.Authoritative = false // we are not the authority, whatever the upstream was
 	return r
 }

@@ -72,16 +72,16 @@ func newUDPPool(server netip.AddrPort) *udpPool {
 }
 
 // exchange sends packed, the wire form of req, and returns the answer whose
-// ID and question match req. ctx bounds the wait.
-func (p *udpPool) exchange(ctx context.Context, packed []byte, req *dns.Msg) (*dns.Msg, error) {
-	r, err := p.roundTrip(ctx, packed, req)
+// ID and question match req, waiting until deadline or until ctx ends.
+func (p *udpPool) exchange(ctx context.Context, deadline time.Time, packed []byte, req *dns.Msg) (*dns.Msg, error) {
+	r, err := p.roundTrip(ctx, deadline, packed, req)
 	if err != nil {
 		return nil, fmt.Errorf("exchange with %s over udp: %w", p.server, err)
 	}
 	return r, nil
 }
 
-func (p *udpPool) roundTrip(ctx context.Context, packed []byte, req *dns.Msg) (*dns.Msg, error) {
+func (p *udpPool) roundTrip(ctx context.Context, deadline time.Time, packed []byte, req *dns.Msg) (*dns.Msg, error) {
 	s, w, err := p.register(req)
 	if err != nil {
 		return nil, err
@@ -91,9 +91,13 @@ func (p *udpPool) roundTrip(ctx context.Context, packed []byte, req *dns.Msg) (*
 		s.fail(err)
 		return nil, err
 	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
 	select {
 	case res := <-w.ch:
 		return res.r, res.err
+	case <-t.C:
+		return nil, context.DeadlineExceeded
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

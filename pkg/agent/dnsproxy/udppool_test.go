@@ -39,9 +39,7 @@ func TestPoolConcurrentQueriesShareSockets(t *testing.T) {
 		wg.Go(func() {
 			name := dns.Fqdn(string(rune('a'+i%26)) + ".pool.example")
 			m, b := poolQuery(name)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			r, err := p.exchange(ctx, b, m)
+			r, err := p.exchange(context.Background(), time.Now().Add(5*time.Second), b, m)
 			if err == nil && (r.Question[0].Name != name || len(r.Answer) != 1) {
 				err = errors.New("answer for another question: " + r.Question[0].Name)
 			}
@@ -67,7 +65,7 @@ func TestPoolRotatesSockets(t *testing.T) {
 	defer p.close()
 	for range 9 {
 		m, b := poolQuery("rotate.example.")
-		if _, err := p.exchange(t.Context(), b, m); err != nil {
+		if _, err := p.exchange(t.Context(), soon(), b, m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,11 +76,11 @@ func TestPoolRotatesSockets(t *testing.T) {
 	clock := time.Now()
 	p.maxUses, p.now = 1000, func() time.Time { return clock }
 	m, b := poolQuery("age.example.")
-	if _, err := p.exchange(t.Context(), b, m); err != nil {
+	if _, err := p.exchange(t.Context(), soon(), b, m); err != nil {
 		t.Fatal(err)
 	}
 	clock = clock.Add(sockMaxAge)
-	if _, err := p.exchange(t.Context(), b, m); err != nil {
+	if _, err := p.exchange(t.Context(), soon(), b, m); err != nil {
 		t.Fatal(err)
 	}
 	if n := up.sourcePorts(); n != 4 {
@@ -95,7 +93,7 @@ func TestPoolCloseFailsWaiters(t *testing.T) {
 	errc := make(chan error, 1)
 	m, b := poolQuery("hang.example.")
 	go func() {
-		_, err := p.exchange(context.Background(), b, m)
+		_, err := p.exchange(context.Background(), time.Now().Add(time.Minute), b, m)
 		errc <- err
 	}()
 	polltest.Until(t, "the query on a socket", func() bool {
@@ -107,7 +105,7 @@ func TestPoolCloseFailsWaiters(t *testing.T) {
 	if err := <-errc; !errors.Is(err, errPoolClosed) {
 		t.Fatalf("waiter got %v, want errPoolClosed", err)
 	}
-	if _, err := p.exchange(t.Context(), b, m); !errors.Is(err, errPoolClosed) {
+	if _, err := p.exchange(t.Context(), soon(), b, m); !errors.Is(err, errPoolClosed) {
 		t.Fatalf("exchange after close: %v", err)
 	}
 }
@@ -117,13 +115,34 @@ func TestPoolRefusedUpstreamFailsFast(t *testing.T) {
 	p := newUDPPool(addr)
 	defer p.close()
 	m, b := poolQuery("refused.example.")
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	_, err := p.exchange(ctx, b, m)
+	_, err := p.exchange(t.Context(), time.Now().Add(10*time.Second), b, m)
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want a refusal, got %v", err)
 	}
 	if got := failureReason(err); got != "refused" {
 		t.Errorf("failure reason %q for %v, want refused", got, err)
+	}
+}
+
+// soon is a deadline no passing test reaches.
+func soon() time.Time { return time.Now().Add(10 * time.Second) }
+
+func TestPoolDeadline(t *testing.T) {
+	p := newUDPPool(blackhole(t))
+	defer p.close()
+	m, b := poolQuery("silent.example.")
+	_, err := p.exchange(t.Context(), time.Now().Add(50*time.Millisecond), b, m)
+	if !errors.Is(err, context.DeadlineExceeded) || failureReason(err) != "timeout" {
+		t.Fatalf("silent upstream: %v, want a timeout", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.socks {
+		s.mu.Lock()
+		n := len(s.pending)
+		s.mu.Unlock()
+		if n != 0 {
+			t.Errorf("a timed-out query is still pending on its socket")
+		}
 	}
 }
