@@ -377,3 +377,35 @@ func TestCommitNamesTheFailingMessage(t *testing.T) {
 		t.Errorf("the failed batch committed %d transactions", got-g)
 	}
 }
+
+// BenchmarkApplyFresh programs every match and target of both families into
+// a new namespace: the first install, one query and one batch.
+func BenchmarkApplyFresh(b *testing.B) {
+	netnstest.RequireRoot(b)
+	var sets []*ipt.Ruleset
+	for _, f := range []ipt.Family{ipt.IPv4, ipt.IPv6} {
+		sets = append(sets, kitchenSink(f))
+	}
+	p, err := Translate(sets)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		name := netnstest.UniqueName("skb-")
+		netnstest.Run(b, "ip", "netns", "add", name)
+		f, err := os.Open("/run/netns/" + name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := Apply(p, Options{NetNS: int(f.Fd())}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		f.Close()
+		netnstest.Run(b, "ip", "netns", "del", name)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(p.RuleCount()), "rules")
+}

@@ -41,21 +41,16 @@ done
 if [[ -n $OLD ]]; then
   echo "## native nftables, $OLD against $BIN, $RUNS alternating pairs"
   echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-  old=() new=()
+  : >"/tmp/$NS.times"
   for ((i = 0; i < RUNS; i++)); do
-    for which in old new; do
-      bin=$BIN
-      [[ $which == old ]] && bin=$OLD
-      ip netns add $NS
-      t0=$EPOCHREALTIME
-      "$bin" --network-namespace /run/netns/$NS --native-nftables "${FLAGS[@]}" >/dev/null 2>&1
-      t1=$EPOCHREALTIME
-      ip netns del $NS
-      us=$(((${t1/./} - ${t0/./})))
-      if [[ $which == old ]]; then old+=("$us"); else new+=("$us"); fi
-    done
+    hyperfine --runs 1 -N --export-json "/tmp/$NS.json" \
+      --prepare "sh -c 'ip netns del $NS 2>/dev/null; ip netns add $NS'" \
+      "$OLD --network-namespace /run/netns/$NS --native-nftables ${FLAGS[*]}" \
+      "$BIN --network-namespace /run/netns/$NS --native-nftables ${FLAGS[*]}" >/dev/null 2>&1
+    jq -r '[.results[].times[0]] | @tsv' "/tmp/$NS.json" >>"/tmp/$NS.times"
   done
   echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-  median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f ms", m/1000}'; }
-  echo "median old: $(median "${old[@]}")  new: $(median "${new[@]}")"
+  median() { cut -f"$1" "/tmp/$NS.times" | sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f ms", m*1000}'; }
+  echo "median old: $(median 1)  new: $(median 2)"
+  rm -f "/tmp/$NS.json" "/tmp/$NS.times"
 fi
