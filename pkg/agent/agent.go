@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	noProxy := cfg.DisableEnvoy || cfg.GRPCBootstrap != ""
 
 	// The workload certificate.
-	copts := certs.Options{Identity: cfg.Identity, KeyType: cfg.KeyType, TTL: cfg.SecretTTL, GraceRatio: cfg.GraceRatio, OutputDir: cfg.OutputCerts}
+	copts := certs.Options{Identity: cfg.Identity, KeyType: cfg.KeyType, TTL: cfg.SecretTTL, GraceRatio: cfg.GraceRatio, OutputDir: outputCerts(cfg)}
 	var signer certs.Signer
 	if cfg.FileMountedCerts {
 		copts.FileDir = cfg.Path(config.FileCertDir)
@@ -124,14 +124,17 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 			return nil
 		}})
 	}
-	if noProxy {
-		checks = append(checks, status.Check{Name: "istiod", Check: func(context.Context) error {
-			if !xp.Connected() && !xp.TableLoaded() {
-				return errors.New("not connected")
-			}
-			return nil
+	switch {
+	case cfg.GRPCBootstrap != "":
+		// As Istio's agent: a proxyless pod is ready once its app can read
+		// the bootstrap (and the certificate above), whether or not the app
+		// has opened xDS yet.
+		checks = append(checks, status.Check{Name: "gRPC bootstrap", Check: func(context.Context) error {
+			_, err := os.Stat(cfg.Path(cfg.GRPCBootstrap))
+			return err
 		}})
-	} else {
+	case noProxy:
+	default:
 		checks = append(checks, status.HTTPCheck("proxy", fmt.Sprintf("http://127.0.0.1:%d/ready", cfg.Proxy.ProxyAdminPort)))
 	}
 	sopts := status.Options{Probers: cfg.AppProbers, AppHost: cfg.InstanceIP, Ready: checks, Registry: reg,
@@ -195,7 +198,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		if err := writeGRPCBootstrap(cfg); err != nil {
 			return err
 		}
-		log.Info("proxyless gRPC bootstrap written", "path", cfg.GRPCBootstrap)
+		log.Info("proxyless gRPC bootstrap written", "path", cfg.Path(cfg.GRPCBootstrap))
 	case !cfg.DisableEnvoy:
 		return runProxy(ctx, cfg, opts, log, errc)
 	}
@@ -318,7 +321,7 @@ func writeGRPCBootstrap(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	certDir, err := filepath.Abs(cfg.OutputCerts)
+	certDir, err := filepath.Abs(outputCerts(cfg))
 	if err != nil {
 		return err
 	}
@@ -327,7 +330,15 @@ func writeGRPCBootstrap(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	return bootstrap.Write(cfg.GRPCBootstrap, js)
+	return bootstrap.Write(cfg.Path(cfg.GRPCBootstrap), js)
+}
+
+// outputCerts is where the certificates are written out, "" for nowhere.
+func outputCerts(cfg *config.Config) string {
+	if cfg.OutputCerts == "" {
+		return ""
+	}
+	return cfg.Path(cfg.OutputCerts)
 }
 
 // dialIstiod connects to the discovery address, asking DNS for no service

@@ -316,3 +316,32 @@ func TestAgentOverMutualTLS(t *testing.T) {
 		t.Errorf("anonymous xDS on the TLS port: %v, want Unauthenticated", err)
 	}
 }
+
+// TestGRPCAgentTemplate starts the agent with the environment of Istio's
+// grpc-agent template (no Envoy, no DNS capture, OUTPUT_CERTS, no
+// GRPC_XDS_BOOTSTRAP on istio-proxy): it writes the bootstrap at Istio's
+// default path and is ready before any app has opened xDS, as Istio's
+// agent is (the template's postStart "pilot-agent wait" depends on it).
+func TestGRPCAgentTemplate(t *testing.T) {
+	m := startMesh(t)
+	cfg, resolv := podEnv(t, m, "DISABLE_ENVOY=true", "ISTIO_META_DNS_CAPTURE=false", "ISTIO_META_GENERATOR=grpc",
+		"OUTPUT_CERTS=./var/lib/istio/data")
+	runAgent(t, cfg, resolv)
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz/ready", cfg.Proxy.StatusPort))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/healthz/ready with no app connected: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	b, err := os.ReadFile(filepath.Join(cfg.WorkDir, "etc/istio/proxy/grpc-bootstrap.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{filepath.Join(cfg.WorkDir, "var/lib/istio/data/cert-chain.pem"), "xds.istio.io/grpc/lds/inbound/%s"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("bootstrap lacks %q:\n%s", want, b)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cfg.WorkDir, "var/lib/istio/data/cert-chain.pem")); err != nil {
+		t.Errorf("certificate not written out: %v", err)
+	}
+}

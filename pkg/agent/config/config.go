@@ -32,6 +32,9 @@ const (
 	TokenPath      = "./var/run/secrets/tokens/istio-token"
 	RootCertPath   = "./var/run/secrets/istio/root-cert.pem"
 	FileCertDir    = "./etc/certs"
+	// GRPCBootstrapPath is where Istio's agent writes the gRPC xDS bootstrap
+	// when GRPC_XDS_BOOTSTRAP is not set.
+	GRPCBootstrapPath = "./etc/istio/proxy/grpc-bootstrap.json"
 	BootstrapFile  = "envoy-rev.json"
 	DefaultAddress = "istiod.istio-system.svc:15012"
 )
@@ -139,8 +142,13 @@ func Load(environ []string, proxyType string) (*Config, error) {
 		}
 	}
 	c.Identity = e.identity("TRUST_DOMAIN", c.PodNamespace, "SERVICE_ACCOUNT")
-	if c.GRPCBootstrap != "" && c.OutputCerts == "" {
+	switch {
+	case c.GRPCBootstrap != "" && c.OutputCerts == "":
 		c.OutputCerts = filepath.Join(filepath.Dir(c.GRPCBootstrap), "certs")
+	case c.GRPCBootstrap == "" && c.DisableEnvoy && c.OutputCerts != "":
+		// Istio's grpc-agent template: no Envoy, certificates written out,
+		// and the app reads the bootstrap from Istio's default path.
+		c.GRPCBootstrap = GRPCBootstrapPath
 	}
 	if err := errors.Join(e.errs...); err != nil {
 		return nil, err
@@ -237,8 +245,14 @@ func parseScrape(s string) (*Scrape, error) {
 	return &sc, nil
 }
 
-// Path resolves one of the agent's relative paths against its working dir.
-func (c *Config) Path(p string) string { return filepath.Join(c.WorkDir, p) }
+// Path resolves one of the agent's relative paths against its working dir;
+// an absolute path stays as it is.
+func (c *Config) Path(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.WorkDir, p)
+}
 
 // NodeID is Envoy's node id: sidecar~IP~POD.NS~NS.svc.cluster.local.
 func (c *Config) NodeID() string {

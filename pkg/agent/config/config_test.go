@@ -167,6 +167,18 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.GRPCBootstrap, c.OutputCerts = "/b/bootstrap.json", "/var/lib/istio/data" },
 		},
 		{
+			name: "Istio's grpc-agent template: no Envoy, OUTPUT_CERTS, the bootstrap at Istio's default path",
+			env:  []string{"DISABLE_ENVOY=true", "OUTPUT_CERTS=/var/lib/istio/data"},
+			want: func(c *Config) {
+				c.DisableEnvoy, c.OutputCerts, c.GRPCBootstrap = true, "/var/lib/istio/data", "./etc/istio/proxy/grpc-bootstrap.json"
+			},
+		},
+		{
+			name: "no Envoy and no certificates written: no bootstrap",
+			env:  []string{"DISABLE_ENVOY=true"},
+			want: func(c *Config) { c.DisableEnvoy = true },
+		},
+		{
 			name: "app probes",
 			env:  []string{`ISTIO_KUBE_APP_PROBERS={"/app-health/app/livez": {"tcpSocket": {"port": 8080}, "timeoutSeconds": 3}}`},
 			want: func(c *Config) {
