@@ -27,16 +27,16 @@ import (
 
 // Well-known paths, relative to the agent's working directory as Istio's are.
 const (
-	XDSSocket      = "./etc/istio/proxy/XDS"
-	SDSSocket      = "./var/run/secrets/workload-spiffe-uds/socket"
-	TokenPath      = "./var/run/secrets/tokens/istio-token"
-	RootCertPath   = "./var/run/secrets/istio/root-cert.pem"
-	FileCertDir    = "./etc/certs"
+	XDSSocket    = "./etc/istio/proxy/XDS"
+	SDSSocket    = "./var/run/secrets/workload-spiffe-uds/socket"
+	TokenPath    = "./var/run/secrets/tokens/istio-token"
+	RootCertPath = "./var/run/secrets/istio/root-cert.pem"
+	FileCertDir  = "./etc/certs"
 	// GRPCBootstrapPath is where Istio's agent writes the gRPC xDS bootstrap
 	// when GRPC_XDS_BOOTSTRAP is not set.
 	GRPCBootstrapPath = "./etc/istio/proxy/grpc-bootstrap.json"
-	BootstrapFile  = "envoy-rev.json"
-	DefaultAddress = "istiod.istio-system.svc:15012"
+	BootstrapFile     = "envoy-rev.json"
+	DefaultAddress    = "istiod.istio-system.svc:15012"
 )
 
 // DefaultDNSProxyAddr is DNS_PROXY_ADDR's default, Istio's spelling: both
