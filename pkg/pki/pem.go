@@ -3,8 +3,10 @@ package pki
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"strings"
 )
 
 // maxPEM bounds the PEM input the parsers accept (a long chain is a few KiB).
@@ -18,6 +20,28 @@ func EncodeCertificates(certs ...*x509.Certificate) []byte {
 		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 	}
 	return b.Bytes()
+}
+
+// CertificatePEM returns der as one "CERTIFICATE" PEM block, the text
+// pem.EncodeToMemory writes for it, built with a single allocation.
+func CertificatePEM(der []byte) string {
+	const begin, end = "-----BEGIN CERTIFICATE-----\n", "-----END CERTIFICATE-----\n"
+	const lineBytes = 48 // 64 base64 characters
+	n := base64.StdEncoding.EncodedLen(len(der))
+	var b strings.Builder
+	b.Grow(len(begin) + n + (n+63)/64 + len(end))
+	b.WriteString(begin)
+	var line [64 + 1]byte
+	for len(der) > 0 {
+		chunk := der[:min(lineBytes, len(der))]
+		der = der[len(chunk):]
+		w := base64.StdEncoding.EncodedLen(len(chunk))
+		base64.StdEncoding.Encode(line[:w], chunk)
+		line[w] = '\n'
+		b.Write(line[:w+1])
+	}
+	b.WriteString(end)
+	return b.String()
 }
 
 // ParseCertificates parses every PEM block in data as a certificate, in

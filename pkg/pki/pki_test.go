@@ -383,3 +383,13 @@ func FuzzParseCertificates(f *testing.F) {
 		}
 	})
 }
+
+func TestCertificatePEM(t *testing.T) {
+	for n := range 300 {
+		der := make([]byte, n)
+		_, _ = rand.Read(der)
+		if got, want := CertificatePEM(der), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})); got != want {
+			t.Fatalf("%d bytes:\n%s\nwant\n%s", n, got, want)
+		}
+	}
+}

@@ -30,6 +30,13 @@ type Authenticator interface {
 // ErrNoCredential means a call carries no credential an authenticator checks.
 var ErrNoCredential = errors.New("no credential")
 
+// The CertAuthenticator's refusals when there is no certificate, made once:
+// every token-authenticated call meets one.
+var (
+	errNoPeer       = fmt.Errorf("%w: no peer", ErrNoCredential)
+	errNoClientCert = fmt.Errorf("%w: no client certificate", ErrNoCredential)
+)
+
 // AuthError is returned when no authenticator accepts a call.
 type AuthError struct {
 	// Reasons holds the refusals, "name: reason": those of credentials
@@ -50,16 +57,28 @@ func (e *AuthError) Error() string {
 // identity proved, with the name of the authenticator that proved it, or an
 // *AuthError listing every refusal.
 func Authenticate(ctx context.Context, auths []Authenticator) (spiffe.ID, string, error) {
-	var refused, absent []string
+	// The refusals are formatted only if no authenticator accepts: a
+	// token call first passes the certificate authenticator, which finds
+	// no certificate.
+	type failure struct {
+		name string
+		err  error
+	}
+	var buf [4]failure
+	failures := buf[:0]
 	for _, a := range auths {
 		id, err := a.Authenticate(ctx)
-		switch {
-		case err == nil:
+		if err == nil {
 			return id, a.Name(), nil
-		case errors.Is(err, ErrNoCredential):
-			absent = append(absent, a.Name()+": "+err.Error())
-		default:
-			refused = append(refused, a.Name()+": "+err.Error())
+		}
+		failures = append(failures, failure{a.Name(), err})
+	}
+	var refused, absent []string
+	for _, f := range failures {
+		if errors.Is(f.err, ErrNoCredential) {
+			absent = append(absent, f.name+": "+f.err.Error())
+		} else {
+			refused = append(refused, f.name+": "+f.err.Error())
 		}
 	}
 	// A refused credential explains more than the absence of others.
@@ -72,8 +91,7 @@ func Authenticate(ctx context.Context, auths []Authenticator) (spiffe.ID, string
 // BearerToken returns the token of the call's "authorization: Bearer ..."
 // metadata, or an error wrapping ErrNoCredential.
 func BearerToken(ctx context.Context) (string, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	for _, v := range md.Get("authorization") {
+	for _, v := range metadata.ValueFromIncomingContext(ctx, "authorization") {
 		scheme, tok, ok := strings.Cut(v, " ")
 		if ok && strings.EqualFold(scheme, "bearer") && strings.TrimSpace(tok) != "" {
 			return strings.TrimSpace(tok), nil
@@ -108,11 +126,11 @@ func (a *CertAuthenticator) Name() string { return "client certificate" }
 func (a *CertAuthenticator) Authenticate(ctx context.Context) (spiffe.ID, error) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
-		return spiffe.ID{}, fmt.Errorf("%w: no peer", ErrNoCredential)
+		return spiffe.ID{}, errNoPeer
 	}
 	info, ok := p.AuthInfo.(credentials.TLSInfo)
 	if !ok || len(info.State.PeerCertificates) == 0 {
-		return spiffe.ID{}, fmt.Errorf("%w: no client certificate", ErrNoCredential)
+		return spiffe.ID{}, errNoClientCert
 	}
 	return a.Verify(info.State.PeerCertificates)
 }

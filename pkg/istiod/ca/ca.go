@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -293,10 +292,12 @@ func (c *CA) Sign(csrPEM []byte, id spiffe.ID, ttl time.Duration) (*Issued, erro
 	if err != nil {
 		return nil, err
 	}
-	want := "URI:" + id.String()
-	for _, san := range pki.SANs(csr) {
-		if san != want {
-			return nil, &SANError{SAN: san, Identity: id}
+	if !onlyURI(csr, id.String()) {
+		want := "URI:" + id.String()
+		for _, san := range pki.SANs(csr) {
+			if san != want {
+				return nil, &SANError{SAN: san, Identity: id}
+			}
 		}
 	}
 	st := c.state.Load()
@@ -314,9 +315,24 @@ func (c *CA) Sign(csrPEM []byte, id spiffe.ID, ttl time.Duration) (*Issued, erro
 		notAfter = st.issuer.Cert.NotAfter
 	}
 	chain := make([]string, 0, 1+len(st.chainTail))
-	chain = append(chain, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	chain = append(chain, pki.CertificatePEM(der))
 	chain = append(chain, st.chainTail...)
 	return &Issued{DER: der, NotAfter: notAfter, Chain: chain}, nil
+}
+
+// onlyURI reports whether every SAN of csr is the URI uri (or it has
+// none): what Sign's check of pki.SANs accepts, without building the
+// strings.
+func onlyURI(csr *x509.CertificateRequest, uri string) bool {
+	if len(csr.DNSNames)+len(csr.IPAddresses)+len(csr.EmailAddresses) > 0 {
+		return false
+	}
+	for _, u := range csr.URIs {
+		if u.String() != uri {
+			return false
+		}
+	}
+	return true
 }
 
 // servingCert is istiod's current serving certificate.

@@ -3,6 +3,7 @@ package ca
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"time"
 
@@ -70,6 +71,9 @@ func (s *service) createCertificate(ctx context.Context, req *pb.IstioCertificat
 			return nil, status.Error(codes.Internal, "signing failed")
 		}
 	}
-	c.log.Debug("signed certificate", "identity", id.String(), "auth", by, "expires", issued.NotAfter)
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		c.log.Debug("signed certificate", "identity", id.String(), "auth", by, "expires", issued.NotAfter)
+	}
 	return &pb.IstioCertificateResponse{CertChain: issued.Chain}, nil
 }
+
