@@ -42,6 +42,7 @@ func (s *service) CreateCertificate(ctx context.Context, req *pb.IstioCertificat
 }
 
 func (s *service) createCertificate(ctx context.Context, req *pb.IstioCertificateRequest) (*pb.IstioCertificateResponse, error) {
+	growStack(len(req.GetCsr()))
 	c := s.ca
 	id, by, err := Authenticate(ctx, c.auths)
 	if err != nil {
@@ -77,3 +78,23 @@ func (s *service) createCertificate(ctx context.Context, req *pb.IstioCertificat
 	return &pb.IstioCertificateResponse{CertChain: issued.Chain}, nil
 }
 
+// signingStack is about the stack a certificate request needs: the CSR's
+// ASN.1 parsing recurses and the signature code keeps large frames.
+const signingStack = 16 << 10
+
+// growStack grows the calling goroutine's stack to hold signingStack
+// more bytes in one step, while the stack is still shallow. gRPC runs each
+// call on a new goroutine with a small stack, which would otherwise double
+// two or three times in the middle of the CSR's parsing, each time copying
+// every frame and adjusting its pointers: several percent of a request's
+// CPU.
+//
+// The frame is used through an index the compiler cannot know (n), so
+// that it is not optimized away.
+//
+//go:noinline
+func growStack(n int) byte {
+	var frame [signingStack]byte
+	frame[uint(n)%uint(len(frame))] = byte(n)
+	return frame[uint(n+1)%uint(len(frame))]
+}
