@@ -65,11 +65,13 @@ func build(cfg *Policy, f ipt.Family) *ipt.Ruleset {
 	ret := ipt.Target{Kind: ipt.Return}
 	lo := func(not bool) ipt.Addr { return ipt.Addr{Prefix: fam.loopback, Not: not} }
 
+	dns := capturesDNS(cfg)
+
 	b.chain(ipt.NAT, ChainInbound, ChainRedirect, ChainInRedirect, ChainOutput)
 	if tproxy {
 		b.chain(ipt.Mangle, ChainDivert, ChainTProxy, ChainInbound)
 	}
-	if cfg.RedirectDNS {
+	if dns && (cfg.CaptureAllDNS || len(fam.dnsServers) > 0) {
 		b.chain(ipt.NAT, ChainOutputDNS)
 	}
 
@@ -126,19 +128,24 @@ func build(cfg *Policy, f ipt.Family) *ipt.Ruleset {
 	b.add(ipt.NAT, ChainOutput, ipt.Match{Out: "lo", Src: ipt.Addr{Prefix: fam.passthrough}}, ret, "proxy's inbound passthrough to the app")
 	// 10-11. The proxy's own traffic, per uid then per gid.
 	owners := proxyOwners(cfg)
+	loopbackCaptured := includesLoopback(cfg.OutboundCIDRs)
 	for _, o := range owners {
 		toSelf := ipt.Match{Out: "lo", Dst: lo(true), Proto: "tcp", Owners: []ipt.Owner{o}}
-		if cfg.RedirectDNS && !o.GID {
+		if dns && !o.GID {
 			toSelf.MultiDPorts, toSelf.NotMultiDPorts = []ipt.PortRange{ipt.Port(53), ipt.Port(cfg.InboundTunnelPort)}, true
 		} else {
 			toSelf.DPort = ipt.NotPorts(ipt.Port(cfg.InboundTunnelPort))
 		}
 		b.add(ipt.NAT, ChainOutput, toSelf, ipt.JumpTo(ChainInRedirect), "proxy calling its own pod IP goes through inbound")
-		appLo := ipt.Match{Out: "lo", Owners: []ipt.Owner{{GID: o.GID, ID: o.ID, Not: true}}}
-		if cfg.RedirectDNS {
-			appLo.Proto, appLo.DPort = "tcp", ipt.NotPorts(ipt.Port(53))
+		// Istio leaves app-to-app loopback to the rules below when a
+		// captured destination is a loopback address, so that it is captured.
+		if !loopbackCaptured {
+			appLo := ipt.Match{Out: "lo", Owners: []ipt.Owner{{GID: o.GID, ID: o.ID, Not: true}}}
+			if dns {
+				appLo.Proto, appLo.DPort = "tcp", ipt.NotPorts(ipt.Port(53))
+			}
+			b.add(ipt.NAT, ChainOutput, appLo, ret, "app to app over loopback")
 		}
-		b.add(ipt.NAT, ChainOutput, appLo, ret, "app to app over loopback")
 		b.add(ipt.NAT, ChainOutput, ipt.Match{Owners: []ipt.Owner{o}}, ret, "the proxy's own traffic")
 	}
 	// 12. Owner groups.
@@ -153,7 +160,7 @@ func build(cfg *Policy, f ipt.Family) *ipt.Ruleset {
 		b.add(ipt.NAT, ChainOutput, ipt.Match{Owners: []ipt.Owner{{GID: true, ID: g}}}, ret, "owner group excluded")
 	}
 	// 13. DNS to the agent.
-	if cfg.RedirectDNS {
+	if dns {
 		buildDNS(b, cfg, fam, owners)
 	}
 	// 14-15. Loopback and excluded destinations go straight out.
@@ -185,6 +192,19 @@ func build(cfg *Policy, f ipt.Family) *ipt.Ruleset {
 		}
 	}
 	return b.ruleset()
+}
+
+// capturesDNS reports whether DNS is captured at all: Istio turns
+// --redirect-dns off when it captures only the resolv.conf nameservers and
+// there are none, in either family.
+func capturesDNS(cfg *Policy) bool {
+	return cfg.RedirectDNS && (cfg.CaptureAllDNS || len(cfg.DNSServersV4)+len(cfg.DNSServersV6) > 0)
+}
+
+// includesLoopback reports whether a captured destination prefix, of either
+// family, is written with a loopback address (Istio's HasLoopBackIP).
+func includesLoopback(c CIDRs) bool {
+	return slices.ContainsFunc(c.Prefixes, func(p netip.Prefix) bool { return p.Addr().IsLoopback() })
 }
 
 func is6(p netip.Prefix) bool { return p.Addr().Is6() && !p.Addr().Is4In6() }
@@ -234,19 +254,19 @@ func buildInboundTProxy(b *builder, cfg *Policy, fam family) {
 }
 
 func buildDNS(b *builder, cfg *Policy, fam family, owners []ipt.Owner) {
-	ret := ipt.Target{Kind: ipt.Return}
 	toAgent := ipt.Target{Kind: ipt.Redirect, Port: DNSProxyPort}
 	dns := ipt.Ports(ipt.Port(53))
-	b.add(ipt.NAT, ChainOutput, ipt.Match{}, ipt.JumpTo(ChainOutputDNS), "DNS")
+	// The jump exists in a family only when it captures DNS there; the
+	// proxy's own DNS has already returned in ISTIO_OUTPUT.
+	if cfg.CaptureAllDNS || len(fam.dnsServers) > 0 {
+		b.add(ipt.NAT, ChainOutput, ipt.Match{}, ipt.JumpTo(ChainOutputDNS), "DNS")
+	}
 	if cfg.CaptureAllDNS {
 		b.add(ipt.NAT, ChainOutputDNS, ipt.Match{Proto: "tcp", DPort: dns}, toAgent, "DNS over TCP to the agent")
 	} else {
 		for _, s := range fam.dnsServers {
 			b.add(ipt.NAT, ChainOutputDNS, ipt.Match{Proto: "tcp", DPort: dns, Dst: ipt.Addr{Prefix: host(s)}}, toAgent, "DNS over TCP to "+s.String()+" goes to the agent")
 		}
-	}
-	for _, o := range owners {
-		b.add(ipt.NAT, ChainOutputDNS, ipt.Match{Proto: "udp", DPort: dns, Owners: []ipt.Owner{o}}, ret, "the proxy's own DNS goes upstream")
 	}
 	if cfg.CaptureAllDNS {
 		b.add(ipt.NAT, ChainOutputDNS, ipt.Match{Proto: "udp", DPort: dns}, toAgent, "DNS over UDP to the agent")

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,6 +63,23 @@ var goldenCases = []goldenCase{
 		"ISTIO_LOCAL_EXCLUDE_PORTS": "15020", "ISTIO_SERVICE_EXCLUDE_CIDR": "169.254.169.254/32", "ISTIO_LOCAL_OUTBOUND_PORTS_EXCLUDE": "25",
 	}},
 	{name: "everything", args: "-u 1337,1338 -g 1337 -i 10.0.0.0/8 -x 10.1.0.0/16 -b 80,443 -q 9000 -o 25 -c eth9 -k veth0 --redirect-dns --drop-invalid", dns4: []string{"10.96.0.10"}, ipv6: true, dns6: []string{"fd00::10"}},
+	// The situations where Skiff's rules once differed from Istio 1.31's.
+	// With DNS capture nat ISTIO_OUTPUT_DNS holds only the REDIRECTs (the
+	// proxy's own traffic has returned in ISTIO_OUTPUT), and a family with
+	// no nameserver has neither the chain nor the jump to it.
+	{name: "dns-no-owner-return-in-nat", args: injector + " --redirect-dns", dns4: []string{"10.96.0.10"}, ipv6: true},
+	// A captured loopback destination: no app-to-app loopback RETURNs, in either family.
+	{name: "loopback-include-cidr", args: "-u 3,4 -g 1,2 -i 127.1.2.3/32 --redirect-dns", dns4: []string{"127.0.0.53"}},
+	{name: "loopback-include-cidr-ipv6", args: "-i 10.0.0.0/8,::1/128 -b *", ipv6: true},
+}
+
+// buildOnlyCases are golden cases that TestGoldenRulesApply cannot apply:
+// Run would read the test machine's resolv.conf for them.
+var buildOnlyCases = []goldenCase{
+	// DNS capture with no nameserver captures no DNS at all, as in Istio:
+	// no ISTIO_OUTPUT_DNS, no port 53 exceptions, no raw table.
+	{name: "dns-no-nameserver", args: injector + " --redirect-dns", ipv6: true},
+	{name: "dns-no-nameserver-uid-gid", args: "-u 3,4 -g 1,2 --redirect-dns"},
 }
 
 func (gc goldenCase) config(t testing.TB) *Config {
@@ -138,7 +156,7 @@ func TestBuildGolden(t *testing.T) {
 	if len(goldenCases) < 25 {
 		t.Fatalf("want at least 25 golden cases, have %d", len(goldenCases))
 	}
-	for _, gc := range goldenCases {
+	for _, gc := range slices.Concat(goldenCases, buildOnlyCases) {
 		t.Run(gc.name, func(t *testing.T) {
 			sets := Build(&gc.config(t).Policy)
 			checkGolden(t, filepath.Join("testdata", gc.name+".rules.golden"), describe(sets))
