@@ -23,6 +23,8 @@ type goldenCase struct {
 	name string
 	args string
 	env  map[string]string
+	// users is the user database ENVOY_USER is looked up in.
+	users map[string]uint32
 	// Set what Run would find in the namespace.
 	dns4, dns6 []string
 	ipv6       bool
@@ -68,6 +70,9 @@ var goldenCases = []goldenCase{
 	// proxy's own traffic has returned in ISTIO_OUTPUT), and a family with
 	// no nameserver has neither the chain nor the jump to it.
 	{name: "dns-no-owner-return-in-nat", args: injector + " --redirect-dns", dns4: []string{"10.96.0.10"}, ipv6: true},
+	// Without -u the proxy uid (and so the gid) is ENVOY_USER's uid.
+	{name: "envoy-user-uid", args: "-i * -b *", env: map[string]string{"ENVOY_USER": "envoy"}, users: map[string]uint32{"envoy": 101, "istio-proxy": 1234}},
+	{name: "envoy-user-default-istio-proxy", args: "-p 15001 -z 15006 -m REDIRECT -i * -x  -b * -d 15090,15021,15020", users: map[string]uint32{"istio-proxy": 1234}},
 	// A captured loopback destination: no app-to-app loopback RETURNs, in either family.
 	{name: "loopback-include-cidr", args: "-u 3,4 -g 1,2 -i 127.1.2.3/32 --redirect-dns", dns4: []string{"127.0.0.53"}},
 	{name: "loopback-include-cidr-ipv6", args: "-i 10.0.0.0/8,::1/128 -b *", ipv6: true},
@@ -84,7 +89,15 @@ var buildOnlyCases = []goldenCase{
 
 func (gc goldenCase) config(t testing.TB) *Config {
 	t.Helper()
-	env := Environment{Getenv: func(k string) (string, bool) { v, ok := gc.env[k]; return v, ok }}
+	env := Environment{
+		Getenv: func(k string) (string, bool) { v, ok := gc.env[k]; return v, ok },
+		LookupUser: func(name string) (uint32, error) {
+			if uid, ok := gc.users[name]; ok {
+				return uid, nil
+			}
+			return 0, fmt.Errorf("unknown user %q", name)
+		},
+	}
 	cfg, err := Parse(splitArgs(gc.args), env, io.Discard)
 	if err != nil {
 		t.Fatalf("%s: %v", gc.name, err)
@@ -161,6 +174,40 @@ func TestBuildGolden(t *testing.T) {
 			sets := Build(&gc.config(t).Policy)
 			checkGolden(t, filepath.Join("testdata", gc.name+".rules.golden"), describe(sets))
 			checkGolden(t, filepath.Join("testdata", gc.name+".restore.golden"), restoreText(sets))
+		})
+	}
+}
+
+// TestEnvoyUser checks where the proxy uid and gid come from when -u is not
+// given: the uid of the user ENVOY_USER names (istio-proxy by default), else 1337.
+func TestEnvoyUser(t *testing.T) {
+	users := map[string]uint32{"istio-proxy": 1234, "envoy": 101}
+	for _, tc := range []struct {
+		name     string
+		args     string
+		env      map[string]string
+		users    map[string]uint32
+		uid, gid []uint32
+	}{
+		{"no user database", "", nil, nil, []uint32{1337}, []uint32{1337}},
+		{"istio-proxy exists", "", nil, users, []uint32{1234}, []uint32{1234}},
+		{"ENVOY_USER", "", map[string]string{"ENVOY_USER": "envoy"}, users, []uint32{101}, []uint32{101}},
+		{"ENVOY_USER unknown", "", map[string]string{"ENVOY_USER": "nobody-here"}, users, []uint32{1337}, []uint32{1337}},
+		{"ENVOY_USER empty", "", map[string]string{"ENVOY_USER": ""}, users, []uint32{1337}, []uint32{1337}},
+		{"-u wins", "-u 7", map[string]string{"ENVOY_USER": "envoy"}, users, []uint32{7}, []uint32{7}},
+		{"PROXY_UID wins", "", map[string]string{"ENVOY_USER": "envoy", "PROXY_UID": "8"}, users, []uint32{8}, []uint32{8}},
+		{"empty -u looks up", "-u ", map[string]string{"ENVOY_USER": "envoy"}, users, []uint32{101}, []uint32{101}},
+		{"-g kept", "-g 9", nil, users, []uint32{1234}, []uint32{9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gc := goldenCase{name: tc.name, args: tc.args, env: tc.env, users: tc.users}
+			cfg := gc.config(t)
+			if diff := cmp.Diff(tc.uid, cfg.ProxyUIDs); diff != "" {
+				t.Errorf("uids (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.gid, cfg.ProxyGIDs); diff != "" {
+				t.Errorf("gids (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

@@ -28,9 +28,12 @@ type Environment struct {
 	Getenv func(string) (string, bool)
 	// LookupGroup resolves a group name to its gid.
 	LookupGroup func(string) (uint32, error)
+	// LookupUser resolves a user name to its uid; nil knows no users.
+	LookupUser func(string) (uint32, error)
 }
 
-// OSEnvironment reads the process environment and the system's group database.
+// OSEnvironment reads the process environment and the system's user and
+// group databases.
 func OSEnvironment() Environment {
 	return Environment{
 		Getenv: os.LookupEnv,
@@ -42,7 +45,36 @@ func OSEnvironment() Environment {
 			n, err := strconv.ParseUint(g.Gid, 10, 32)
 			return uint32(n), err
 		},
+		LookupUser: func(name string) (uint32, error) {
+			u, err := user.Lookup(name)
+			if err != nil {
+				return 0, err
+			}
+			n, err := strconv.ParseUint(u.Uid, 10, 32)
+			return uint32(n), err
+		},
 	}
+}
+
+// defaultProxyUID is the proxy uid when neither -u nor the user ENVOY_USER names gives one.
+const defaultProxyUID = 1337
+
+// envoyUserUID is Istio's proxy uid when -u and PROXY_UID are empty: the uid
+// of the user named by ENVOY_USER (default istio-proxy), or 1337 when there
+// is no such user.
+func (e Environment) envoyUserUID() uint32 {
+	name, ok := e.lookup("ENVOY_USER")
+	if !ok {
+		name = "istio-proxy"
+	}
+	if e.LookupUser == nil || name == "" {
+		return defaultProxyUID
+	}
+	uid, err := e.LookupUser(name)
+	if err != nil {
+		return defaultProxyUID
+	}
+	return uid
 }
 
 // option is one istio-iptables setting: its flag, env vars, default, and how it sets the Config.
@@ -128,7 +160,11 @@ var options = []option{
 	{long: "envoy-port", short: "p", def: "15001", usage: "outbound capture port", set: portOpt(func(c *Config) *uint16 { return &c.ProxyPort })},
 	{long: "inbound-capture-port", short: "z", envs: []string{"INBOUND_CAPTURE_PORT"}, def: "15006", usage: "inbound capture port", set: portOpt(func(c *Config) *uint16 { return &c.InboundCapturePort })},
 	{long: "inbound-tunnel-port", short: "e", envs: []string{"INBOUND_TUNNEL_PORT"}, def: "15008", usage: "tunnel port, never captured inbound", set: portOpt(func(c *Config) *uint16 { return &c.InboundTunnelPort })},
-	{long: "proxy-uid", short: "u", envs: []string{"PROXY_UID"}, def: "1337", usage: "comma list of uids whose traffic is not captured", set: func(c *Config, _ Environment, v string) (err error) {
+	{long: "proxy-uid", short: "u", envs: []string{"PROXY_UID"}, usage: "comma list of uids whose traffic is not captured (default: the uid of user ENVOY_USER, istio-proxy, else 1337)", set: func(c *Config, env Environment, v string) (err error) {
+		if strings.TrimSpace(v) == "" {
+			c.ProxyUIDs = []uint32{env.envoyUserUID()}
+			return nil
+		}
 		c.ProxyUIDs, err = parseIDs(v)
 		return err
 	}},
