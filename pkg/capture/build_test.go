@@ -28,6 +28,9 @@ type goldenCase struct {
 	// Set what Run would find in the namespace.
 	dns4, dns6 []string
 	ipv6       bool
+	// addrs, when set, are the pod's interface addresses in the kernel's
+	// order, and decide IPv6 as Istio does (PodIPv6) instead of ipv6.
+	addrs []string
 }
 
 var injector = "-p 15001 -z 15006 -u 1337 -m REDIRECT -i * -x  -b * -d 15090,15021,15020"
@@ -76,6 +79,10 @@ var goldenCases = []goldenCase{
 	// A captured loopback destination: no app-to-app loopback RETURNs, in either family.
 	{name: "loopback-include-cidr", args: "-u 3,4 -g 1,2 -i 127.1.2.3/32 --redirect-dns", dns4: []string{"127.0.0.53"}},
 	{name: "loopback-include-cidr-ipv6", args: "-i 10.0.0.0/8,::1/128 -b *", ipv6: true},
+	// IPv6 only when the pod's first address is IPv6, or with dual stack.
+	{name: "ipv6-second-address-no-dual-stack", args: injector, addrs: []string{"127.0.0.1", "::1", "10.1.2.3", "fe80::1", "fd00::3"}},
+	{name: "ipv6-second-address-dual-stack", args: injector + " --dual-stack", addrs: []string{"127.0.0.1", "::1", "10.1.2.3", "fe80::1", "fd00::3"}},
+	{name: "ipv6-first-address", args: injector, addrs: []string{"127.0.0.1", "::1", "fe80::1", "fd00::3", "10.1.2.3"}},
 }
 
 // buildOnlyCases are golden cases that TestGoldenRulesApply cannot apply:
@@ -109,6 +116,13 @@ func (gc goldenCase) config(t testing.TB) *Config {
 		cfg.DNSServersV6 = append(cfg.DNSServersV6, netip.MustParseAddr(s))
 	}
 	cfg.EnableIPv6 = gc.ipv6
+	if gc.addrs != nil {
+		var addrs []netip.Addr
+		for _, a := range gc.addrs {
+			addrs = append(addrs, netip.MustParseAddr(a))
+		}
+		cfg.EnableIPv6 = PodIPv6(addrs, cfg.DualStack)
+	}
 	return cfg
 }
 
@@ -174,6 +188,39 @@ func TestBuildGolden(t *testing.T) {
 			sets := Build(&gc.config(t).Policy)
 			checkGolden(t, filepath.Join("testdata", gc.name+".rules.golden"), describe(sets))
 			checkGolden(t, filepath.Join("testdata", gc.name+".restore.golden"), restoreText(sets))
+		})
+	}
+}
+
+// TestPodIPv6 checks Istio's rule for programming IPv6 from the pod's
+// interface addresses, in the kernel's order.
+func TestPodIPv6(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		addrs     []string
+		dualStack bool
+		want      bool
+	}{
+		{"none", nil, false, false},
+		{"loopback only", []string{"127.0.0.1", "::1"}, false, false},
+		{"ipv4 only", []string{"127.0.0.1", "::1", "10.1.2.3"}, false, false},
+		{"ipv6 only", []string{"127.0.0.1", "::1", "fd00::3"}, false, true},
+		{"ipv4 first", []string{"10.1.2.3", "fd00::3"}, false, false},
+		{"ipv4 first, dual stack", []string{"10.1.2.3", "fd00::3"}, true, true},
+		{"ipv6 first", []string{"fd00::3", "10.1.2.3"}, false, true},
+		{"link-local skipped", []string{"fe80::1", "169.254.1.1", "10.1.2.3"}, false, false},
+		{"passthrough ::6 skipped", []string{"127.0.0.1", "::1", "::6", "10.1.2.3"}, false, false},
+		{"mapped ipv4", []string{"::ffff:10.1.2.3", "fd00::3"}, false, false},
+		{"dual stack without ipv6", []string{"10.1.2.3", "10.1.2.4"}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var addrs []netip.Addr
+			for _, a := range tc.addrs {
+				addrs = append(addrs, netip.MustParseAddr(a))
+			}
+			if got := PodIPv6(addrs, tc.dualStack); got != tc.want {
+				t.Errorf("PodIPv6(%v, %v) = %v, want %v", tc.addrs, tc.dualStack, got, tc.want)
+			}
 		})
 	}
 }
