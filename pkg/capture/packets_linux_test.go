@@ -273,8 +273,9 @@ func TestExcludedInterface(t *testing.T) {
 	}
 }
 
-// TestDualStack: with an IPv6 address in the pod, Run programs both
-// families, and each family keeps its own exemptions.
+// TestDualStack: with --dual-stack and an IPv6 address in the pod (after
+// its IPv4 one), Run programs both families, and each family keeps its own
+// exemptions.
 func TestDualStack(t *testing.T) {
 	netnstest.RequireRoot(t)
 	for _, b := range testBackends {
@@ -284,7 +285,8 @@ func TestDualStack(t *testing.T) {
 			p.pod.Exec(t, "ip", "addr", "add", "fd77::2/64", "dev", p.podIf, "nodad")
 			p.peer.Exec(t, "ip", "addr", "add", "fd77::1/64", "dev", p.peerIf, "nodad")
 			podIP6, peerIP6 := netip.MustParseAddr("fd77::2"), netip.MustParseAddr("fd77::1")
-			cfg := Injector() // Resolve turns IPv6 on: the pod has a global IPv6 address
+			cfg := Injector()
+			cfg.DualStack = true // Resolve turns IPv6 on: the pod has an IPv6 address
 			outbound := listen(t, p.pod, ":15001")
 			inbound := listen(t, p.pod, ":15006")
 			server := listen(t, p.peer, ":8080")
@@ -306,6 +308,33 @@ func TestDualStack(t *testing.T) {
 			lo6 := netip.MustParseAddrPort("[::1]:9090")
 			dial(t, p.pod, lo6)
 			expect(t, "IPv6 loopback", local, lo6, outbound)
+			cleanupWith(t, p.pod, &cfg, b)
+		})
+	}
+}
+
+// TestIPv6NotFirst: without --dual-stack a pod whose first address is IPv4
+// gets IPv4 rules only, as in Istio, though it has an IPv6 address too: its
+// IPv6 traffic is not captured.
+func TestIPv6NotFirst(t *testing.T) {
+	netnstest.RequireRoot(t)
+	for _, b := range testBackends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			p := newPod(t)
+			p.pod.Exec(t, "ip", "addr", "add", "fd77::2/64", "dev", p.podIf, "nodad")
+			p.peer.Exec(t, "ip", "addr", "add", "fd77::1/64", "dev", p.peerIf, "nodad")
+			cfg := Injector()
+			outbound := listen(t, p.pod, ":15001")
+			server := listen(t, p.peer, ":8080")
+			applyWith(t, p.pod, &cfg, b)
+			b.holds(t, p.pod, &cfg.Policy) // IPv4 only
+			v4 := netip.AddrPortFrom(p.peerIP, 8080)
+			dial(t, p.pod, v4)
+			expect(t, "app outbound over IPv4", outbound, v4, server)
+			v6 := netip.MustParseAddrPort("[fd77::1]:8080")
+			dial(t, p.pod, v6)
+			expect(t, "app outbound over IPv6", server, v6, outbound)
 			cleanupWith(t, p.pod, &cfg, b)
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -158,21 +157,4 @@ func removePassthroughV6() error {
 		return fmt.Errorf("remove %s from lo: %w", passthroughV6, err)
 	}
 	return nil
-}
-
-// hasGlobalIPv6 reports whether an interface has a global unicast IPv6 address.
-func hasGlobalIPv6() (bool, error) {
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_V6)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return false, nil
-		}
-		return false, fmt.Errorf("list IPv6 addresses: %w", err)
-	}
-	for _, a := range addrs {
-		if a.IP.IsGlobalUnicast() && !a.IP.Equal(passthroughV6.Addr().AsSlice()) {
-			return true, nil
-		}
-	}
-	return false, nil
 }

@@ -16,5 +16,3 @@ func (netlinkRouting) Setup(*Policy) error { return errNotLinux }
 
 // Remove needs Linux.
 func (netlinkRouting) Remove(*Policy) error { return errNotLinux }
-
-func hasGlobalIPv6() (bool, error) { return false, errNotLinux }

@@ -39,8 +39,9 @@ type Host interface {
 	// family, anybody's; false means certainly none, so iptables-nft-save
 	// has nothing to print.
 	NFTablesInUse(f ipt.Family) bool
-	// GlobalIPv6 reports whether an interface has a global unicast IPv6 address.
-	GlobalIPv6() (bool, error)
+	// InterfaceAddrs lists the namespace's interface addresses in the
+	// kernel's order (PodIPv6 decides on IPv6 from them).
+	InterfaceAddrs() ([]netip.Addr, error)
 	// Nameservers returns the IPv4 and IPv6 nameservers of resolv.conf.
 	Nameservers() (v4, v6 []netip.Addr, err error)
 }
@@ -239,11 +240,11 @@ func Resolve(p Policy, h Host) (Policy, error) {
 		p.DNSServersV4, p.DNSServersV6 = v4, v6
 	}
 	if !p.EnableIPv6 {
-		v6, err := h.GlobalIPv6()
+		addrs, err := h.InterfaceAddrs()
 		if err != nil {
 			return Policy{}, err
 		}
-		p.EnableIPv6 = p.DualStack || v6
+		p.EnableIPv6 = PodIPv6(addrs, p.DualStack)
 	}
 	return p, nil
 }
@@ -294,8 +295,8 @@ func (SystemHost) NFTablesInUse(f ipt.Family) bool {
 	return err != nil || used
 }
 
-// GlobalIPv6 lists the namespace's IPv6 addresses over netlink.
-func (SystemHost) GlobalIPv6() (bool, error) { return hasGlobalIPv6() }
+// InterfaceAddrs lists the namespace's addresses (see the package's InterfaceAddrs).
+func (SystemHost) InterfaceAddrs() ([]netip.Addr, error) { return InterfaceAddrs() }
 
 // Nameservers reads the resolv.conf file.
 func (h SystemHost) Nameservers() (v4, v6 []netip.Addr, err error) {

@@ -32,7 +32,12 @@ type fakeHost struct {
 func (h *fakeHost) LegacyTables(ipt.Family) bool  { return h.legacy }
 func (h *fakeHost) Installed(ipt.Mode) bool       { return true }
 func (h *fakeHost) NFTablesInUse(ipt.Family) bool { return h.nftInUse }
-func (h *fakeHost) GlobalIPv6() (bool, error)     { return h.ipv6, nil }
+func (h *fakeHost) InterfaceAddrs() ([]netip.Addr, error) {
+	if h.ipv6 {
+		return []netip.Addr{netip.MustParseAddr("fd00::2"), netip.MustParseAddr("10.0.0.2")}, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("10.0.0.2")}, nil
+}
 func (h *fakeHost) Nameservers() (v4, v6 []netip.Addr, err error) {
 	*h.log = append(*h.log, "read resolv.conf")
 	return h.dns4, h.dns6, nil
