@@ -21,9 +21,9 @@ deps: ## install the Debian packages and Go modules the tests need (as root)
 	fi
 	$(GO) mod download
 
-build: ## build every binary into bin/
+build: ## build every binary into bin/ (static: no cgo, so no dynamic loader at start)
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags "-s -w" -o $(BIN)/ ./cmd/... ./examples/...
+	CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(BIN)/ ./cmd/... ./examples/...
 
 k8s-assets: ## build kube-apiserver and etcd once per machine, cached outside the repo (first time: 20+ min)
 	bash tools/k8sassets/build.sh
