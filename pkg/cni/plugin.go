@@ -167,13 +167,15 @@ func (p *Plugin) applyCapture(t *target) error {
 	cfg := t.decision.Capture
 	if t.conf.PrevResult != nil {
 		if res, err := current.NewResultFromResult(t.conf.PrevResult); err == nil {
-			var ips []netip.Prefix
+			// The pod's addresses in the order the chain assigned them:
+			// IPv6 rules as Istio decides from the pod's interfaces.
+			var addrs []netip.Addr
 			for _, ip := range res.IPs {
 				if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
-					ips = append(ips, netip.PrefixFrom(a.Unmap(), 0))
+					addrs = append(addrs, a.Unmap())
 				}
 			}
-			cfg.EnableIPv6 = hasIPv6(ips)
+			cfg.EnableIPv6 = capture.PodIPv6(addrs, cfg.DualStack)
 		}
 	}
 	apply := p.Apply

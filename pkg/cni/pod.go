@@ -2,7 +2,6 @@ package cni
 
 import (
 	"fmt"
-	"net/netip"
 	"strconv"
 	"strings"
 
@@ -180,6 +179,13 @@ func captureConfig(pod *Pod, proxy *Container) (*capture.Config, error) {
 		// The pod's resolv.conf is not visible from the node: capture all of port 53, as Istio's CNI does.
 		cfg.RedirectDNS, cfg.CaptureAllDNS = true, true
 	}
+	if v := envValue(proxy, "ISTIO_DUAL_STACK"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("istio-proxy env ISTIO_DUAL_STACK=%q: want true or false", v)
+		}
+		cfg.DualStack = b
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -198,14 +204,4 @@ func mergePorts(a, b []ipt.PortRange) []ipt.PortRange {
 		}
 	}
 	return out
-}
-
-// hasIPv6 reports whether any of the pod's addresses from the previous plugins is IPv6.
-func hasIPv6(ips []netip.Prefix) bool {
-	for _, p := range ips {
-		if p.Addr().Is6() && !p.Addr().Is4In6() {
-			return true
-		}
-	}
-	return false
 }

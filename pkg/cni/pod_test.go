@@ -150,3 +150,26 @@ func TestDecideStatusPort(t *testing.T) {
 		t.Errorf("bad status port: %v", err)
 	}
 }
+
+// TestDecideDualStack: the proxy's ISTIO_DUAL_STACK decides, with the pod's
+// address order, whether IPv6 is captured, as in Istio's CNI.
+func TestDecideDualStack(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want bool
+	}{{"", false}, {"true", true}, {"false", false}} {
+		p := injectedPod(nil, func(p *Pod) {
+			if tc.env != "" {
+				proxy(p).Env = []EnvVar{{Name: "ISTIO_DUAL_STACK", Value: tc.env}}
+			}
+		})
+		d, err := Decide(p)
+		if err != nil || !d.Redirect || d.Capture.DualStack != tc.want {
+			t.Errorf("ISTIO_DUAL_STACK=%q: %+v %v, want DualStack %v", tc.env, d, err, tc.want)
+		}
+	}
+	p := injectedPod(nil, func(p *Pod) { proxy(p).Env = []EnvVar{{Name: "ISTIO_DUAL_STACK", Value: "maybe"}} })
+	if _, err := Decide(p); err == nil || !strings.Contains(err.Error(), `ISTIO_DUAL_STACK="maybe"`) {
+		t.Errorf("bad ISTIO_DUAL_STACK: %v", err)
+	}
+}
