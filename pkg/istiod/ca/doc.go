@@ -22,4 +22,7 @@
 // service-account token checked with TokenReview, the caller's current
 // workload certificate presented over mTLS, or, without an API server, a JWT
 // shaped like a projected service-account token and signed by a configured key.
+// A JWT that verified is remembered by its hash, so the same token sent with
+// the next CSR costs no signature check; its times are checked at every call.
+// TokenReview answers are not cached.
 package ca
