@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
+	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
 // KubeconfigName is the kubeconfig the node agent writes into cni_agent_run_dir.
@@ -125,28 +125,17 @@ func (c *Config) normalise() error {
 	return nil
 }
 
-// levelNone is above every level a record has: "none" logs nothing.
-const levelNone = slog.Level(math.MaxInt)
-
-// ParseLogLevel reads a plugin_log_level: "debug", "info", "warn" or
-// "error" in any case, Istio's "fatal" (errors only: the plugin has no fatal
-// records) and "none" (no logs). An empty level is info.
+// ParseLogLevel reads a plugin_log_level as every Skiff binary reads Istio's
+// levels (logflags.ParseLevel): debug, info, warn, error, fatal (nothing
+// but fatal records, which the plugin has none of) or none, in any case; an
+// empty level is info.
 func ParseLogLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "":
-		return slog.LevelInfo, nil
-	case "debug":
-		return slog.LevelDebug, nil
-	case "info":
-		return slog.LevelInfo, nil
-	case "warn":
-		return slog.LevelWarn, nil
-	case "error", "fatal":
-		return slog.LevelError, nil
-	case "none":
-		return levelNone, nil
+	s = strings.TrimSpace(s)
+	lvl, err := logflags.ParseLevel(s)
+	if err != nil || strings.ContainsAny(s, ":,") { // one level, no scope list
+		return 0, errors.New("want debug, info, warn, error, fatal or none")
 	}
-	return 0, errors.New("want debug, info, warn, error, fatal or none")
+	return lvl, nil
 }
 
 func (c *Config) lookupInterval() (time.Duration, error) {

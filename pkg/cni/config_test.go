@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
 func TestParseLogLevel(t *testing.T) {
@@ -15,7 +16,7 @@ func TestParseLogLevel(t *testing.T) {
 		want slog.Level
 	}{
 		{"", slog.LevelInfo}, {"debug", slog.LevelDebug}, {"INFO", slog.LevelInfo}, {" warn ", slog.LevelWarn},
-		{"error", slog.LevelError}, {"fatal", slog.LevelError}, {"none", levelNone},
+		{"error", slog.LevelError}, {"fatal", slog.LevelError + 4}, {"none", logflags.LevelNone},
 	} {
 		got, err := ParseLogLevel(tt.in)
 		if err != nil || got != tt.want {
