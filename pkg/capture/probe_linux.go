@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/origdst"
@@ -22,13 +23,20 @@ func Probe(ctx context.Context, p *Policy, probePort uint16, timeout time.Durati
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	got := make(chan error, 2)
+	// The listeners are gone when Probe returns: Close alone releases a
+	// listener's port only once its Accept has returned, and the proxy (or
+	// a test) listens on the same ports next.
+	var accepting sync.WaitGroup
+	defer accepting.Wait()
 	for _, port := range []uint16{p.ProxyPort, p.InboundCapturePort} {
 		ln, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: int(port)})
 		if err != nil {
 			return fmt.Errorf("validation: listen on %d: %w", port, err)
 		}
 		defer ln.Close()
+		accepting.Add(1)
 		go func() {
+			defer accepting.Done()
 			c, err := ln.AcceptTCP()
 			if err != nil {
 				return
