@@ -26,11 +26,20 @@ func Until(t testing.TB, what string, cond func() bool) {
 // long the awaited event may take at most.
 func Within(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	if !Wait(d, cond) {
+		t.Fatalf("timed out after %v waiting for %s", d, what)
+	}
+}
+
+// Wait polls cond for up to d and reports whether it became true, for a
+// caller that explains a timeout itself (with what it saw).
+func Wait(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
+			return false
 		}
 		time.Sleep(interval)
 	}
+	return true
 }

@@ -2,8 +2,8 @@ package envoy
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -39,9 +39,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, crashes int) *harness {
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := adminPort(t)
 	h := &harness{log: filepath.Join(t.TempDir(), "events")}
 	t.Setenv("FAKEPROXY_LOG", h.log)
 	t.Setenv("FAKEPROXY_ADMIN_PORT", strconv.Itoa(port))
@@ -51,13 +49,28 @@ func newHarness(t *testing.T, crashes int) *harness {
 	return h
 }
 
+// adminPort picks the stand-in's admin port, fixed across its restarts as
+// Envoy's is. It lies below the kernel's ephemeral range, so no other
+// test's outgoing connection can be holding it when a restart binds it.
+func adminPort(t *testing.T) int {
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatal("no free admin port")
+	return 0
+}
+
 func (h *harness) events() string { b, _ := os.ReadFile(h.log); return string(b) }
 
 func (h *harness) waitFor(t *testing.T, s string, n int) {
 	t.Helper()
-	polltest.Until(t, fmt.Sprintf("%d× %q in the proxy's events", n, s), func() bool {
-		return strings.Count(h.events(), s) >= n
-	})
+	if !polltest.Wait(polltest.Timeout, func() bool { return strings.Count(h.events(), s) >= n }) {
+		t.Fatalf("no %d× %q in the proxy's events after %v:\n%s", n, s, polltest.Timeout, h.events())
+	}
 }
 
 func TestArgs(t *testing.T) {
