@@ -127,11 +127,21 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	switch {
 	case cfg.GRPCBootstrap != "":
 		// As Istio's agent: a proxyless pod is ready once its app can read
-		// the bootstrap (and the certificate above), whether or not the app
-		// has opened xDS yet.
+		// the bootstrap and the certificate files it names, whether or not
+		// the app has opened xDS yet.
+		files := []string{cfg.Path(cfg.GRPCBootstrap)}
+		if dir := outputCerts(cfg); dir != "" {
+			for _, f := range bootstrap.GRPCCertFiles() {
+				files = append(files, filepath.Join(dir, f))
+			}
+		}
 		checks = append(checks, status.Check{Name: "gRPC bootstrap", Check: func(context.Context) error {
-			_, err := os.Stat(cfg.Path(cfg.GRPCBootstrap))
-			return err
+			for _, f := range files {
+				if _, err := os.Stat(f); err != nil {
+					return err
+				}
+			}
+			return nil
 		}})
 	case noProxy:
 	default:

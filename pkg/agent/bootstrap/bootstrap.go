@@ -122,8 +122,13 @@ type GRPC struct {
 	Plaintext bool
 }
 
+// GRPCCertFiles are the files in CertDir the gRPC bootstrap names: the
+// chain, the key and the root, as the agent writes them (OUTPUT_CERTS).
+func GRPCCertFiles() [3]string { return [3]string{"cert-chain.pem", "key.pem", "root-cert.pem"} }
+
 // JSON renders the gRPC xDS bootstrap (GRPC_XDS_BOOTSTRAP).
 func (g *GRPC) JSON() ([]byte, error) {
+	files := GRPCCertFiles()
 	creds := []any{map[string]any{"type": "insecure"}}
 	if !g.Plaintext && !strings.HasPrefix(g.ServerURI, "unix:") {
 		creds = []any{map[string]any{"type": "tls", "config": map[string]any{
@@ -138,9 +143,9 @@ func (g *GRPC) JSON() ([]byte, error) {
 		"xds_servers": []any{map[string]any{"server_uri": g.ServerURI, "channel_creds": creds, "server_features": []any{"xds_v3"}}},
 		"node":        map[string]any{"id": g.Node.ID, "cluster": g.Node.Cluster, "metadata": meta, "locality": map[string]any{}},
 		"certificate_providers": map[string]any{"default": map[string]any{"plugin_name": "file_watcher", "config": map[string]any{
-			"certificate_file":    filepath.Join(g.CertDir, "cert-chain.pem"),
-			"private_key_file":    filepath.Join(g.CertDir, "key.pem"),
-			"ca_certificate_file": filepath.Join(g.CertDir, "root-cert.pem"),
+			"certificate_file":    filepath.Join(g.CertDir, files[0]),
+			"private_key_file":    filepath.Join(g.CertDir, files[1]),
+			"ca_certificate_file": filepath.Join(g.CertDir, files[2]),
 			"refresh_interval":    "900s"}}},
 		"server_listener_resource_name_template": "xds.istio.io/grpc/lds/inbound/%s",
 	}
