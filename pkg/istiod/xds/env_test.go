@@ -2,7 +2,6 @@ package xds_test
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -13,10 +12,6 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
-	networking "istio.io/client-go/pkg/apis/networking/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/file"
@@ -78,37 +73,7 @@ func (e *env) push(t *testing.T, in *model.Inputs) model.Change {
 // replacing those of the same kind and name.
 func (e *env) with(t *testing.T, yaml string) *model.Inputs {
 	t.Helper()
-	objs, errs := file.Parse("test.yaml", []byte(yaml))
-	if len(errs) > 0 {
-		t.Fatal(errors.Join(errs...))
-	}
-	in := *e.in
-	for _, o := range objs {
-		switch v := o.(type) {
-		case *corev1.Service:
-			in.Services = replace(in.Services, v)
-		case *discoveryv1.EndpointSlice:
-			in.EndpointSlices = replace(in.EndpointSlices, v)
-		case *networking.VirtualService:
-			in.VirtualServices = replace(in.VirtualServices, v)
-		case *networking.DestinationRule:
-			in.DestinationRules = replace(in.DestinationRules, v)
-		default:
-			t.Fatalf("with: unsupported %T", o)
-		}
-	}
-	return &in
-}
-
-func replace[T metav1.Object](list []T, o T) []T {
-	out := slices.Clone(list)
-	for i, x := range out {
-		if x.GetNamespace() == o.GetNamespace() && x.GetName() == o.GetName() {
-			out[i] = o
-			return out
-		}
-	}
-	return append(out, o)
+	return xdstest.With(t, e.in, yaml)
 }
 
 func (e *env) sotw(t *testing.T, id string, meta map[string]string) *xdstest.SotW {

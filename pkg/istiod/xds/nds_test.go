@@ -12,25 +12,6 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
 
-const headlessDB = `apiVersion: v1
-kind: Service
-metadata: {name: db, namespace: default}
-spec:
-  clusterIP: None
-  ports: [{name: tcp, port: 5432}]
-`
-
-func dbSlice(ip string) string {
-	return `apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: db-1, namespace: default, labels: {kubernetes.io/service-name: db}}
-addressType: IPv4
-ports: [{name: tcp, port: 5432}]
-endpoints:
-- {addresses: ["` + ip + `"]}
-`
-}
-
 // dbIPs returns the addresses of the headless db service in a name table.
 func dbIPs(t *testing.T, a *anypb.Any) []string {
 	t.Helper()
@@ -47,8 +28,8 @@ func dbIPs(t *testing.T, a *anypb.Any) []string {
 func TestNameTableFollowsHeadlessEndpoints(t *testing.T) {
 	t.Run("sotw", func(t *testing.T) {
 		e := newEnv(t)
-		e.in = e.with(t, headlessDB)
-		e.push(t, e.with(t, dbSlice("127.0.0.61")))
+		e.in = e.with(t, xdstest.HeadlessDB)
+		e.push(t, e.with(t, xdstest.DBSlice("127.0.0.61")))
 		c := e.sotw(t, productpage, nil)
 		for _, typ := range []string{gen.ClusterType, gen.NameTableType} {
 			must(t, c.Request(typ, nil, "", "", nil))
@@ -60,7 +41,7 @@ func TestNameTableFollowsHeadlessEndpoints(t *testing.T) {
 			}
 			must(t, c.Ack(r, nil))
 		}
-		if ch := e.push(t, e.with(t, dbSlice("127.0.0.62"))); ch.Full {
+		if ch := e.push(t, e.with(t, xdstest.DBSlice("127.0.0.62"))); ch.Full {
 			t.Fatal("moving an endpoint was a full change")
 		}
 		r := recv(t, c)
@@ -75,14 +56,14 @@ func TestNameTableFollowsHeadlessEndpoints(t *testing.T) {
 	})
 	t.Run("delta", func(t *testing.T) {
 		e := newEnv(t)
-		e.in = e.with(t, headlessDB)
-		e.push(t, e.with(t, dbSlice("127.0.0.61")))
+		e.in = e.with(t, xdstest.HeadlessDB)
+		e.push(t, e.with(t, xdstest.DBSlice("127.0.0.61")))
 		c := e.delta(t, productpage)
 		for _, typ := range []string{gen.ClusterType, gen.NameTableType} {
 			must(t, c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: typ}))
 			must(t, c.Ack(drecv(t, c)))
 		}
-		e.push(t, e.with(t, dbSlice("127.0.0.62")))
+		e.push(t, e.with(t, xdstest.DBSlice("127.0.0.62")))
 		r := drecv(t, c)
 		if r.GetTypeUrl() != gen.NameTableType || len(r.GetResources()) != 1 {
 			t.Fatalf("got %s with %d resources, want one NDS", gen.ShortName(r.GetTypeUrl()), len(r.GetResources()))

@@ -1,17 +1,11 @@
 package gen_test
 
 import (
-	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
-
-	networking "istio.io/client-go/pkg/apis/networking/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/file"
@@ -30,67 +24,9 @@ func sampleInputs(t testing.TB, yaml ...string) *model.Inputs {
 	}
 	in := r.Inputs()
 	for _, y := range yaml {
-		in = with(t, in, y)
+		in = xdstest.With(t, in, y)
 	}
 	return in
-}
-
-// with returns in with the objects of yaml added or replacing those of the
-// same kind and name; the other objects keep their pointers.
-func with(t testing.TB, in *model.Inputs, yaml string) *model.Inputs {
-	t.Helper()
-	objs, errs := file.Parse("test.yaml", []byte(yaml))
-	if len(errs) > 0 {
-		t.Fatal(errors.Join(errs...))
-	}
-	out := *in
-	for _, o := range objs {
-		switch v := o.(type) {
-		case *corev1.Service:
-			out.Services = replace(out.Services, v)
-		case *discoveryv1.EndpointSlice:
-			out.EndpointSlices = replace(out.EndpointSlices, v)
-		case *networking.ServiceEntry:
-			out.ServiceEntries = replace(out.ServiceEntries, v)
-		case *networking.WorkloadEntry:
-			out.WorkloadEntries = replace(out.WorkloadEntries, v)
-		default:
-			t.Fatalf("with: unsupported %T", o)
-		}
-	}
-	return &out
-}
-
-func replace[T metav1.Object](list []T, o T) []T {
-	out := slices.Clone(list)
-	for i, x := range out {
-		if x.GetNamespace() == o.GetNamespace() && x.GetName() == o.GetName() {
-			out[i] = o
-			return out
-		}
-	}
-	return append(out, o)
-}
-
-const dbHost = "db.default.svc.cluster.local"
-
-const headlessDB = `apiVersion: v1
-kind: Service
-metadata: {name: db, namespace: default}
-spec:
-  clusterIP: None
-  ports: [{name: tcp, port: 5432}]
-`
-
-func dbSlice(ip string) string {
-	return `apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: db-1, namespace: default, labels: {kubernetes.io/service-name: db}}
-addressType: IPv4
-ports: [{name: tcp, port: 5432}]
-endpoints:
-- {addresses: ["` + ip + `"]}
-`
 }
 
 const legacyEntry = `apiVersion: networking.istio.io/v1
@@ -134,7 +70,7 @@ func TestInheritAcrossEndpointChange(t *testing.T) {
 		host         string
 		rebuilt      []string // the types built from the changed endpoints
 	}{
-		{"headless service endpoints", []string{headlessDB, dbSlice("127.0.0.61")}, []string{dbSlice("127.0.0.62")}, dbHost,
+		{"headless service endpoints", []string{xdstest.HeadlessDB, xdstest.DBSlice("127.0.0.61")}, []string{xdstest.DBSlice("127.0.0.62")}, xdstest.DBHost,
 			[]string{gen.EndpointType, gen.NameTableType}},
 		{"workload entry of a DNS service entry", []string{legacyEntry, legacyWorkload("10.0.0.1")}, []string{legacyWorkload("10.0.0.2")}, "legacy.example.com",
 			[]string{gen.ClusterType}},
@@ -145,7 +81,7 @@ func TestInheritAcrossEndpointChange(t *testing.T) {
 			in := sampleInputs(t, tc.base...)
 			next := in
 			for _, y := range tc.change {
-				next = with(t, next, y)
+				next = xdstest.With(t, next, y)
 			}
 			p := proxyFor(t, proxies[0])
 			prev := model.BuildPushContext(in, "1")
@@ -181,18 +117,18 @@ func TestInheritAcrossEndpointChange(t *testing.T) {
 // TestNameTableFollowsHeadlessEndpoints checks the name table lists a
 // headless service's endpoint addresses after an endpoint-only change.
 func TestNameTableFollowsHeadlessEndpoints(t *testing.T) {
-	in := sampleInputs(t, headlessDB, dbSlice("127.0.0.61"))
+	in := sampleInputs(t, xdstest.HeadlessDB, xdstest.DBSlice("127.0.0.61"))
 	p := proxyFor(t, proxies[0])
 	pc := model.BuildPushContext(in, "1")
-	if got := nameTableIPs(t, pc, p, dbHost); !slices.Equal(got, []string{"127.0.0.61"}) {
+	if got := nameTableIPs(t, pc, p, xdstest.DBHost); !slices.Equal(got, []string{"127.0.0.61"}) {
 		t.Fatalf("db in the name table: %v, want [127.0.0.61]", got)
 	}
 	for i, ip := range []string{"127.0.0.62", "127.0.0.63"} {
-		in = with(t, in, dbSlice(ip))
+		in = xdstest.With(t, in, xdstest.DBSlice(ip))
 		prev := pc
 		pc = model.Rebuild(prev, in, strconv.Itoa(i+2))
 		pc.Inherit(prev, pc.Diff(prev))
-		if got := nameTableIPs(t, pc, p, dbHost); !slices.Equal(got, []string{ip}) {
+		if got := nameTableIPs(t, pc, p, xdstest.DBHost); !slices.Equal(got, []string{ip}) {
 			t.Fatalf("db in the name table after its endpoints moved: %v, want [%s]", got, ip)
 		}
 	}
