@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/istioctl/proxyview"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 const (
@@ -65,9 +65,9 @@ func TestViewsOfARealProxy(t *testing.T) {
 	}
 
 	c := &proxyview.Client{Istiod: "http://" + d.Addr("debug")}
+	// istiod records the ACKs asynchronously: wait until it has both.
 	var table string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	polltest.Wait(polltest.Timeout, func() bool {
 		streams, err := c.Status(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -75,11 +75,8 @@ func TestViewsOfARealProxy(t *testing.T) {
 		var b strings.Builder
 		proxyview.WriteStatus(&b, streams, "istiod-test", "skiff")
 		table = b.String()
-		if strings.Contains(table, "SYNCED") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.Count(table, "SYNCED") >= 2
+	})
 	lines := strings.Split(strings.TrimSpace(table), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[0], "ECDS") {
 		t.Fatalf("proxy-status table:\n%s", table)
