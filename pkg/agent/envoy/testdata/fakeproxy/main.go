@@ -53,9 +53,10 @@ func main() {
 		record("drain %s %s", r.Method, r.URL.RawQuery)
 	})
 	go func() { _ = http.Serve(ln, nil) }()
-	record("ready")
+	// Handle signals before saying ready: a test signals as soon as it reads "ready".
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
+	record("ready")
 	for s := range sigs {
 		record("signal %s", s)
 		if s == syscall.SIGTERM {
