@@ -16,6 +16,7 @@ import (
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/origdst"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 // pod is a "pod" namespace joined by a veth to a "peer" namespace that has
@@ -47,12 +48,18 @@ func listen(t *testing.T, ns *netnstest.NS, addr string) *listener {
 	t.Helper()
 	l := &listener{conn: make(chan netip.AddrPort, 8)}
 	ns.Do(t, func() error {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return err
-		}
-		l.ln = ln.(*net.TCPListener)
-		return nil
+		// Right after the validation probe, binding its port has failed
+		// with EADDRINUSE about once in 30 runs, though ss then shows no
+		// socket on it: wait for the port rather than fail.
+		var err error
+		polltest.Wait(5*time.Second, func() bool {
+			var ln net.Listener
+			if ln, err = net.Listen("tcp", addr); err == nil {
+				l.ln = ln.(*net.TCPListener)
+			}
+			return !errors.Is(err, syscall.EADDRINUSE)
+		})
+		return err
 	})
 	t.Cleanup(func() { l.ln.Close() })
 	go func() {

@@ -41,6 +41,9 @@ func Probe(ctx context.Context, p *Policy, probePort uint16, timeout time.Durati
 			if err != nil {
 				return
 			}
+			// Reset, not FIN: a closing connection would hold the capture
+			// port (FIN_WAIT, TIME_WAIT) that the proxy binds next.
+			_ = c.SetLinger(0)
 			defer c.Close()
 			dst, err := origdst.Of(c)
 			if err == nil && dst.Port() != probePort {
