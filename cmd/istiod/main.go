@@ -28,7 +28,7 @@ func main() {
 	}
 	log := slog.New(logflags.NewHandler(os.Stderr, f.LogLevel, f.LogJSON))
 	if len(f.Unapplied) > 0 {
-		log.Info("accepted Istio arguments that do not apply to Skiff's istiod", "args", f.Unapplied)
+		log.Warn("accepted Istio arguments that Skiff's istiod does not honour", "args", f.Unapplied)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -92,7 +92,7 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	fs.DurationVar(&c.Keepalive.Timeout, "keepaliveTimeout", c.Keepalive.Timeout, "close a connection whose ping is not answered in this time")
 	fs.DurationVar(&c.Keepalive.MaxConnectionAge, "keepaliveMaxServerConnectionAge", c.Keepalive.MaxConnectionAge,
 		"close xDS connections this old so proxies rebalance over istiod replicas (0: never)")
-	domain := fs.String("domain", model.DefaultDomain, "the cluster's DNS domain (only cluster.local is supported)")
+	domain := fs.String("domain", model.DefaultDomain, "the cluster's DNS domain (only cluster.local is supported; another is reported, not honoured)")
 	for _, cf := range compatFlags {
 		fs.String(cf.name, cf.value, "accepted for compatibility: "+cf.usage)
 	}
@@ -122,7 +122,8 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 		}
 	})
 	if *domain != model.DefaultDomain {
-		return f, fmt.Errorf("--domain %q: only %s is supported", *domain, model.DefaultDomain)
+		// Never exit on an Istio argument: serve, and say what is not honoured.
+		f.Unapplied = append(f.Unapplied, fmt.Sprintf("--domain=%s (only %s is supported: names are served under it)", *domain, model.DefaultDomain))
 	}
 	// Istio's chart sets KUBECONFIG to a remote cluster's config that is
 	// mounted only for an external control plane; without the file, istiod

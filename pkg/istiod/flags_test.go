@@ -85,8 +85,11 @@ func TestIstioChartArguments(t *testing.T) {
 		t.Errorf("KUBECONFIG without a file: kubeconfig %q in-cluster %v", f.Config.Kubeconfig, f.Config.InCluster)
 	}
 
+	f, err = istiod.ParseFlags([]string{"--config-dir", "x", "--domain=example.org"}, getenv(nil), io.Discard)
+	if err != nil || !strings.Contains(strings.Join(f.Unapplied, " "), "--domain=example.org (only cluster.local") {
+		t.Errorf("--domain=example.org: %v, unapplied %q; want it accepted and reported", err, f.Unapplied)
+	}
 	for _, tt := range []struct{ arg, want string }{
-		{"--domain=example.org", `--domain "example.org"`},
 		{"--log_output_level=default:loud", `--log_output_level "default:loud"`},
 		{"--keepaliveMaxServerConnectionAge=soon", "keepaliveMaxServerConnectionAge"},
 	} {
