@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	discoveryv1 "k8s.io/api/discovery/v1"
-
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/file"
 )
@@ -28,17 +26,9 @@ func TestRebuild(t *testing.T) {
 	in := sample(t)
 	prev := model.BuildPushContext(in, "1")
 
-	next := *in
-	next.EndpointSlices = slices.Clone(in.EndpointSlices)
-	for i, sl := range next.EndpointSlices {
-		if sl.Name == "ratings-x1" {
-			c := sl.DeepCopy()
-			c.Endpoints = append(c.Endpoints, discoveryv1.Endpoint{Addresses: []string{"127.0.0.23"}})
-			next.EndpointSlices[i] = c
-		}
-	}
-	re := model.Rebuild(prev, &next, "2")
-	scratch := model.BuildPushContext(&next, "2")
+	next := movedRatings(t, in)
+	re := model.Rebuild(prev, next, "2")
+	scratch := model.BuildPushContext(next, "2")
 	if !reflect.DeepEqual(re.Endpoints, scratch.Endpoints) || !reflect.DeepEqual(re.EndpointHash, scratch.EndpointHash) || re.ConfigHash != scratch.ConfigHash {
 		t.Fatal("rebuild differs from a build from scratch")
 	}
@@ -54,7 +44,7 @@ func TestRebuild(t *testing.T) {
 	}
 
 	// A configuration change rebuilds everything.
-	cfg := next
+	cfg := *next
 	cfg.VirtualServices = slices.Clone(in.VirtualServices[:1])
 	if c := model.Rebuild(re, &cfg, "3").Diff(re); !c.Full {
 		t.Fatalf("dropping a VirtualService: %+v, want a full change", c)
