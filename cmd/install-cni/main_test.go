@@ -108,8 +108,8 @@ func TestSIGTERMRemovesEverything(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("exit after SIGTERM: %v", err)
 	}
-	if b, _ := os.ReadFile(conf); strings.Contains(string(b), `"istio-cni"`) {
-		t.Errorf("entry left after SIGTERM:\n%s", b)
+	if b, _ := os.ReadFile(conf); string(b) != files["net.d/10-k8s.conflist"] {
+		t.Errorf("the conflist is not as found after SIGTERM:\n%s", b)
 	}
 	for _, p := range []string{"bin/istio-cni", "run/istio-cni-kubeconfig"} {
 		if _, err := os.Stat(filepath.Join(d, p)); !os.IsNotExist(err) {

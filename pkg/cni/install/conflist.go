@@ -5,6 +5,7 @@
 package install
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,40 +112,78 @@ func normalise(v any) any {
 	return out
 }
 
-// Insert returns the configuration with every copy of our entry removed and
-// entry appended last, as a conflist.
+// Insert returns the configuration as a conflist with every copy of our
+// entry removed and entry appended last. It edits the text: every byte
+// outside our entry stays as it was, so Remove gives back a conflist
+// exactly as it was before Insert.
 func Insert(data []byte, entry cni.Config) ([]byte, error) {
-	c, err := parseConf(data)
+	list, err := asList(data)
 	if err != nil {
 		return nil, err
 	}
-	plugins := slices.DeleteFunc(slices.Clone(c.plugins()), isOurs)
-	c["plugins"] = append(plugins, entry)
-	return marshal(c)
+	if list, _, err = Remove(list); err != nil {
+		return nil, err
+	}
+	l, err := scan(list)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(entry)
+	if err != nil {
+		return nil, fmt.Errorf("encode our entry: %w", err)
+	}
+	return l.appendPlugin(list, raw)
 }
 
-// Remove returns the configuration without our entry, and whether it had one.
+// Remove returns the configuration without any copy of our entry, and
+// whether it had one. Only our entries and their separators are cut; the
+// rest of the bytes are left as they were.
 func Remove(data []byte) ([]byte, bool, error) {
-	c, err := parseConf(data)
-	if err != nil {
-		return nil, false, err
+	had := false
+	for {
+		l, err := scan(data)
+		if err != nil {
+			return nil, false, fmt.Errorf("parse CNI configuration: %w", err)
+		}
+		k := slices.IndexFunc(l.plugins, func(s span) bool { return pluginType(data[s.start:s.end]) == PluginType })
+		if k < 0 {
+			return data, had, nil
+		}
+		data, had = l.cut(data, k), true
 	}
-	before := len(c.plugins())
-	plugins := slices.DeleteFunc(slices.Clone(c.plugins()), isOurs)
-	if len(plugins) == before {
-		return data, false, nil
-	}
-	c["plugins"] = plugins
-	out, err := marshal(c)
-	return out, true, err
 }
 
-func marshal(c conflist) ([]byte, error) {
-	b, err := json.MarshalIndent(c, "", "  ")
+// asList returns a conflist as it is, and a single network configuration
+// (.conf) as a conflist of one plugin: its cniVersion and name move to the
+// list, its other keys stay in their order.
+func asList(data []byte) ([]byte, error) {
+	l, err := scan(data)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("parse CNI configuration: %w", err)
 	}
-	return append(b, '\n'), nil
+	if l.hasPlugins {
+		return data, nil
+	}
+	if !slices.ContainsFunc(l.members, func(m member) bool { return m.key == "type" }) {
+		return nil, errors.New(`CNI configuration has neither "plugins" nor "type"`)
+	}
+	var top, plugin []string
+	for _, m := range l.members {
+		k, _ := json.Marshal(m.key)
+		kv := string(k) + ":" + string(data[m.value.start:m.value.end])
+		if m.key == "cniVersion" || m.key == "name" {
+			top = append(top, kv)
+		} else {
+			plugin = append(plugin, kv)
+		}
+	}
+	compact := "{" + strings.Join(append(top, `"plugins":[{`+strings.Join(plugin, ",")+"}]"), ",") + "}"
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(compact), "", "  "); err != nil {
+		return nil, fmt.Errorf("convert to a conflist: %w", err)
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
 }
 
 // ConflistPath is where a configuration file's conflist form lives: a .conf

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -241,7 +242,11 @@ func (in *Installer) installEntry() error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	dst := ConflistPath(path)
-	if err := writeAtomic(dst, out, 0o644); err != nil {
+	mode := fileMode(path)
+	if err := in.recordOrigin(path, data, mode, dst, out); err != nil {
+		return err
+	}
+	if err := writeAtomic(dst, out, mode); err != nil {
 		return err
 	}
 	if dst != path {
@@ -257,21 +262,24 @@ func (in *Installer) installEntry() error {
 	return nil
 }
 
-// Uninstall removes our conflist entry, the binary and the kubeconfig.
+// Uninstall removes our conflist entry, the binary and the kubeconfig. The
+// node's CNI configuration is left as the installer found it, byte for
+// byte, when nobody else changed it meanwhile; otherwise only our entry is
+// cut from it.
 func (in *Installer) Uninstall() error {
 	var errs []error
+	o, recorded := in.loadOrigin()
+	var paths []string
 	if path, err := FindConfFile(in.cfg.NetDir); err == nil {
-		if data, err := os.ReadFile(path); err == nil {
-			out, had, err := Remove(data)
-			switch {
-			case err != nil:
-				errs = append(errs, fmt.Errorf("%s: %w", path, err))
-			case had:
-				errs = append(errs, writeAtomic(path, out, 0o644))
-			}
-		}
+		paths = append(paths, path)
 	}
-	for _, p := range []string{filepath.Join(in.cfg.BinDir, PluginType), filepath.Join(in.cfg.AgentRunDir, cni.KubeconfigName)} {
+	if recorded && !slices.Contains(paths, o.Conflist) {
+		paths = append(paths, o.Conflist)
+	}
+	for _, p := range paths {
+		errs = append(errs, in.unchain(p, o, recorded))
+	}
+	for _, p := range []string{filepath.Join(in.cfg.BinDir, PluginType), filepath.Join(in.cfg.AgentRunDir, cni.KubeconfigName), in.originPath()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
