@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -42,11 +44,17 @@ const namespace = "istio-system"
 // template` does, and returns its objects in install order.
 func render(t testing.TB, chart string, values map[string]any) []*unstructured.Unstructured {
 	t.Helper()
+	return renderRelease(t, chart, values, chartutil.ReleaseOptions{Name: chart, Namespace: namespace, IsInstall: true, Revision: 1})
+}
+
+// renderRelease is render for a release of its own (an upgrade).
+func renderRelease(t testing.TB, chart string, values map[string]any, rel chartutil.ReleaseOptions) []*unstructured.Unstructured {
+	t.Helper()
 	ch, err := loader.LoadDir(filepath.Join("charts", chart))
 	if err != nil {
 		t.Fatalf("load chart %s: %v", chart, err)
 	}
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: chart, Namespace: namespace, IsInstall: true, Revision: 1}, chartutil.DefaultCapabilities)
+	vals, err := chartutil.ToRenderValues(ch, values, rel, chartutil.DefaultCapabilities)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,6 +327,101 @@ func TestChartsApplyToAPIServer(t *testing.T) {
 			}
 			if _, err := res.Create(ctx, o, opts); err != nil {
 				t.Errorf("%s: %s %s refused: %v", chart, gvk.Kind, o.GetName(), err)
+			}
+		}
+	}
+}
+
+// TestWebhookConfigurationsForPatching: the webhook configurations carry
+// what istiod's webhook.ConfigurationPatcher selects on (istio.io/rev) and
+// no caBundle unless one is given; validation starts failing open on
+// install, as Istio's chart, and istiod switches it to Fail.
+func TestWebhookConfigurationsForPatching(t *testing.T) {
+	install := chartutil.ReleaseOptions{Name: "istiod", Namespace: namespace, IsInstall: true, Revision: 1}
+	upgrade := chartutil.ReleaseOptions{Name: "istiod", Namespace: namespace, IsUpgrade: true, Revision: 2}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		rel    chartutil.ReleaseOptions
+		rev    string
+		policy string // "" when the chart leaves failurePolicy out
+		ca     bool
+	}{
+		{name: "install", rel: install, rev: "default", policy: "Ignore"},
+		{name: "upgrade", rel: upgrade, rev: "default", policy: ""},
+		{name: "canary", values: map[string]any{"revision": "canary"}, rel: install, rev: "canary", policy: "Ignore"},
+		{name: "policy given", values: map[string]any{"pilot": map[string]any{"validationFailurePolicy": "Fail"}}, rel: install, rev: "default", policy: "Fail"},
+		{name: "caBundle given", values: map[string]any{"webhooks": map[string]any{"caBundle": "cm9vdA=="}}, rel: install, rev: "default", policy: "Fail", ca: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := renderRelease(t, "istiod", tc.values, tc.rel)
+			var mw admissionregv1.MutatingWebhookConfiguration
+			find(t, objs, "MutatingWebhookConfiguration", "", &mw)
+			var vw admissionregv1.ValidatingWebhookConfiguration
+			find(t, objs, "ValidatingWebhookConfiguration", "", &vw)
+			suffix := ""
+			if tc.rev != "default" {
+				suffix = "-" + tc.rev
+			}
+			if want := "istio-validator" + suffix + "-" + namespace; vw.Name != want {
+				t.Errorf("validating configuration %q, want %q", vw.Name, want)
+			}
+			for _, l := range []map[string]string{mw.Labels, vw.Labels} {
+				if l[webhook.LabelRevision] != tc.rev {
+					t.Errorf("labels %v, want istio.io/rev=%s", l, tc.rev)
+				}
+			}
+			for _, wh := range mw.Webhooks {
+				if !strings.HasSuffix(wh.Name, webhook.InjectionWebhookSuffix) {
+					t.Errorf("injection webhook %s: the patcher only patches names ending in %s", wh.Name, webhook.InjectionWebhookSuffix)
+				}
+				if (len(wh.ClientConfig.CABundle) > 0) != tc.ca {
+					t.Errorf("injection webhook %s: caBundle %q", wh.Name, wh.ClientConfig.CABundle)
+				}
+			}
+			for _, wh := range vw.Webhooks {
+				if (len(wh.ClientConfig.CABundle) > 0) != tc.ca {
+					t.Errorf("validation webhook %s: caBundle %q", wh.Name, wh.ClientConfig.CABundle)
+				}
+				got := ""
+				if wh.FailurePolicy != nil {
+					got = string(*wh.FailurePolicy)
+				}
+				if got != tc.policy {
+					t.Errorf("validation webhook %s: failurePolicy %q, want %q", wh.Name, got, tc.policy)
+				}
+				if s := wh.ClientConfig.Service; s == nil || s.Name != "istiod"+suffix || s.Port == nil || *s.Port != 443 || s.Path == nil || *s.Path != "/validate" {
+					t.Errorf("validation webhook %s: service %+v, want istiod%s:443/validate", wh.Name, s, suffix)
+				}
+			}
+			var svc corev1.Service
+			find(t, objs, "Service", "istiod"+suffix, &svc)
+			ports := map[int32]int{}
+			for _, p := range svc.Spec.Ports {
+				ports[p.Port] = p.TargetPort.IntValue()
+			}
+			for port, target := range map[int32]int{15010: 0, 15012: 0, 443: 15017, 15014: 0} {
+				if got, ok := ports[port]; !ok || got != target {
+					t.Errorf("service port %d: target %d (present %v), want %d", port, got, ok, target)
+				}
+			}
+		})
+	}
+}
+
+// TestRBACAllowsPatching: istiod's ClusterRole lets it watch and patch the
+// webhook configurations.
+func TestRBACAllowsPatching(t *testing.T) {
+	var cr rbacv1.ClusterRole
+	find(t, render(t, "istiod", nil), "ClusterRole", "istiod-"+namespace, &cr)
+	for _, res := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
+		for _, verb := range []string{"get", "list", "watch", "update", "patch"} {
+			ok := false
+			for _, r := range cr.Rules {
+				ok = ok || (slices.Contains(r.APIGroups, "admissionregistration.k8s.io") && slices.Contains(r.Resources, res) && slices.Contains(r.Verbs, verb))
+			}
+			if !ok {
+				t.Errorf("ClusterRole %s: no %s on %s", cr.Name, verb, res)
 			}
 		}
 	}
