@@ -45,15 +45,18 @@ type Config struct {
 	NeverInjectSelector []metav1.LabelSelector `json:"neverInjectSelector,omitempty"`
 	// InjectedAnnotations are added to every injected pod.
 	InjectedAnnotations map[string]string `json:"injectedAnnotations,omitempty"`
-	// Templates holds the injection templates by name; Skiff renders the
-	// one named "sidecar".
+	// Templates holds the injection templates by name: "sidecar" and the
+	// others the chart ships (grpc-agent, grpc-simple) or the user adds.
 	Templates map[string]string `json:"templates,omitempty"`
-	// Template is the older single-template form, used when Templates has
-	// no "sidecar" entry.
+	// Template is the older single-template form, used as "sidecar" when
+	// Templates has no "sidecar" entry.
 	Template string `json:"template,omitempty"`
-	// DefaultTemplates is accepted for compatibility; only ["sidecar"] is supported.
+	// DefaultTemplates are the templates of pods without the
+	// inject.istio.io/templates annotation, merged in order; empty means
+	// ["sidecar"].
 	DefaultTemplates []string `json:"defaultTemplates,omitempty"`
-	// Aliases is accepted for compatibility and ignored.
+	// Aliases name lists of templates: a pod (or DefaultTemplates) asking
+	// for an alias gets its templates, in order.
 	Aliases map[string][]string `json:"aliases,omitempty"`
 
 	// Values are the chart values the template reads as .Values, merged
@@ -61,8 +64,16 @@ type Config struct {
 	Values map[string]any `json:"-"`
 }
 
-// SidecarTemplate is the name of the template Skiff renders.
+// SidecarTemplate is the name of the default template.
 const SidecarTemplate = "sidecar"
+
+// chartTemplates are the injection templates the istiod chart ships, by
+// name, with their files in the embedded chart.
+var chartTemplates = map[string]string{
+	SidecarTemplate: manifests.InjectionTemplatePath,
+	"grpc-agent":    "charts/istiod/files/grpc-agent.yaml",
+	"grpc-simple":   "charts/istiod/files/grpc-simple.yaml",
+}
 
 // template returns the sidecar template text.
 func (c *Config) template() string {
@@ -95,22 +106,27 @@ func DefaultTemplate() (string, error) {
 }
 
 // DefaultConfig is the configuration the istiod chart installs: its
-// template and values, policy from the values.
+// templates and values, policy from the values.
 func DefaultConfig() (Config, error) {
-	tmpl, err := DefaultTemplate()
-	if err != nil {
-		return Config{}, err
+	tmpls := make(map[string]string, len(chartTemplates))
+	for name, path := range chartTemplates {
+		b, err := manifests.ReadFile(path)
+		if err != nil {
+			return Config{}, err
+		}
+		tmpls[name] = string(b)
 	}
 	vals, err := DefaultValues()
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Templates: map[string]string{SidecarTemplate: tmpl}, Values: vals}, nil
+	return Config{Templates: tmpls, Values: vals}, nil
 }
 
 // ParseConfig reads the istio-sidecar-injector ConfigMap's two keys: config
 // (YAML) and values (JSON or YAML). Either may be empty: a missing config
-// uses the chart's template, missing values the chart's values. Values are
+// uses the chart's templates, missing values the chart's values; a config
+// without a sidecar template gets the chart's. Values are
 // merged over the chart's defaults, so a ConfigMap may set only what it
 // changes. Unknown keys in config are errors.
 func ParseConfig(config, values []byte) (Config, error) {

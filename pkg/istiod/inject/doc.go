@@ -2,14 +2,22 @@
 // a sidecar (Istio's policy: the sidecar.istio.io/inject label or
 // annotation, hostNetwork, already-injected pods, the policy and selectors
 // of the injector's configuration) and, if so, renders the injection
-// template (text/template, a file users can change, with values from the
-// istio-sidecar-injector ConfigMap) and merges the result into the pod:
-// istio-init (or istio-validation with the CNI plugin) running istio-iptables
-// with the flags the traffic annotations ask for, istio-proxy running
-// pilot-agent with the environment it reads, the app's probes rewritten to
-// the agent's /app-health endpoints, the volumes, and the
-// sidecar.istio.io/status annotation.
+// templates (text/template files users can change, with values from the
+// istio-sidecar-injector ConfigMap) and merges the result into the pod.
+//
+// The templates are the ones the pod names in inject.istio.io/templates
+// (comma-separated, through the configuration's aliases) or else the
+// configuration's defaultTemplates ([sidecar]); each is rendered and a
+// later one's fields are merged over an earlier one's. The chart ships
+// "sidecar": istio-init (or istio-validation with the CNI plugin) running
+// istio-iptables with the flags the traffic annotations ask for, istio-proxy
+// running pilot-agent with the environment it reads, the app's probes
+// rewritten to the agent's /app-health endpoints, the volumes and the
+// sidecar.istio.io/status annotation; "grpc-agent": pilot-agent without
+// Envoy serving proxyless gRPC apps its xDS bootstrap and certificates; and
+// "grpc-simple": a bootstrap pointing the apps straight at istiod.
 //
 // The admission webhook (pkg/istiod/webhook) and istioctl kube-inject use
-// the same Injector.
+// the same Injector; package configmap keeps one in step with the
+// ConfigMap through the API server.
 package inject

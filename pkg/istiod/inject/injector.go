@@ -7,7 +7,6 @@ import (
 	"maps"
 	"strings"
 	"sync/atomic"
-	"text/template"
 
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
@@ -15,9 +14,9 @@ import (
 
 // compiled is a checked configuration, swapped atomically by Update.
 type compiled struct {
-	cfg      Config
-	settings *settings
-	tmpl     *template.Template
+	cfg       Config
+	settings  *settings
+	templates *templateSet
 }
 
 // Injector injects sidecars into pods. It is safe for concurrent use; the
@@ -46,11 +45,11 @@ func (in *Injector) Update(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	t, err := parseTemplate(cfg.template())
+	ts, err := compileTemplates(&cfg)
 	if err != nil {
 		return err
 	}
-	in.cur.Store(&compiled{cfg: cfg, settings: s, tmpl: t})
+	in.cur.Store(&compiled{cfg: cfg, settings: s, templates: ts})
 	return nil
 }
 
@@ -98,6 +97,10 @@ func (in *Injector) Inject(pod *corev1.Pod, namespace string) (*Result, error) {
 // inject renders the template for pod and merges it in place.
 func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 	s := c.settings
+	names, err := c.templates.forPod(pod)
+	if err != nil {
+		return err
+	}
 	pc, err := proxyConfig(pod, s.proxyConfig)
 	if err != nil {
 		return err
@@ -162,7 +165,7 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 		ProxyImage: img, InitImage: s.initImage, CAAddress: s.caAddress,
 		Readiness: ready, ProxyResources: res,
 	}
-	js, err := render(c.tmpl, data)
+	js, err := c.templates.render(names, data)
 	if err != nil {
 		return err
 	}
@@ -170,7 +173,11 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 	if err != nil {
 		return err
 	}
-	rewriteProbes(&pod.Spec, rewrites, status)
+	// A template may turn probe rewriting off (grpc-agent does: no Envoy
+	// owns the pod's traffic), as Istio rewrites after rendering.
+	if on, known := parseInject(pod.Annotations[annotation.SidecarRewriteAppHTTPProbers.Name]); on || !known {
+		rewriteProbes(&pod.Spec, rewrites, status)
+	}
 	st.Revision = s.revision
 	for _, k := range sortedKeys(c.cfg.InjectedAnnotations) {
 		pod.Annotations[k] = c.cfg.InjectedAnnotations[k]

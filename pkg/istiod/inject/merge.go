@@ -51,63 +51,103 @@ func parseFragment(js []byte) (*fragment, []corev1.Container, []corev1.Container
 	return &f, spec.InitContainers, spec.Containers, spec.Volumes, nil
 }
 
-// overlay merges the pod's own container of the same name over a template
-// container (strategic merge, as kubectl would): the way users tune
-// istio-proxy. An image of "auto" or "" keeps the template's image.
+// overlay merges a template container with the pod's own container of the
+// same name, as Istio does: the template strategically merged over the
+// pod's container, then the pod's container over that, so the pod's own
+// settings win (the way users tune istio-proxy) and lists keyed by name
+// keep the pod's entries first. An image of "auto" or "" keeps the
+// template's image.
 func overlay(tmpl, user corev1.Container) (corev1.Container, error) {
+	own, err := json.Marshal(user)
+	if err != nil {
+		return tmpl, err
+	}
 	if user.Image == "auto" {
 		user.Image = ""
 	}
-	base, err := json.Marshal(tmpl)
+	patch, err := json.Marshal(tmpl)
 	if err != nil {
 		return tmpl, err
 	}
-	patch, err := json.Marshal(user)
+	again, err := json.Marshal(user)
 	if err != nil {
 		return tmpl, err
 	}
-	merged, err := strategicpatch.StrategicMergePatch(base, patch, corev1.Container{})
+	merged, err := strategicpatch.StrategicMergePatch(own, patch, corev1.Container{})
+	if err == nil {
+		merged, err = strategicpatch.StrategicMergePatch(merged, again, corev1.Container{})
+	}
 	if err != nil {
-		return tmpl, fmt.Errorf("merge the pod's container %s over the template's: %w", user.Name, err)
+		return tmpl, fmt.Errorf("merge the pod's container %s with the template's: %w", user.Name, err)
 	}
 	var out corev1.Container
 	if err := json.Unmarshal(merged, &out); err != nil {
-		return tmpl, fmt.Errorf("merge the pod's container %s over the template's: %w", user.Name, err)
+		return tmpl, fmt.Errorf("merge the pod's container %s with the template's: %w", user.Name, err)
 	}
 	return out, nil
 }
 
-// mergeContainers places the template's containers (overlaid by the pod's
-// same-named ones) before or after the pod's others.
+// mergeContainers merges the template's containers into the pod's: one
+// named like a pod's container is overlaid on it, the others are added.
+// With tmplFirst (init containers) the template's come first, in the
+// template's order; otherwise the pod's stay where they are and the new
+// ones follow. It also returns the template's container names.
 func mergeContainers(pod, tmpl []corev1.Container, tmplFirst bool) ([]corev1.Container, []string, error) {
-	var rest []corev1.Container
 	byName := map[string]corev1.Container{}
 	for _, c := range pod {
 		byName[c.Name] = c
 	}
-	var added []corev1.Container
+	merged := map[string]corev1.Container{}
 	var names []string
-	taken := map[string]bool{}
 	for _, t := range tmpl {
 		if u, ok := byName[t.Name]; ok {
 			var err error
 			if t, err = overlay(t, u); err != nil {
 				return nil, nil, err
 			}
-			taken[t.Name] = true
 		}
-		added = append(added, t)
+		merged[t.Name] = t
 		names = append(names, t.Name)
 	}
+	var out []corev1.Container
+	if tmplFirst {
+		for _, n := range names {
+			out = append(out, merged[n])
+		}
+		for _, c := range pod {
+			if _, ok := merged[c.Name]; !ok {
+				out = append(out, c)
+			}
+		}
+		return out, names, nil
+	}
 	for _, c := range pod {
-		if !taken[c.Name] {
-			rest = append(rest, c)
+		if m, ok := merged[c.Name]; ok {
+			c = m
+		}
+		out = append(out, c)
+	}
+	for _, n := range names {
+		if _, ok := byName[n]; !ok {
+			out = append(out, merged[n])
 		}
 	}
-	if tmplFirst {
-		return append(added, rest...), names, nil
+	return out, names, nil
+}
+
+// moveContainer puts the container called name first or last.
+func moveContainer(cs []corev1.Container, name string, first bool) []corev1.Container {
+	for i, c := range cs {
+		if c.Name != name {
+			continue
+		}
+		rest := append(append([]corev1.Container{}, cs[:i]...), cs[i+1:]...)
+		if first {
+			return append([]corev1.Container{c}, rest...)
+		}
+		return append(rest, c)
 	}
-	return append(rest, added...), names, nil
+	return cs
 }
 
 // apply merges a rendered fragment into pod (a copy owned by the caller)
@@ -121,9 +161,12 @@ func apply(pod *corev1.Pod, js []byte, hold bool) (*injected, error) {
 	if pod.Spec.InitContainers, st.InitContainers, err = mergeContainers(pod.Spec.InitContainers, inits, true); err != nil {
 		return nil, err
 	}
-	if pod.Spec.Containers, st.Containers, err = mergeContainers(pod.Spec.Containers, containers, hold); err != nil {
+	if pod.Spec.Containers, st.Containers, err = mergeContainers(pod.Spec.Containers, containers, false); err != nil {
 		return nil, err
 	}
+	// The proxy goes last, so kubectl exec and logs default to the app, or
+	// first when the app waits for it (Istio orders them the same way).
+	pod.Spec.Containers = moveContainer(pod.Spec.Containers, "istio-proxy", hold)
 	have := map[string]bool{}
 	for _, v := range pod.Spec.Volumes {
 		have[v.Name] = true

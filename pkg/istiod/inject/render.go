@@ -133,13 +133,13 @@ var funcs = template.FuncMap{
 	"lower":    strings.ToLower,
 }
 
-// parseTemplate compiles an injection template. Missing map keys are
-// errors, so a typo in a values path fails loudly instead of rendering
-// "<no value>".
-func parseTemplate(text string) (*template.Template, error) {
-	t, err := template.New(SidecarTemplate).Funcs(funcs).Option("missingkey=error").Parse(text)
+// parseTemplate compiles the injection template called name. Missing map
+// keys are errors, so a typo in a values path fails loudly instead of
+// rendering "<no value>".
+func parseTemplate(name, text string) (*template.Template, error) {
+	t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(text)
 	if err != nil {
-		return nil, fmt.Errorf("injection template: %w", err)
+		return nil, fmt.Errorf("injection template %q: %w", name, err)
 	}
 	return t, nil
 }

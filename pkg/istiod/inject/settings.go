@@ -176,14 +176,6 @@ func newSettings(c *Config) (*settings, error) {
 	if s.proxyConfig, err = defaultProxyConfig(v); err != nil {
 		return nil, err
 	}
-	for _, d := range c.DefaultTemplates {
-		if d != SidecarTemplate {
-			return nil, fmt.Errorf("injector config: defaultTemplates: %q: only %q is supported", d, SidecarTemplate)
-		}
-	}
-	if c.template() == "" {
-		return nil, fmt.Errorf("injector config: no %q template", SidecarTemplate)
-	}
 	if s.always, err = selectors("alwaysInjectSelector", c.AlwaysInjectSelector); err != nil {
 		return nil, err
 	}
