@@ -81,6 +81,11 @@ type ConfigurationPatcher struct {
 	validating admissionlisters.ValidatingWebhookConfigurationLister
 	// readyOnce latches Ready's first success, as Istio's controller does.
 	readyOnce atomic.Bool
+	// patched maps a configuration to the resourceVersion it had when it
+	// was last patched: while the informer still holds that version, the
+	// patch is not repeated (and not logged twice); the informer's update
+	// event brings the next one. Only the worker goroutine uses it.
+	patched map[configKey]string
 }
 
 // configKey names one webhook configuration.
@@ -115,8 +120,9 @@ func NewConfigurationPatcher(o PatcherOptions) (*ConfigurationPatcher, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	return &ConfigurationPatcher{
-		o:   o,
-		log: o.Log.With("component", "webhook-patcher", "revision", o.Revision),
+		o:       o,
+		patched: map[configKey]string{},
+		log:     o.Log.With("component", "webhook-patcher", "revision", o.Revision),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[configKey](100*time.Millisecond, o.MaxRetryDelay),
 			workqueue.TypedRateLimitingQueueConfig[configKey]{Name: "webhook-configurations"}),
@@ -240,6 +246,12 @@ func (p *ConfigurationPatcher) reconcile(ctx context.Context, key configKey) err
 	return nil
 }
 
+// stale reports whether the informer still holds the version of key that
+// was last patched.
+func (p *ConfigurationPatcher) stale(key configKey, resourceVersion string) bool {
+	return p.patched[key] == resourceVersion
+}
+
 func (p *ConfigurationPatcher) reconcileMutating(ctx context.Context, name string, root []byte) error {
 	cfg, err := p.mutating.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -248,7 +260,7 @@ func (p *ConfigurationPatcher) reconcileMutating(ctx context.Context, name strin
 	if err != nil {
 		return fmt.Errorf("get %s %s: %w", kindMutating, name, err)
 	}
-	if cfg.Labels[LabelRevision] != p.o.Revision {
+	if cfg.Labels[LabelRevision] != p.o.Revision || p.stale(configKey{kindMutating, name}, cfg.ResourceVersion) {
 		return nil
 	}
 	var ops []Op
@@ -269,7 +281,7 @@ func (p *ConfigurationPatcher) reconcileMutating(ctx context.Context, name strin
 	if len(ops) == 0 {
 		return nil
 	}
-	rv, err := p.patch(ctx, kindMutating, name, ops)
+	rv, err := p.patch(ctx, kindMutating, name, cfg.ResourceVersion, ops)
 	if err != nil {
 		return err
 	}
@@ -285,7 +297,7 @@ func (p *ConfigurationPatcher) reconcileValidating(ctx context.Context, name str
 	if err != nil {
 		return fmt.Errorf("get %s %s: %w", kindValidating, name, err)
 	}
-	if cfg.Labels[LabelRevision] != p.o.Revision {
+	if cfg.Labels[LabelRevision] != p.o.Revision || p.stale(configKey{kindValidating, name}, cfg.ResourceVersion) {
 		return nil
 	}
 	caChanged, ignoring := 0, false
@@ -321,7 +333,7 @@ func (p *ConfigurationPatcher) reconcileValidating(ctx context.Context, name str
 		}
 	}
 	if len(ops) > 0 {
-		rv, err := p.patch(ctx, kindValidating, name, ops)
+		rv, err := p.patch(ctx, kindValidating, name, cfg.ResourceVersion, ops)
 		if err != nil {
 			return err
 		}
@@ -345,14 +357,15 @@ func (p *ConfigurationPatcher) ready(ctx context.Context, cfg *admissionregv1.Va
 		p.log.Info("not yet switching validation to fail closed", "name", cfg.Name, "reason", err.Error())
 		return false, fmt.Errorf("%w: %v", errNotReady, err)
 	}
-	p.log.Info("validation webhook rejected invalid config through the API server; switching to fail closed", "name", cfg.Name)
+	p.log.Info("validation webhook ready; switching to fail closed", "name", cfg.Name)
 	p.readyOnce.Store(true)
 	p.enqueueAll()
 	return true, nil
 }
 
-// patch applies ops as a JSON patch and returns the new resourceVersion.
-func (p *ConfigurationPatcher) patch(ctx context.Context, kind, name string, ops []Op) (string, error) {
+// patch applies ops as a JSON patch to the version from of a configuration
+// and returns the new resourceVersion.
+func (p *ConfigurationPatcher) patch(ctx context.Context, kind, name, from string, ops []Op) (string, error) {
 	body, err := json.Marshal(ops)
 	if err != nil {
 		return "", fmt.Errorf("encode patch of %s %s: %w", kind, name, err)
@@ -364,8 +377,9 @@ func (p *ConfigurationPatcher) patch(ctx context.Context, kind, name string, ops
 		obj, err = p.o.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "istiod"})
 	}
 	if err != nil {
-		return "", fmt.Errorf("patch %s %s: %w", kind, name, err)
+		return "", fmt.Errorf("patch %s %s (resourceVersion %s): %w", kind, name, from, err)
 	}
+	p.patched[configKey{kind, name}] = from
 	return obj.GetResourceVersion(), nil
 }
 
