@@ -51,20 +51,15 @@ func writeJSON(w http.ResponseWriter, v any) {
 	}
 }
 
-// configDump writes what istiod would send a connected proxy now, by type.
+// configDump writes what istiod would send a connected proxy now, by type:
+// for the app's stream when the proxy's agent has one of its own (pick).
 func configDump(w http.ResponseWriter, r *http.Request, x *xds.Server) {
 	id := r.URL.Query().Get("proxyID")
 	if id == "" {
 		http.Error(w, "proxyID query parameter required", http.StatusBadRequest)
 		return
 	}
-	var conn *xds.Connection
-	for _, c := range x.Connections() {
-		if c.Proxy().ID == id {
-			conn = c
-			break
-		}
-	}
+	conn := pick(x.Connections(), id)
 	pc := x.PushContext()
 	if conn == nil || pc == nil {
 		http.Error(w, fmt.Sprintf("proxy %q is not connected", id), http.StatusNotFound)
@@ -90,5 +85,5 @@ func configDump(w http.ResponseWriter, r *http.Request, x *xds.Server) {
 			out[gen.ShortName(typ)] = append(out[gen.ShortName(typ)], b)
 		}
 	}
-	writeJSON(w, map[string]any{"proxy": id, "version": pc.Version, "config": out})
+	writeJSON(w, map[string]any{"proxy": id, "connection_id": conn.ID(), "version": pc.Version, "config": out})
 }

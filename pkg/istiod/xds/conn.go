@@ -159,3 +159,18 @@ func (c *Connection) Subscribed(typeURL string) []string {
 	}
 	return slices.Clone(w.names)
 }
+
+// Watched returns the type URLs the stream has subscribed to, sorted.
+func (c *Connection) Watched() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.watched))
+	for t := range c.watched {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ConnectedAt returns when the stream started.
+func (c *Connection) ConnectedAt() time.Time { return c.connected }

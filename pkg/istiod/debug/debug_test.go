@@ -1,0 +1,170 @@
+package debug_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
+)
+
+const (
+	reviewsID = "sidecar~127.0.0.41~reviews-v1-0.default~default.svc.cluster.local"
+	// target is what the proxyless app dials (its LDS name).
+	target = "ratings.default.svc.cluster.local:9080"
+)
+
+func startIstiod(t *testing.T) *istiod.Istiod {
+	t.Helper()
+	cfg := istiod.DefaultConfig()
+	cfg.ConfigDir, _ = filepath.Abs("../../../examples/mesh")
+	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return d
+}
+
+func getJSON(t *testing.T, url string, out any) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: %v\n%s", url, err, b)
+		}
+	}
+	return resp.StatusCode
+}
+
+// stream is one ADS client of the test: its requests and the connection
+// id istiod gave it.
+type stream struct {
+	name string
+	meta map[string]string
+	reqs []struct {
+		typ   string
+		names []string
+	}
+}
+
+// The agent's own stream (NameTable, all clusters; no GENERATOR) and the
+// proxyless app's (GENERATOR=grpc, its listener by name), as
+// pkg/agent/xdsproxy and grpc-go open them.
+var (
+	agentStream = stream{name: "agent", reqs: []struct {
+		typ   string
+		names []string
+	}{{gen.NameTableType, nil}, {gen.ClusterType, nil}}}
+	appStream = stream{name: "app", meta: map[string]string{"GENERATOR": "grpc"}, reqs: []struct {
+		typ   string
+		names []string
+	}{{gen.ListenerType, []string{target}}}}
+)
+
+// open connects s as reviewsID, sends its requests and waits for a
+// response to each; it returns the connection id istiod reports for it.
+func open(ctx context.Context, t *testing.T, d *istiod.Istiod, s stream) string {
+	t.Helper()
+	before := map[string]bool{}
+	for _, id := range connections(t, d) {
+		before[id] = true
+	}
+	c, err := xdstest.DialSotW(ctx, d.Addr("grpc"), xdstest.Node(reviewsID, s.meta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	for _, r := range s.reqs {
+		if err := c.Request(r.typ, r.names, "", "", nil); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Recv(10 * time.Second)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", s.name, r.typ, err)
+		}
+		if err := c.Ack(resp, r.names); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var id string
+	polltest.Until(t, s.name+" stream in syncz", func() bool {
+		for _, c := range connections(t, d) {
+			if !before[c] {
+				id = c
+				return true
+			}
+		}
+		return false
+	})
+	return id
+}
+
+// connections lists the connection ids of reviewsID in syncz.
+func connections(t *testing.T, d *istiod.Istiod) []string {
+	var all []xds.ProxyStatus
+	if code := getJSON(t, "http://"+d.Addr("debug")+"/debug/syncz", &all); code != http.StatusOK {
+		t.Fatalf("syncz: %d", code)
+	}
+	var out []string
+	for _, ps := range all {
+		if ps.Proxy == reviewsID {
+			out = append(out, ps.ConnectionID)
+		}
+	}
+	return out
+}
+
+// TestConfigDumpIsTheAppsStream connects the agent's own stream and a
+// proxyless app's under one node id, in both orders: config_dump answers
+// for the app's (its one listener by name), never the agent's (which, as a
+// sidecar without names, would get virtualOutbound and the rest).
+func TestConfigDumpIsTheAppsStream(t *testing.T) {
+	for _, order := range [][]stream{{agentStream, appStream}, {appStream, agentStream}} {
+		t.Run(order[0].name+" first", func(t *testing.T) {
+			d := startIstiod(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ids := map[string]string{}
+			for _, s := range order {
+				ids[s.name] = open(ctx, t, d, s)
+			}
+			var dump struct {
+				ConnectionID string                       `json:"connection_id"`
+				Config       map[string][]json.RawMessage `json:"config"`
+			}
+			if code := getJSON(t, "http://"+d.Addr("debug")+"/debug/config_dump?proxyID="+reviewsID, &dump); code != http.StatusOK {
+				t.Fatalf("config_dump: %d", code)
+			}
+			if dump.ConnectionID != ids["app"] {
+				t.Errorf("config_dump answered for %s, want the app's stream %s (agent's: %s)", dump.ConnectionID, ids["app"], ids["agent"])
+			}
+			if lds := dump.Config["LDS"]; len(lds) != 1 || !strings.Contains(string(lds[0]), target) {
+				t.Errorf("LDS = %s, want the app's listener %s", lds, target)
+			}
+		})
+	}
+}

@@ -1,0 +1,47 @@
+package debug
+
+import (
+	"slices"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+// pick chooses the stream config_dump answers for among a proxy's streams.
+// A pod's agent opens a stream of its own under the pod's node id (for the
+// NameTable, and clusters for SRV answers) beside the app's: Envoy's, or a
+// proxyless gRPC client's. The dump is of the app's stream, so pick prefers,
+// in order: a stream without the NameTable (no Envoy or gRPC client asks for
+// it; the agent always does), the one with the most types subscribed, the
+// newest (a reconnected proxy's old stream may linger). Nil when none has id.
+func pick(conns []*xds.Connection, id string) *xds.Connection {
+	type cand struct {
+		c       *xds.Connection
+		agent   bool
+		watched int
+	}
+	var cands []cand
+	for _, c := range conns {
+		if c.Proxy().ID != id {
+			continue
+		}
+		w := c.Watched()
+		cands = append(cands, cand{c: c, agent: slices.Contains(w, gen.NameTableType), watched: len(w)})
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	best := slices.MinFunc(cands, func(a, b cand) int {
+		switch {
+		case a.agent != b.agent:
+			if b.agent {
+				return -1
+			}
+			return 1
+		case a.watched != b.watched:
+			return b.watched - a.watched
+		}
+		return b.c.ConnectedAt().Compare(a.c.ConnectedAt())
+	})
+	return best.c
+}
