@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -62,10 +63,17 @@ func newRootPEM(t testing.TB) []byte {
 	return c.RootCertPEM()
 }
 
-// lines records log messages.
+// lines records log messages (and writes them to t when set).
 type lines struct {
+	t    testing.TB
 	mu   sync.Mutex
 	msgs []string
+}
+
+// testLogTee returns a logger that writes to t and records in l.
+func testLogTee(t testing.TB, l *lines) *slog.Logger {
+	l.t = t
+	return slog.New(l)
 }
 
 func (l *lines) Enabled(context.Context, slog.Level) bool { return true }
@@ -78,6 +86,9 @@ func (l *lines) Handle(_ context.Context, r slog.Record) error {
 		b.WriteString(" " + a.String())
 		return true
 	})
+	if l.t != nil {
+		l.t.Log(b.String())
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.msgs = append(l.msgs, b.String())
@@ -279,6 +290,20 @@ func TestPatcherRealAPIServer(t *testing.T) {
 		polltest.Until(t, "caBundle is the new root", func() bool {
 			return getState(t, client, mName, vName).patchedWith(root2)
 		})
+	})
+
+	t.Run("dry-run readiness without Istio's CRDs", func(t *testing.T) {
+		ic, err := istioclient.NewForConfig(env.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vw, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, vName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := webhook.DryRunReady(ic, "default", "default")(ctx, vw); err != nil {
+			t.Errorf("no VirtualService CRD means nothing to validate (ready), got %v", err)
+		}
 	})
 
 	t.Run("other configurations untouched", func(t *testing.T) {
