@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skiff-mesh/skiff/pkg/cni"
+	"github.com/skiff-mesh/skiff/pkg/cni/repair"
 )
 
 // Flags is install-cni's command line: the installer's Config and the
@@ -22,6 +23,8 @@ type Flags struct {
 	HealthAddr string
 	// MetricsAddr serves Prometheus metrics (":15014"); empty disables.
 	MetricsAddr string
+	// Repair is the race repair controller's settings (Istio's REPAIR_*).
+	Repair repair.Config
 }
 
 // ParseFlags parses install-cni's arguments (Istio's flag names). Each flag's
@@ -48,6 +51,21 @@ func ParseFlags(args []string, lookupEnv func(string) (string, bool), usage io.W
 	nft := fs.Bool("native-nftables", env.boolean("NATIVE_NFTABLES", false), "the plugin programs nftables directly (env NATIVE_NFTABLES)")
 	fs.StringVar(&f.HealthAddr, "health-addr", env.str("HEALTH_ADDR", ":8000"), "health server, /healthz and /readyz (env HEALTH_ADDR; empty disables)")
 	fs.StringVar(&f.MetricsAddr, "metrics-addr", env.str("METRICS_ADDR", ":15014"), "Prometheus metrics server (env METRICS_ADDR; empty disables)")
+	r := &f.Repair
+	*r = repair.DefaultConfig()
+	fs.BoolVar(&r.Enabled, "repair-enabled", env.boolean("REPAIR_ENABLED", r.Enabled), "repair pods that started before the plugin was in place (env REPAIR_ENABLED)")
+	fs.BoolVar(&r.DeletePods, "repair-delete-pods", env.boolean("REPAIR_DELETE_PODS", false), "delete a broken pod so its owner recreates it (env REPAIR_DELETE_PODS)")
+	fs.BoolVar(&r.LabelPods, "repair-label-pods", env.boolean("REPAIR_LABEL_PODS", false), "label a broken pod (env REPAIR_LABEL_PODS)")
+	fs.BoolVar(&r.RepairPods, "repair-repair-pods", env.boolean("REPAIR_REPAIR_PODS", false), "Istio's in-place repair: not implemented, reported (env REPAIR_REPAIR_PODS)")
+	fs.StringVar(&r.LabelKey, "repair-broken-pod-label-key", env.str("REPAIR_BROKEN_POD_LABEL_KEY", r.LabelKey), "key of the label set on broken pods (env REPAIR_BROKEN_POD_LABEL_KEY)")
+	fs.StringVar(&r.LabelValue, "repair-broken-pod-label-value", env.str("REPAIR_BROKEN_POD_LABEL_VALUE", r.LabelValue), "value of the label set on broken pods (env REPAIR_BROKEN_POD_LABEL_VALUE)")
+	fs.StringVar(&r.NodeName, "repair-node-name", env.str("REPAIR_NODE_NAME", env.str("NODE_NAME", "")), "the node whose pods are repaired; none: no repair (env REPAIR_NODE_NAME, else NODE_NAME)")
+	fs.StringVar(&r.SidecarAnnotation, "repair-sidecar-annotation", env.str("REPAIR_SIDECAR_ANNOTATION", r.SidecarAnnotation), "only pods with this annotation are repaired (env REPAIR_SIDECAR_ANNOTATION)")
+	fs.StringVar(&r.InitContainerName, "repair-init-container-name", env.str("REPAIR_INIT_CONTAINER_NAME", r.InitContainerName), "the init container that fails without capture (env REPAIR_INIT_CONTAINER_NAME)")
+	fs.StringVar(&r.InitTerminationMsg, "repair-init-container-termination-message", env.str("REPAIR_INIT_CONTAINER_TERMINATION_MESSAGE", ""), "its termination message; empty matches any (env REPAIR_INIT_CONTAINER_TERMINATION_MESSAGE)")
+	fs.Int32Var(&r.InitExitCode, "repair-init-container-exit-code", env.exitCode("REPAIR_INIT_CONTAINER_EXIT_CODE", r.InitExitCode), "its exit code; 0 matches any (env REPAIR_INIT_CONTAINER_EXIT_CODE)")
+	fs.StringVar(&r.LabelSelector, "repair-label-selectors", env.str("REPAIR_LABEL_SELECTORS", ""), "label selector narrowing the pods watched (env REPAIR_LABEL_SELECTORS)")
+	fs.StringVar(&r.FieldSelector, "repair-field-selectors", env.str("REPAIR_FIELD_SELECTORS", ""), "field selector narrowing the pods watched (env REPAIR_FIELD_SELECTORS)")
 	if err := errors.Join(env.errs...); err != nil {
 		return f, err
 	}
@@ -73,6 +91,12 @@ func ParseFlags(args []string, lookupEnv func(string) (string, bool), usage io.W
 		if _, _, err := net.SplitHostPort(a.addr); a.addr != "" && err != nil {
 			return f, fmt.Errorf("%s: want host:port", named(a.flag, a.variable, a.addr))
 		}
+	}
+	if r.InitExitCode < 0 || r.InitExitCode > 255 {
+		return f, fmt.Errorf("%s: want an exit code, 0 to 255", named("repair-init-container-exit-code", "REPAIR_INIT_CONTAINER_EXIT_CODE", strconv.Itoa(int(r.InitExitCode))))
+	}
+	if err := r.Validate(); err != nil {
+		return f, err
 	}
 	c.Entry = cni.Config{
 		LogLevel: *level, AgentRunDir: c.AgentRunDir, ExcludeNamespaces: splitList(*excluded),
@@ -122,6 +146,20 @@ func (e *envDefaults) port(name string, def uint16) uint16 {
 		return def
 	}
 	return uint16(n)
+}
+
+// exitCode accepts a process exit code; unset or empty is def.
+func (e *envDefaults) exitCode(name string, def int32) int32 {
+	v, _ := e.lookup(name)
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	if err != nil || n < 0 || n > 255 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want an exit code, 0 to 255", name, v))
+		return def
+	}
+	return int32(n)
 }
 
 // splitList splits a comma list, dropping spaces and empty items.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+
+	"github.com/skiff-mesh/skiff/pkg/cni/repair"
 )
 
 func env(kv ...string) func(string) (string, bool) {
@@ -32,7 +34,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 			PluginSource: "/opt/cni/bin/istio-cni", TokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token",
 			CAPath: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", KubePort: 443,
 		},
-		HealthAddr: ":8000", MetricsAddr: ":15014",
+		HealthAddr: ":8000", MetricsAddr: ":15014", Repair: repair.DefaultConfig(),
 	}
 	entry := f.Config.Entry
 	f.Config.Entry = want.Config.Entry
@@ -79,6 +81,21 @@ func TestParseFlags(t *testing.T) {
 				e := f.Config.Entry
 				return []string{e.Type, e.AgentRunDir, e.LogLevel, e.PodNamespace}
 			}, []string{"istio-cni", "/run/x", "debug", "mesh"}},
+		{"repair, Istio's chart variables", nil, env("REPAIR_ENABLED", "true", "REPAIR_DELETE_PODS", "false", "REPAIR_LABEL_PODS", "true",
+			"REPAIR_REPAIR_PODS", "true", "REPAIR_BROKEN_POD_LABEL_KEY", "example.com/broken", "REPAIR_BROKEN_POD_LABEL_VALUE", "yes",
+			"REPAIR_NODE_NAME", "node-1", "REPAIR_INIT_CONTAINER_NAME", "check", "REPAIR_INIT_CONTAINER_EXIT_CODE", "3",
+			"REPAIR_INIT_CONTAINER_TERMINATION_MESSAGE", "no capture", "REPAIR_SIDECAR_ANNOTATION", "",
+			"REPAIR_LABEL_SELECTORS", "app=x", "REPAIR_FIELD_SELECTORS", "status.phase=Pending"),
+			func(f *Flags) any { return f.Repair }, repair.Config{
+				Enabled: true, NodeName: "node-1", LabelPods: true, RepairPods: true, LabelKey: "example.com/broken", LabelValue: "yes",
+				InitContainerName: "check", InitTerminationMsg: "no capture", InitExitCode: 3,
+				LabelSelector: "app=x", FieldSelector: "status.phase=Pending",
+			}},
+		{"repair node from NODE_NAME", nil, env("NODE_NAME", "n2"), func(f *Flags) any { return f.Repair.NodeName }, "n2"},
+		{"repair flags beat env", []string{"--repair-enabled=false", "--repair-delete-pods", "--repair-node-name=a", "--repair-init-container-exit-code=0"},
+			env("REPAIR_ENABLED", "true", "REPAIR_NODE_NAME", "b"),
+			func(f *Flags) any { return []any{f.Repair.Enabled, f.Repair.DeletePods, f.Repair.NodeName, f.Repair.InitExitCode} },
+			[]any{false, true, "a", int32(0)}},
 		{"servers off", []string{"--health-addr=", "--metrics-addr="}, env(),
 			func(f *Flags) any { return f.HealthAddr + f.MetricsAddr }, ""},
 	} {
@@ -109,6 +126,11 @@ func TestParseFlagsErrors(t *testing.T) {
 		{nil, env("LOG_LEVEL", "loud"), `LOG_LEVEL="loud": want debug`},
 		{[]string{"--health-addr", "8000"}, env(), `--health-addr "8000": want host:port`},
 		{nil, env("METRICS_ADDR", "15014"), `METRICS_ADDR="15014": want host:port`},
+		{nil, env("REPAIR_DELETE_PODS", "sure"), `REPAIR_DELETE_PODS="sure": want true or false`},
+		{nil, env("REPAIR_INIT_CONTAINER_EXIT_CODE", "300"), `REPAIR_INIT_CONTAINER_EXIT_CODE="300": want an exit code`},
+		{[]string{"--repair-init-container-exit-code=-1"}, env(), `--repair-init-container-exit-code "-1": want an exit code`},
+		{nil, env("REPAIR_LABEL_SELECTORS", "a in ("), `REPAIR_LABEL_SELECTORS="a in ("`},
+		{nil, env("REPAIR_LABEL_PODS", "1", "REPAIR_BROKEN_POD_LABEL_KEY", "bad key"), `REPAIR_BROKEN_POD_LABEL_KEY="bad key"`},
 		{[]string{"extra"}, env(), `unexpected argument "extra"`},
 		{[]string{"--no-such-flag"}, env(), "no-such-flag"},
 	} {

@@ -16,11 +16,17 @@ import (
 // shutdownGrace is how long open health and metrics requests get at exit.
 const shutdownGrace = 2 * time.Second
 
-// Run installs and guards the plugin and serves health and metrics until ctx
-// ends, then uninstalls. It listens before installing, so a port in use
+// Run installs and guards the plugin, runs the race repair controller when
+// it is enabled, and serves health and metrics until ctx ends, then
+// uninstalls. It listens before installing, so a port in use
 // stops it with nothing changed on the node, and logs each bound address.
 func Run(ctx context.Context, f Flags, log *slog.Logger) error {
 	in, err := New(f.Config, log)
+	if err != nil {
+		return err
+	}
+	repaired := newRepairedCounter()
+	rc, err := newRepair(f, log, repaired)
 	if err != nil {
 		return err
 	}
@@ -38,7 +44,7 @@ func Run(ctx context.Context, f Flags, log *slog.Logger) error {
 	for _, s := range []struct {
 		name, addr string
 		h          http.Handler
-	}{{"health", f.HealthAddr, in.HealthHandler()}, {"metrics", f.MetricsAddr, in.MetricsHandler()}} {
+	}{{"health", f.HealthAddr, in.HealthHandler()}, {"metrics", f.MetricsAddr, in.MetricsHandler(repaired)}} {
 		if s.addr == "" {
 			continue
 		}
@@ -51,6 +57,9 @@ func Run(ctx context.Context, f Flags, log *slog.Logger) error {
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return in.Run(ctx) })
+	if rc != nil {
+		g.Go(func() error { return rc.Run(ctx) })
+	}
 	for _, s := range servers {
 		g.Go(func() error {
 			return httpserver.Serve(ctx, &http.Server{Handler: s.h, ReadHeaderTimeout: 5 * time.Second}, s.ln, shutdownGrace)

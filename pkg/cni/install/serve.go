@@ -22,9 +22,10 @@ func (in *Installer) HealthHandler() http.Handler {
 	return mux
 }
 
-// MetricsHandler serves the installer's Prometheus metrics.
-func (in *Installer) MetricsHandler() http.Handler {
+// MetricsHandler serves the installer's Prometheus metrics, and extra's.
+func (in *Installer) MetricsHandler(extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(extra...)
 	reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "istio_cni_install_ready", Help: "Whether the CNI plugin is installed (1) or not (0)."},
 			func() float64 {

@@ -1,0 +1,55 @@
+package install
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/skiff-mesh/skiff/pkg/cni/repair"
+)
+
+// newRepairedCounter counts repair actions by type and result, Istio's metric.
+func newRepairedCounter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "istio_cni_repair_pods_repaired_total",
+		Help: "Total number of pods repaired by repair controller",
+	}, []string{"type", "result"})
+}
+
+// newRepair returns the race repair controller f asks for, talking to the
+// API server with the service-account credentials, or nil when repair is
+// off (disabled, or no node name to watch).
+func newRepair(f Flags, log *slog.Logger, repaired *prometheus.CounterVec) (*repair.Controller, error) {
+	r := f.Repair
+	switch {
+	case !r.Enabled:
+		log.Info("race repair disabled")
+		return nil, nil
+	case r.NodeName == "":
+		log.Warn("race repair off: no node name (REPAIR_NODE_NAME or NODE_NAME)")
+		return nil, nil
+	case f.Config.KubeHost == "":
+		return nil, errors.New("race repair: no API server address (--kube-host, KUBERNETES_SERVICE_HOST)")
+	}
+	client, err := kubernetes.NewForConfig(&rest.Config{
+		Host:            "https://" + net.JoinHostPort(f.Config.KubeHost, strconv.Itoa(int(f.Config.KubePort))),
+		BearerTokenFile: f.Config.TokenPath, // re-read as the kubelet rotates it
+		TLSClientConfig: rest.TLSClientConfig{CAFile: f.Config.CAPath},
+		UserAgent:       "install-cni",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("race repair: API client: %w", err)
+	}
+	c, err := repair.New(r, client, repair.Kube{Client: client}, log)
+	if err != nil {
+		return nil, err
+	}
+	c.Observe(func(a repair.Action, res repair.Result) { repaired.WithLabelValues(string(a), string(res)).Inc() })
+	return c, nil
+}
