@@ -1,7 +1,8 @@
 // Package install is the CNI node agent's installer: it puts the plugin
 // binary and a kubeconfig on the node, chains the plugin into the node's CNI
 // configuration, keeps both intact while it runs, and removes them when it
-// stops.
+// stops, leaving the configuration byte for byte as it found it. Run also
+// runs the race repair controller (package repair) beside it.
 package install
 
 import (

@@ -94,7 +94,9 @@ func TestParseFlags(t *testing.T) {
 		{"repair node from NODE_NAME", nil, env("NODE_NAME", "n2"), func(f *Flags) any { return f.Repair.NodeName }, "n2"},
 		{"repair flags beat env", []string{"--repair-enabled=false", "--repair-delete-pods", "--repair-node-name=a", "--repair-init-container-exit-code=0"},
 			env("REPAIR_ENABLED", "true", "REPAIR_NODE_NAME", "b"),
-			func(f *Flags) any { return []any{f.Repair.Enabled, f.Repair.DeletePods, f.Repair.NodeName, f.Repair.InitExitCode} },
+			func(f *Flags) any {
+				return []any{f.Repair.Enabled, f.Repair.DeletePods, f.Repair.NodeName, f.Repair.InitExitCode}
+			},
 			[]any{false, true, "a", int32(0)}},
 		{"servers off", []string{"--health-addr=", "--metrics-addr="}, env(),
 			func(f *Flags) any { return f.HealthAddr + f.MetricsAddr }, ""},
