@@ -30,8 +30,10 @@ type Config struct {
 	// LabelPods labels a broken pod with LabelKey=LabelValue (REPAIR_LABEL_PODS).
 	LabelPods bool
 	// RepairPods asks for Istio's in-place repair (REPAIR_REPAIR_PODS),
-	// which Skiff does not do: it is reported, and DeletePods or LabelPods
-	// act instead when set.
+	// which Skiff does not do. Alone, it deletes the broken pods that a
+	// controller owns, which recreates them with capture, and only reports
+	// bare pods (nothing would recreate them); with DeletePods or LabelPods
+	// set, those act.
 	RepairPods bool
 	// LabelKey and LabelValue are the label LabelPods sets
 	// (REPAIR_BROKEN_POD_LABEL_KEY, REPAIR_BROKEN_POD_LABEL_VALUE).
@@ -72,16 +74,21 @@ const (
 )
 
 // Action is what the settings do to a broken pod: delete wins over label,
-// as in Istio's chart and controller.
+// as in Istio's chart and controller; RepairPods alone deletes (see
+// standIn).
 func (c Config) Action() Action {
 	switch {
-	case c.DeletePods:
+	case c.DeletePods, c.standIn():
 		return Delete
 	case c.LabelPods:
 		return Label
 	}
 	return None
 }
+
+// standIn reports whether deletion stands in for the in-place repair
+// asked for: then only pods a controller owns are deleted.
+func (c Config) standIn() bool { return c.RepairPods && !c.DeletePods && !c.LabelPods }
 
 // Validate checks the selectors and the label; errors name the variable and the value.
 func (c Config) Validate() error {

@@ -71,10 +71,10 @@ func (c *Controller) Observe(f func(Action, Result)) { c.repairer.observe = f }
 // Run watches and repairs until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	switch {
-	case c.cfg.RepairPods && c.cfg.Action() == None:
-		c.log.Warn("in-place repair (REPAIR_REPAIR_PODS) is not implemented: broken pods are only reported; set REPAIR_DELETE_PODS or REPAIR_LABEL_PODS to act on them")
+	case c.cfg.standIn():
+		c.log.Warn("in-place repair (REPAIR_REPAIR_PODS) is not implemented: broken pods that a controller owns are deleted instead (it recreates them with capture), bare ones only reported")
 	case c.cfg.RepairPods:
-		c.log.Warn("in-place repair (REPAIR_REPAIR_PODS) is not implemented: broken pods are handled by the other action set", "action", c.cfg.Action())
+		c.log.Warn("in-place repair (REPAIR_REPAIR_PODS) is not implemented: broken pods get the other action set", "action", c.cfg.Action())
 	}
 	c.log.Info("watching the node's pods for pods started without traffic capture",
 		"node", c.cfg.NodeName, "action", string(c.cfg.Action()), "init_container", c.cfg.InitContainerName, "exit_code", c.cfg.InitExitCode)

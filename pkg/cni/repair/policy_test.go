@@ -49,7 +49,8 @@ func TestAction(t *testing.T) {
 		{"delete", true, false, false, repair.Delete},
 		{"label", false, true, false, repair.Label},
 		{"delete wins over label", true, true, false, repair.Delete},
-		{"in place alone does nothing", false, false, true, repair.None},
+		{"in place alone deletes", false, false, true, repair.Delete},
+		{"in place with label labels", false, true, true, repair.Label},
 		{"in place with delete deletes", true, false, true, repair.Delete},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Pods changes pods in the cluster; Kube is the API server's, repairtest's
@@ -65,6 +66,12 @@ func (r *Repairer) Repair(ctx context.Context, pod *corev1.Pod) (Action, error) 
 		return None, nil
 	case Label:
 		if _, ok := pod.Labels[r.cfg.LabelKey]; ok {
+			r.record(a, Skipped)
+			return None, nil
+		}
+	case Delete:
+		if r.cfg.standIn() && metav1.GetControllerOf(pod) == nil {
+			log.Warn("pod started without traffic capture (its istio-validation init container failed); it has no owner to recreate it, so it is not deleted in place of the in-place repair asked for (REPAIR_REPAIR_PODS): delete it yourself")
 			r.record(a, Skipped)
 			return None, nil
 		}

@@ -22,6 +22,12 @@ func TestRepairer(t *testing.T) {
 	del.DeletePods = true
 	lbl := repair.DefaultConfig()
 	lbl.LabelPods = true
+	inPlace := repair.DefaultConfig()
+	inPlace.RepairPods = true
+	owned := func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "rs", UID: "u", Controller: &yes}}
+	}
 	labelled := func(p *corev1.Pod) { p.Labels[repair.DefaultLabelKey] = "true" }
 	deleting := func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)} }
 	for _, tt := range []struct {
@@ -38,6 +44,9 @@ func TestRepairer(t *testing.T) {
 		{"already labelled", lbl, pod("ns", "p", "n", crashLooping(126), labelled), repair.None, nil},
 		{"already being deleted", del, pod("ns", "p", "n", crashLooping(126), deleting), repair.None, nil},
 		{"healthy", del, pod("ns", "p", "n", passed), repair.None, nil},
+		{"in place asked: an owned pod is deleted", inPlace, pod("ns", "p", "n", crashLooping(126), owned), repair.Delete,
+			[]repairtest.Call{{Op: "delete", Pod: "ns/p", Arg: ""}, {Op: "event", Pod: "ns/p", Arg: repair.ReasonDelete}}},
+		{"in place asked: a bare pod is only reported", inPlace, pod("ns", "p", "n", crashLooping(126)), repair.None, nil},
 		{"no action configured", repair.DefaultConfig(), pod("ns", "p", "n", crashLooping(126)), repair.None, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
