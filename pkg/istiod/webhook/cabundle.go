@@ -58,6 +58,10 @@ type PatcherOptions struct {
 	Ready ReadyFunc
 	// Log receives one line per patch and per failure; nil discards.
 	Log *slog.Logger
+	// SkipMutating and SkipValidating leave that kind of configuration
+	// alone (Istio's INJECTION_WEBHOOK_CONFIG_NAME or
+	// VALIDATION_WEBHOOK_CONFIG_NAME set empty).
+	SkipMutating, SkipValidating bool
 	// MaxRetryDelay bounds the back-off of a failed or not-yet-ready
 	// reconcile (default 10 s; Istio waits up to a minute).
 	MaxRetryDelay time.Duration
@@ -140,8 +144,15 @@ func (p *ConfigurationPatcher) Run(ctx context.Context) error {
 		}))
 	mw := factory.Admissionregistration().V1().MutatingWebhookConfigurations()
 	vw := factory.Admissionregistration().V1().ValidatingWebhookConfigurations()
-	p.mutating, p.validating = mw.Lister(), vw.Lister()
-	for kind, inf := range map[string]cache.SharedIndexInformer{kindMutating: mw.Informer(), kindValidating: vw.Informer()} {
+	// Only what is asked for is watched (a lister starts its informer).
+	watched := map[string]cache.SharedIndexInformer{}
+	if !p.o.SkipMutating {
+		watched[kindMutating], p.mutating = mw.Informer(), mw.Lister()
+	}
+	if !p.o.SkipValidating {
+		watched[kindValidating], p.validating = vw.Informer(), vw.Lister()
+	}
+	for kind, inf := range watched {
 		enqueue := func(obj any) {
 			if m, err := meta(obj); err == nil {
 				p.queue.Add(configKey{Kind: kind, Name: m.GetName()})
@@ -197,12 +208,14 @@ func (p *ConfigurationPatcher) watchRoots(ctx context.Context, changed <-chan st
 
 // enqueueAll queues every configuration of the revision.
 func (p *ConfigurationPatcher) enqueueAll() {
-	if ms, err := p.mutating.List(labels.Everything()); err == nil {
+	if p.mutating != nil {
+		ms, _ := p.mutating.List(labels.Everything()) // a cache lister never fails
 		for _, m := range ms {
 			p.queue.Add(configKey{Kind: kindMutating, Name: m.Name})
 		}
 	}
-	if vs, err := p.validating.List(labels.Everything()); err == nil {
+	if p.validating != nil {
+		vs, _ := p.validating.List(labels.Everything())
 		for _, v := range vs {
 			p.queue.Add(configKey{Kind: kindValidating, Name: v.Name})
 		}
