@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
+	"github.com/skiff-mesh/skiff/pkg/istiod/inject/configmap"
 	"github.com/skiff-mesh/skiff/pkg/istiod/validation"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
 )
@@ -23,8 +26,41 @@ type Webhooks struct {
 	Addr string
 	// InjectConfig and InjectValues are the injector's template and values
 	// (the istio-sidecar-injector ConfigMap, mounted); missing files mean
-	// the chart's defaults.
+	// the chart's defaults. In file mode they are watched; in Kubernetes
+	// mode they are only the starting point and the ConfigMap itself is
+	// followed through the API server.
 	InjectConfig, InjectValues string
+	// Namespace is where the injector's ConfigMap is (istiod's namespace);
+	// empty means $POD_NAMESPACE, else istio-system.
+	Namespace string
+	// Revision names the ConfigMap (istio-sidecar-injector-REVISION unless
+	// default); empty means $REVISION, else the starting configuration's
+	// revision value.
+	Revision string
+}
+
+// SyncTimeout bounds how long the webhooks wait, in Kubernetes mode, for
+// the injector's first look at its ConfigMap before serving anyway.
+const SyncTimeout = 30 * time.Second
+
+// injectorConfigMap returns the namespace and name of the injector's
+// ConfigMap, filling what w leaves empty from the environment (Istio's
+// chart sets POD_NAMESPACE and REVISION) and from the starting revision.
+func (w *Webhooks) injectorConfigMap(getenv func(string) string, startRevision string) (namespace, name string) {
+	namespace, rev := w.Namespace, w.Revision
+	if namespace == "" {
+		namespace = getenv("POD_NAMESPACE")
+	}
+	if namespace == "" {
+		namespace = "istio-system"
+	}
+	if rev == "" {
+		rev = getenv("REVISION")
+	}
+	if rev == "" {
+		rev = startRevision
+	}
+	return namespace, configmap.Name(rev)
 }
 
 func (w *Webhooks) register(fs *pflag.FlagSet) {
@@ -34,8 +70,13 @@ func (w *Webhooks) register(fs *pflag.FlagSet) {
 }
 
 // StartWebhooks serves the webhooks with a certificate from the CA until ctx
-// ends. In Kubernetes mode the validator checks subset references against
-// the cluster's DestinationRules.
+// ends. The injector starts from the InjectConfig and InjectValues files
+// (or the chart's defaults). In file mode it re-reads those files when they
+// change; in Kubernetes mode it follows the istio-sidecar-injector
+// ConfigMap through the API server (an edit applies in about a second) and
+// the webhooks are served once it has been read (or after SyncTimeout), and
+// the validator checks subset references against the cluster's
+// DestinationRules.
 func StartWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA, log *slog.Logger) error {
 	if w.Addr == "" || authority == nil {
 		return nil
@@ -48,13 +89,26 @@ func StartWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 	if err != nil {
 		return err
 	}
-	go inj.WatchFiles(ctx, w.InjectConfig, w.InjectValues, 5*time.Second)
 	v := &validation.Validator{DomainSuffix: "cluster.local"}
-	if cfg.ConfigDir == "" {
+	var synced chan struct{}
+	if cfg.ConfigDir != "" {
+		go inj.WatchFiles(ctx, w.InjectConfig, w.InjectValues, 5*time.Second)
+	} else {
 		rc, err := restConfig(cfg)
 		if err != nil {
 			return err
 		}
+		kc, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return fmt.Errorf("kubernetes client: %w", err)
+		}
+		ns, name := w.injectorConfigMap(os.Getenv, inj.Revision())
+		synced = make(chan struct{})
+		go func() {
+			if err := configmap.Watch(ctx, kc, ns, name, inj, log, synced); err != nil {
+				log.Error("injector ConfigMap watch stopped", "err", err)
+			}
+		}()
 		ic, err := istioclient.NewForConfig(rc)
 		if err != nil {
 			return fmt.Errorf("istio client: %w", err)
@@ -63,8 +117,17 @@ func StartWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		go subsets.Run(ctx)
 		v.Subsets = subsets
 	}
-	srv := webhook.New(webhook.Options{Injector: inj, Validator: v, Log: log.With("component", "webhook")})
+	srv := webhook.New(webhook.Options{Injector: inj, Validator: v, Log: log})
 	go func() {
+		if synced != nil {
+			select {
+			case <-synced:
+			case <-ctx.Done():
+				return
+			case <-time.After(SyncTimeout):
+				log.Warn("injector ConfigMap not read yet; serving the webhooks with the starting configuration", "after", SyncTimeout)
+			}
+		}
 		if err := srv.ListenAndServe(ctx, w.Addr, authority.ServerTLSConfig()); err != nil && ctx.Err() == nil {
 			log.Error("webhooks stopped", "err", err)
 		}

@@ -1,0 +1,127 @@
+package istiod_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
+	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
+	"github.com/skiff-mesh/skiff/pkg/kubetest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
+)
+
+// TestWebhooksFollowInjectorConfigMap runs istiod's webhooks in Kubernetes
+// mode against a real kube-apiserver and edits the injector's ConfigMap:
+// the next admission uses the new configuration, with no mounted file.
+func TestWebhooksFollowInjectorConfigMap(t *testing.T) {
+	if _, err := kubetest.AssetsDir(); err != nil {
+		t.Skip(err) // built by `make k8s-assets`, which `make test` runs first
+	}
+	env := kubetest.Start(t)
+	ctx := kubetest.Context(t)
+	if err := crdtest.InstallCRDs(ctx, env.Config); err != nil {
+		t.Fatal(err)
+	}
+	const ns = "skiff-injector"
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cms := env.Client.CoreV1().ConfigMaps(ns)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "istio-sidecar-injector-canary", Namespace: ns}, Data: map[string]string{
+		inject.ConfigKey: "injectedAnnotations: {example.com/generation: first}\n",
+		inject.ValuesKey: `{"revision": "canary"}`,
+	}}
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir() // no mounted ConfigMap files: the API server is the source
+	w := istiod.Webhooks{Addr: addr, InjectConfig: filepath.Join(dir, "config"), InjectValues: filepath.Join(dir, "values"), Namespace: ns, Revision: "canary"}
+	wctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err := istiod.StartWebhooks(wctx, istiod.Config{Kubeconfig: env.Kubeconfig}, w, authority, log); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{ServerName: "istiod.istio-system.svc", RootCAs: authority.Roots().Pool()}}}
+	t.Cleanup(client.CloseIdleConnections)
+	// generation returns the example.com/generation annotation the
+	// injector adds to a pod, or "" while the webhooks are not serving.
+	generation := func() string {
+		pod := corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "shop"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example/app:1"}}}}
+		raw, _ := json.Marshal(pod)
+		review := admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{UID: "1", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+				Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: "shop",
+				Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}},
+		}
+		body, _ := json.Marshal(review)
+		resp, err := client.Post(fmt.Sprintf("https://%s/inject", addr), "application/json", bytes.NewReader(body))
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(b, &out); err != nil || out.Response == nil || !out.Response.Allowed {
+			t.Fatalf("admission: %s", b)
+		}
+		var ops []struct {
+			Path  string `json:"path"`
+			Value any    `json:"value"`
+		}
+		if err := json.Unmarshal(out.Response.Patch, &ops); err != nil {
+			t.Fatalf("patch: %v", err)
+		}
+		for _, op := range ops {
+			switch v := op.Value.(type) {
+			case map[string]any: // the whole annotations map
+				if g, ok := v["example.com/generation"].(string); ok {
+					return g
+				}
+			case string:
+				if op.Path == "/metadata/annotations/example.com~1generation" {
+					return v
+				}
+			}
+		}
+		t.Fatalf("patch without example.com/generation: %s", out.Response.Patch)
+		return ""
+	}
+	polltest.Until(t, "webhooks serving the ConfigMap's first configuration", func() bool { return generation() == "first" })
+
+	cm.Data[inject.ConfigKey] = "injectedAnnotations: {example.com/generation: second}\n"
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	polltest.Until(t, "webhooks serving the edited configuration", func() bool { return generation() == "second" })
+}
