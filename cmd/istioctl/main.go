@@ -1,5 +1,8 @@
 // Command istioctl is Skiff's istioctl: kube-inject adds the sidecar to
-// Kubernetes YAML offline, with the same injector as istiod's webhook.
+// Kubernetes YAML offline, with the same injector as istiod's webhook;
+// proxy-status and proxy-config read istiod and the agents through the
+// Kubernetes API server (--kubeconfig, --context, -i), or at --istiod and
+// --agent addresses.
 package main
 
 import (

@@ -1,6 +1,9 @@
 // Package istioctl is Skiff's istioctl: a table of subcommands, each in its
 // own file, run by Main. A new subcommand (proxy-status, proxy-config) is a
-// function returning a Command, listed once in commands.
+// function returning a Command, listed once in commands. Commands that talk
+// to istiod or an agent reach it through the Kubernetes API server
+// (--kubeconfig, --context, -i; port-forwards to the pods, as Istio's
+// istioctl does), or at an address given directly (--istiod, --agent).
 package istioctl
 
 import (
@@ -12,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster"
 )
 
 // Exit codes of Main.
@@ -27,6 +32,9 @@ type Env struct {
 	Stdout, Stderr io.Writer
 	// Getenv looks up an environment variable.
 	Getenv func(string) string
+	// NewForwarder makes the port forwarder for a cluster (nil: client-go's
+	// port-forward through the API server; tests record instead).
+	NewForwarder func(*cluster.Cluster) cluster.Forwarder
 }
 
 // Command is one istioctl subcommand.
@@ -77,11 +85,17 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		}
 		return ExitOK
 	}
+	name, rest, err := hoistRootFlags(args)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "istioctl: %v\n", err)
+		usage(env.Stderr)
+		return ExitUsage
+	}
 	for _, c := range commands() {
-		if c.Name != args[0] {
+		if c.Name != name {
 			continue
 		}
-		err := c.Run(ctx, env, args[1:])
+		err := c.Run(ctx, env, rest)
 		var ue *UsageError
 		switch {
 		case err == nil:
@@ -96,7 +110,7 @@ func Main(ctx context.Context, args []string, env *Env) int {
 			return ExitError
 		}
 	}
-	fmt.Fprintf(env.Stderr, "istioctl: unknown command %q\n", args[0])
+	fmt.Fprintf(env.Stderr, "istioctl: unknown command %q\n", name)
 	usage(env.Stderr)
 	return ExitUsage
 }

@@ -11,13 +11,14 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istioctl/proxyview"
 )
 
-// istiodFlag registers --istiod: istiod's debug address.
-func istiodFlag(fs *pflag.FlagSet, env *Env) *string {
-	def := "http://localhost:8080"
-	if v := env.Getenv("ISTIOD_DEBUG_ADDR"); v != "" {
-		def = v
-	}
-	return fs.String("istiod", def, "istiod's debug address (env ISTIOD_DEBUG_ADDR)")
+// proxyFlags registers what proxy-status and proxy-config share: the root
+// flags, -r/--revision and --istiod.
+func proxyFlags(fs *pflag.FlagSet, env *Env) *reach {
+	r := &reach{env: env, kube: addKubeFlags(fs, env)}
+	fs.StringVarP(&r.revision, "revision", "r", "", "control plane revision (selects the istiod pods by istio.io/rev)")
+	fs.StringVar(&r.istiod, "istiod", env.Getenv("ISTIOD_DEBUG_ADDR"),
+		"istiod's debug address (http://HOST:8080), instead of a port-forward through the API server (env ISTIOD_DEBUG_ADDR)")
+	return r
 }
 
 func proxyStatusCommand() Command {
@@ -25,20 +26,42 @@ func proxyStatusCommand() Command {
 		Name:  "proxy-status",
 		Short: "sync state of every proxy connected to istiod (CDS, LDS, EDS, RDS, ECDS)",
 		Run: func(ctx context.Context, env *Env, args []string) error {
-			fs := pflag.NewFlagSet("proxy-status", pflag.ContinueOnError)
-			fs.SetOutput(env.Stderr)
-			istiod := istiodFlag(fs, env)
-			if err := fs.Parse(args); err != nil {
-				return &UsageError{err}
+			fs := flagSet("proxy-status", env)
+			r := proxyFlags(fs, env)
+			if err := parseFlags(fs, args); err != nil {
+				return err
 			}
-			c := &proxyview.Client{Istiod: *istiod}
-			streams, err := c.Status(ctx)
+			defer r.close()
+			istiods, err := r.istiods(ctx)
 			if err != nil {
 				return err
 			}
-			return proxyview.WriteStatus(env.Stdout, streams, hostOf(*istiod), "skiff")
+			var streams []proxyview.ProxyStatus
+			for _, ep := range istiods {
+				url, err := r.url(ctx, ep)
+				if err != nil {
+					return err
+				}
+				s, err := (&proxyview.Client{Istiod: url}).Status(ctx)
+				if err != nil {
+					return fmt.Errorf("istiod %s: %w", ep.Name, err)
+				}
+				for i := range s {
+					s[i].Istiod = ep.Name
+				}
+				streams = append(streams, s...)
+			}
+			return proxyview.WriteStatus(env.Stdout, streams, "", "skiff")
 		},
 	}
+}
+
+// splitPod splits POD[.NAMESPACE] at its last dot.
+func splitPod(arg string) (pod, ns string) {
+	if i := strings.LastIndex(arg, "."); i > 0 {
+		return arg[:i], arg[i+1:]
+	}
+	return arg, ""
 }
 
 func proxyConfigCommand() Command {
@@ -46,42 +69,82 @@ func proxyConfigCommand() Command {
 		Name:  "proxy-config",
 		Short: "listeners|clusters|routes|endpoints|secret POD[.NAMESPACE]: what istiod sends a proxy, or its certificates",
 		Run: func(ctx context.Context, env *Env, args []string) error {
-			fs := pflag.NewFlagSet("proxy-config", pflag.ContinueOnError)
-			fs.SetOutput(env.Stderr)
-			istiod := istiodFlag(fs, env)
-			agent := fs.String("agent", "", "secret: the pod's agent status address (http://POD_IP:15020)")
-			ns := fs.StringP("namespace", "n", "default", "the pod's namespace")
+			fs := flagSet("proxy-config", env)
+			r := proxyFlags(fs, env)
+			agent := fs.String("agent", "", "secret: the pod's agent status address (http://POD_IP:15020), instead of a port-forward")
 			if err := fs.Parse(args); err != nil {
+				if errors.Is(err, pflag.ErrHelp) {
+					return err
+				}
 				return &UsageError{err}
 			}
 			if fs.NArg() != 2 {
 				return &UsageError{errors.New("usage: istioctl proxy-config listeners|clusters|routes|endpoints|secret POD[.NAMESPACE]")}
 			}
+			defer r.close()
 			kind, pod := fs.Arg(0), fs.Arg(1)
-			if !strings.Contains(pod, ".") {
-				pod += "." + *ns
-			}
-			c := &proxyview.Client{Istiod: *istiod}
-			if kind == "secret" || kind == "secrets" {
-				if *agent == "" {
-					return &UsageError{errors.New("proxy-config secret needs --agent http://POD_IP:15020")}
+			name, ns := splitPod(pod)
+			if kind == "secret" || kind == "secrets" || kind == "s" {
+				if ns == "" {
+					var err error
+					if ns, err = r.namespace(*agent == ""); err != nil {
+						return err
+					}
 				}
-				secrets, err := c.Secrets(ctx, *agent)
+				url, err := r.agent(ctx, *agent, ns, name)
 				if err != nil {
 					return err
 				}
+				secrets, err := (&proxyview.Client{}).Secrets(ctx, url)
+				if err != nil {
+					return fmt.Errorf("agent of %s.%s: %w", name, ns, err)
+				}
 				return proxyview.WriteSecrets(env.Stdout, secrets)
 			}
-			dump, err := c.ConfigDump(ctx, pod)
+			if !proxyview.KnownKind(kind) {
+				return &UsageError{fmt.Errorf("unknown kind %q: want listeners, clusters, routes, endpoints or secret", kind)}
+			}
+			if ns == "" {
+				var err error
+				if ns, err = r.namespace(r.istiod == ""); err != nil {
+					return err
+				}
+			}
+			istiods, err := r.istiods(ctx)
 			if err != nil {
 				return err
 			}
-			if err := proxyview.WriteConfig(env.Stdout, dump, kind); err != nil {
-				return &UsageError{err}
+			dump, err := r.configDump(ctx, istiods, name+"."+ns)
+			if err != nil {
+				return err
 			}
-			return nil
+			return proxyview.WriteConfig(env.Stdout, dump, kind)
 		},
 	}
+}
+
+// configDump asks each istiod in turn for the proxy's config dump; the
+// first one it is connected to answers.
+func (r *reach) configDump(ctx context.Context, istiods []endpoint, pod string) (*proxyview.Dump, error) {
+	var errs []error
+	for _, ep := range istiods {
+		url, err := r.url(ctx, ep)
+		if err != nil {
+			return nil, err
+		}
+		d, err := (&proxyview.Client{Istiod: url}).ConfigDump(ctx, pod)
+		if err == nil {
+			return d, nil
+		}
+		if !errors.Is(err, proxyview.ErrNotConnected) {
+			return nil, fmt.Errorf("istiod %s: %w", ep.Name, err)
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("proxy %q: no istiod", pod)
+	}
+	return nil, errs[0]
 }
 
 func hostOf(url string) string {
@@ -89,5 +152,5 @@ func hostOf(url string) string {
 	if i := strings.IndexAny(h, ":/"); i > 0 {
 		h = h[:i]
 	}
-	return fmt.Sprint(h)
+	return h
 }

@@ -7,6 +7,7 @@ package proxyview
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,6 +29,9 @@ type ProxyStatus struct {
 	Proxy     string                `json:"proxy"`
 	Generator string                `json:"generator,omitempty"`
 	Types     map[string]TypeStatus `json:"types"`
+	// Istiod names the istiod that reported the stream (set by the caller;
+	// WriteStatus's istiod argument stands in when it is empty).
+	Istiod string `json:"-"`
 }
 
 // Client reads istiod's debug endpoints.
@@ -76,21 +80,34 @@ func podName(id string) string {
 	return id
 }
 
+// proxyRow is one proxy's line of the status table.
+type proxyRow struct {
+	types   map[string]TypeStatus
+	istiods []string
+}
+
 // merge folds the streams of one proxy (the agent's NameTable stream, the
 // proxy's own) into one status per type: any stream's state that has been
 // sent wins over NOT SENT, and ERROR or STALE over SYNCED.
-func merge(streams []ProxyStatus) map[string]map[string]TypeStatus {
+func merge(streams []ProxyStatus, istiod string) map[string]*proxyRow {
 	rank := map[string]int{"NOT SENT": 0, "SYNCED": 1, "STALE": 2, "ERROR": 3}
-	out := map[string]map[string]TypeStatus{}
+	out := map[string]*proxyRow{}
 	for _, s := range streams {
-		m := out[s.Proxy]
-		if m == nil {
-			m = map[string]TypeStatus{}
-			out[s.Proxy] = m
+		row := out[s.Proxy]
+		if row == nil {
+			row = &proxyRow{types: map[string]TypeStatus{}}
+			out[s.Proxy] = row
+		}
+		from := s.Istiod
+		if from == "" {
+			from = istiod
+		}
+		if !slices.Contains(row.istiods, from) {
+			row.istiods = append(row.istiods, from)
 		}
 		for typ, st := range s.Types {
-			if cur, ok := m[typ]; !ok || rank[st.Status] > rank[cur.Status] {
-				m[typ] = st
+			if cur, ok := row.types[typ]; !ok || rank[st.Status] > rank[cur.Status] {
+				row.types[typ] = st
 			}
 		}
 	}
@@ -98,25 +115,26 @@ func merge(streams []ProxyStatus) map[string]map[string]TypeStatus {
 }
 
 // WriteStatus prints the proxy-status table: NAME, CLUSTER, CDS, LDS, EDS,
-// RDS, ECDS, ISTIOD, VERSION.
+// RDS, ECDS, ISTIOD, VERSION. ISTIOD is each stream's Istiod, else istiod
+// (joined with commas when a proxy's streams are on several).
 func WriteStatus(w io.Writer, streams []ProxyStatus, istiod, version string) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tCLUSTER\tCDS\tLDS\tEDS\tRDS\tECDS\tISTIOD\tVERSION")
-	merged := merge(streams)
+	merged := merge(streams, istiod)
 	ids := make([]string, 0, len(merged))
 	for id := range merged {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(podName(a), podName(b)) })
 	for _, id := range ids {
-		t := merged[id]
+		row := merged[id]
 		st := func(typ string) string {
-			if s, ok := t[typ]; ok {
+			if s, ok := row.types[typ]; ok {
 				return s.Status
 			}
 			return "NOT SENT"
 		}
-		fmt.Fprintf(tw, "%s\tKubernetes\t%s\t%s\t%s\t%s\tNOT SENT\t%s\t%s\n", podName(id), st("CDS"), st("LDS"), st("EDS"), st("RDS"), istiod, version)
+		fmt.Fprintf(tw, "%s\tKubernetes\t%s\t%s\t%s\t%s\tNOT SENT\t%s\t%s\n", podName(id), st("CDS"), st("LDS"), st("EDS"), st("RDS"), strings.Join(row.istiods, ","), version)
 	}
 	return tw.Flush()
 }
@@ -126,6 +144,9 @@ type Dump struct {
 	Proxy  string                       `json:"proxy"`
 	Config map[string][]json.RawMessage `json:"config"`
 }
+
+// ErrNotConnected says the proxy has no stream to this istiod.
+var ErrNotConnected = errors.New("not connected to istiod")
 
 // ConfigDump finds the proxy named POD.NS (or by node id) and fetches its config dump.
 func (c *Client) ConfigDump(ctx context.Context, pod string) (*Dump, error) {
@@ -141,7 +162,7 @@ func (c *Client) ConfigDump(ctx context.Context, pod string) (*Dump, error) {
 		}
 	}
 	if id == "" {
-		return nil, fmt.Errorf("proxy %q is not connected to istiod", pod)
+		return nil, fmt.Errorf("proxy %q: %w", pod, ErrNotConnected)
 	}
 	var d Dump
 	if err := c.get(ctx, c.Istiod, "/debug/config_dump?proxyID="+url.QueryEscape(id), &d); err != nil {
@@ -182,6 +203,15 @@ func str(o obj, path ...string) string {
 		return ""
 	}
 	return fmt.Sprint(cur)
+}
+
+// KnownKind reports whether WriteConfig prints kind.
+func KnownKind(kind string) bool {
+	switch kind {
+	case "listeners", "listener", "l", "clusters", "cluster", "c", "routes", "route", "r", "endpoints", "endpoint", "e":
+		return true
+	}
+	return false
 }
 
 // WriteConfig prints one kind of the dump: listeners, clusters, routes or endpoints.
