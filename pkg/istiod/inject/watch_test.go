@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 func TestWatchFiles(t *testing.T) {
@@ -41,13 +43,7 @@ func TestWatchFiles(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	waitFor := func(rev string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for in.Revision() != rev {
-			if time.Now().After(deadline) {
-				t.Fatalf("revision %q, want %q", in.Revision(), rev)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		polltest.Until(t, "injector revision "+rev, func() bool { return in.Revision() == rev })
 	}
 	waitFor("one")
 	write(valPath, `{"revision": "two"}`)
@@ -58,7 +54,7 @@ func TestWatchFiles(t *testing.T) {
 		if rev := in.Revision(); rev != "two" {
 			t.Fatalf("after %q: revision %q, want the current one kept (two)", msg, rev)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(polltest.Timeout):
 		t.Fatalf("invalid configuration not reported; revision %q", in.Revision())
 	}
 	write(cfgPath, "policy: disabled\n")
