@@ -138,3 +138,26 @@ func (cg *cgroups) remove() {
 		}
 	}
 }
+
+// podPID returns a process of the pod with the given UID (any container
+// of it, the sandbox included: they share the pod's network namespace).
+func (cg *cgroups) podPID(uid string) (int, error) {
+	want := "pod" + uid
+	for _, h := range cg.hiers {
+		found := 0
+		_ = filepath.WalkDir(filepath.Join(h, cg.name, "pods"), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || found != 0 || d.IsDir() || d.Name() != "cgroup.procs" || !strings.Contains(p, "/"+want+"/") {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				found, _ = strconv.Atoi(f[0])
+			}
+			return nil
+		})
+		if found != 0 {
+			return found, nil
+		}
+	}
+	return 0, fmt.Errorf("no process of pod %s in the node's cgroups", uid)
+}

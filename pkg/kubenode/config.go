@@ -107,12 +107,15 @@ conntrack: {maxPerCore: 0}
 {{define "Corefile"}}.:53 {
     bind {{.NodeIP}}
     errors
+    ready 127.0.0.1:8181
     kubernetes {{.ClusterDomain}} in-addr.arpa ip6.arpa {
         kubeconfig {{.Dir}}/kubeconfig.admin
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
     }
-    hosts {{.Dir}}/external.hosts
+    hosts {{.Dir}}/external.hosts {
+        fallthrough
+    }
     cache 5
 }
 {{end}}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,6 +206,9 @@ func (n *Node) bringUp(ctx context.Context, assets string, opts Options) error {
 	); err != nil {
 		return err
 	}
+	if err := n.waitDNS(ctx); err != nil {
+		return err
+	}
 	return n.waitReady(ctx)
 }
 
@@ -260,6 +264,13 @@ func (n *Node) Command(ctx context.Context, name string, args ...string) *exec.C
 // NetNS is the path of the node's network namespace.
 func (n *Node) NetNS() string { return n.ns.NetNS() }
 
+// DialContext connects to an address as seen from inside the node (a pod
+// IP, a Service's cluster IP, the node's loopback), for an http.Transport
+// or a gRPC dialer.
+func (n *Node) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return dialIn(ctx, n.ns.NetNS(), network, addr)
+}
+
 // ImportImages imports OCI image-layout tars into containerd's k8s.io namespace.
 func (n *Node) ImportImages(ctx context.Context, tars ...string) error {
 	for _, t := range tars {
@@ -309,7 +320,7 @@ func (n *Node) dumpLogs(t testing.TB) {
 }
 
 func (n *Node) waitAPI(ctx context.Context) error {
-	return poll(ctx, "kube-apiserver ready", func() (bool, error) {
+	return Poll(ctx, "kube-apiserver ready", func() (bool, error) {
 		if err := n.exited(); err != nil {
 			return false, err
 		}
@@ -319,7 +330,7 @@ func (n *Node) waitAPI(ctx context.Context) error {
 }
 
 func (n *Node) waitContainerd(ctx context.Context) error {
-	return poll(ctx, "containerd up", func() (bool, error) {
+	return Poll(ctx, "containerd up", func() (bool, error) {
 		if err := n.exited(); err != nil {
 			return false, err
 		}
@@ -328,9 +339,26 @@ func (n *Node) waitContainerd(ctx context.Context) error {
 	})
 }
 
+// waitDNS waits for CoreDNS's ready plugin: its kubernetes plugin has
+// synced (before that it answers SERVFAIL).
+func (n *Node) waitDNS(ctx context.Context) error {
+	hc := &http.Client{Transport: &http.Transport{DialContext: n.DialContext}, Timeout: 2 * time.Second}
+	return Poll(ctx, "CoreDNS ready", func() (bool, error) {
+		if err := n.exited(); err != nil {
+			return false, err
+		}
+		resp, err := hc.Get("http://127.0.0.1:8181/ready")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
 // waitReady waits for the Node object to report Ready.
 func (n *Node) waitReady(ctx context.Context) error {
-	return poll(ctx, "node Ready", func() (bool, error) {
+	return Poll(ctx, "node Ready", func() (bool, error) {
 		if err := n.exited(); err != nil {
 			return false, err
 		}
@@ -359,8 +387,11 @@ func (n *Node) exited() error {
 	return nil
 }
 
-// poll runs check every 100 ms until it says done, fails, or ctx ends.
-func poll(ctx context.Context, what string, check func() (bool, error)) error {
+// Poll runs check every 100 ms until it says done, fails, or ctx ends; the
+// error then names what was awaited. It is for waiting on a cluster's state
+// from outside (the API has no event for "a node is Ready" that a caller
+// could wait on more cheaply at this scale).
+func Poll(ctx context.Context, what string, check func() (bool, error)) error {
 	for {
 		ok, err := check()
 		if err != nil {
@@ -388,4 +419,15 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// PodNetExec runs a command inside the node in a pod's network namespace
+// (found through the pod's cgroup), with the node's tools: iptables-save
+// there shows what istio-init or the CNI plugin installed.
+func (n *Node) PodNetExec(ctx context.Context, podUID string, name string, args ...string) ([]byte, error) {
+	pid, err := n.ns.cg.podPID(podUID)
+	if err != nil {
+		return nil, err
+	}
+	return n.ns.run(ctx, "nsenter", append([]string{"-t", strconv.Itoa(pid), "-n", "--", name}, args...)...)
 }

@@ -1,6 +1,7 @@
 package kubenode
 
 import (
+	"context"
 	"io"
 	"net"
 	"sync"
@@ -45,11 +46,8 @@ func (r *relay) serve() {
 
 func (r *relay) carry(c net.Conn) {
 	defer c.Close()
-	var up net.Conn
-	if err := netns.Do(r.netns, func() (err error) {
-		up, err = net.Dial("tcp", r.target)
-		return err
-	}); err != nil {
+	up, err := dialIn(context.Background(), r.netns, "tcp", r.target)
+	if err != nil {
 		return
 	}
 	defer up.Close()
@@ -58,6 +56,17 @@ func (r *relay) carry(c net.Conn) {
 	_, _ = io.Copy(c, up)
 	_ = c.(*net.TCPConn).CloseWrite()
 	<-done
+}
+
+// dialIn connects from inside a network namespace; the connection keeps
+// working after the thread leaves it.
+func dialIn(ctx context.Context, nsPath, network, addr string) (c net.Conn, err error) {
+	err = netns.Do(nsPath, func() error {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
 }
 
 // Close stops accepting; open connections end with their peers.

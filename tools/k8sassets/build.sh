@@ -3,7 +3,7 @@
 # outside the repo (K8S_ASSETS, default ~/.cache/skiff/k8s/v$VERSION):
 # kube-apiserver and etcd (a real API server, envtest style), and the node's
 # kubelet, kube-controller-manager, kube-scheduler, kube-proxy and CoreDNS
-# (pkg/kubenode). The first build takes 20-30 minutes on 2 cores; later runs
+# (pkg/kubenode), and helm for installing the charts. The first build takes 20-30 minutes on 2 cores; later runs
 # find the binaries and return at once.
 set -euo pipefail
 VERSION=${K8S_VERSION:-1.37.2}
@@ -11,10 +11,11 @@ STAGING=0.${VERSION#1.}
 MINOR=$(echo "$VERSION" | cut -d. -f2)
 ETCD=${ETCD_VERSION:-3.7.3}
 COREDNS=${COREDNS_VERSION:-1.14.7}
+HELM=${HELM_VERSION:-3.22.0}
 OUT=${K8S_ASSETS:-$HOME/.cache/skiff/k8s/v$VERSION}
 KUBE_CMDS="kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy"
 missing=""
-for b in $KUBE_CMDS etcd coredns; do [ -x "$OUT/$b" ] || missing="$missing $b"; done
+for b in $KUBE_CMDS etcd coredns helm; do [ -x "$OUT/$b" ] || missing="$missing $b"; done
 if [ -z "$missing" ]; then
   echo "k8s assets: $OUT"
   exit 0
@@ -64,5 +65,13 @@ if [ ! -x "$OUT/coredns" ]; then
   go mod edit -require="github.com/coredns/coredns@v$COREDNS"
   go build -o "$WORK/coredns.bin" -ldflags "-s -w" github.com/coredns/coredns
   mv "$WORK/coredns.bin" "$OUT/coredns"
+fi
+if [ ! -x "$OUT/helm" ]; then
+  echo "building helm v$HELM"
+  mkdir "$WORK/helm" && cd "$WORK/helm"
+  go mod init skiff.local/helmasset >/dev/null 2>&1
+  go mod edit -require="helm.sh/helm/v3@v$HELM"
+  go build -o "$WORK/helm.bin" -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM" helm.sh/helm/v3/cmd/helm
+  mv "$WORK/helm.bin" "$OUT/helm"
 fi
 echo "k8s assets: $OUT"
