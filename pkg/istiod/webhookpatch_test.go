@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -59,7 +61,8 @@ func TestStartWebhookPatcher(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
-	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir()}, log)
+	caDir := t.TempDir()
+	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: caDir}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,16 +78,47 @@ func TestStartWebhookPatcher(t *testing.T) {
 	if err := istiod.StartWebhookPatcher(ctx, istiod.Config{Kubeconfig: env.Kubeconfig}, istiod.Webhooks{Addr: ":15017"}, p, authority, log); err != nil {
 		t.Fatal(err)
 	}
-	polltest.Until(t, "caBundle is the CA root", func() bool {
-		got, err := env.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(kctx, mw.Name, metav1.GetOptions{})
+	patchedWith := func(root []byte) func() bool {
+		return func() bool {
+			got, err := env.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(kctx, mw.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range got.Webhooks {
+				if !bytes.Equal(w.ClientConfig.CABundle, root) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	first := authority.RootCertPEM()
+	polltest.Until(t, "caBundle is the CA root", patchedWith(first))
+
+	// Rotation: the CA's directory gets another root and is reloaded.
+	other := t.TempDir()
+	if _, err := ca.New(ctx, ca.Config{SelfSignedDir: other}, log); err != nil {
+		t.Fatal(err)
+	}
+	files, err := os.ReadDir(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(other, f.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range got.Webhooks {
-			if !bytes.Equal(w.ClientConfig.CABundle, authority.RootCertPEM()) {
-				return false
-			}
+		if err := os.WriteFile(filepath.Join(caDir, f.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
 		}
-		return true
-	})
+	}
+	if err := authority.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	second := authority.RootCertPEM()
+	if bytes.Equal(first, second) {
+		t.Fatal("reload did not change the root")
+	}
+	polltest.Until(t, "caBundle is the rotated root", patchedWith(second))
 }

@@ -320,6 +320,16 @@ func TestPatcherRealAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("a patcher told to skip injection", func(t *testing.T) {
+		runPatcher(t, webhook.PatcherOptions{Client: client, Roots: rs, Revision: "canary", SkipMutating: true})
+		polltest.Until(t, "canary validation patched", func() bool {
+			return allEqual(getState(t, client, cmName, cvName).validatingCA, root2)
+		})
+		if after := getState(t, client, cmName, cvName); after.mutatingRV != before.mutatingRV {
+			t.Errorf("canary injection configuration changed: resourceVersion %s, was %s", after.mutatingRV, before.mutatingRV)
+		}
+	})
+
 	// One line per object per change: the first patch, the reset, the rotation.
 	for _, name := range []string{mName, vName} {
 		if n := log.count("patched caBundle", "name="+name+" "); n != 3 {
