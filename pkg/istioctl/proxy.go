@@ -51,6 +51,9 @@ func proxyStatusCommand() Command {
 				}
 				streams = append(streams, s...)
 			}
+			if r.kube.Namespace != "" {
+				streams = proxyview.InNamespace(streams, r.kube.Namespace)
+			}
 			return proxyview.WriteStatus(env.Stdout, streams, "", "skiff")
 		},
 	}

@@ -125,11 +125,17 @@ func TestThroughTheAPIServer(t *testing.T) {
 		env     []string
 		code    int
 		want    []string // in stdout (stderr when code != 0)
+		absent  []string // not in it
 		forward []fwd
 	}{
 		{
 			name: "proxy-status --kubeconfig", args: []string{"proxy-status", "--kubeconfig", kc, "-r", "default"},
 			want:    []string{"productpage-0.default   Kubernetes   SYNCED   SYNCED", "istiod-7f9c"},
+			forward: []fwd{{Namespace: "istio-system", Pod: "istiod-7f9c", Port: 8080}},
+		},
+		{
+			name: "-n keeps the namespace's proxies", args: []string{"proxy-status", "--kubeconfig", kc, "-r", "default", "-n", "default"},
+			want:    []string{"productpage-0.default"},
 			forward: []fwd{{Namespace: "istio-system", Pod: "istiod-7f9c", Port: 8080}},
 		},
 		{
@@ -158,6 +164,12 @@ func TestThroughTheAPIServer(t *testing.T) {
 		{
 			name: "ISTIOCTL_ISTIONAMESPACE", args: []string{"proxy-status", "--kubeconfig", kc}, env: []string{"ISTIOCTL_ISTIONAMESPACE", "mesh-ctl"}, code: ExitError,
 			want: []string{"no running istiod pod in namespace mesh-ctl"},
+		},
+		{
+			name: "-n filters", args: []string{"proxy-status", "--kubeconfig", kc, "-r", "default", "-n", "shop"},
+			want:    []string{"NAME   CLUSTER"},
+			absent:  []string{"productpage"},
+			forward: []fwd{{Namespace: "istio-system", Pod: "istiod-7f9c", Port: 8080}},
 		},
 		{
 			name: "no such revision", args: []string{"proxy-status", "--kubeconfig", kc, "-r", "blue"}, code: ExitError,
@@ -233,6 +245,11 @@ func TestThroughTheAPIServer(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("output lacks %q:\n%s", w, got)
+				}
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(got, a) {
+					t.Errorf("output has %q:\n%s", a, got)
 				}
 			}
 			if d := cmp.Diff(tc.forward, rec.Forwards()); d != "" {

@@ -80,6 +80,18 @@ func podName(id string) string {
 	return id
 }
 
+// InNamespace keeps the streams of proxies in namespace ns (node ids
+// sidecar~IP~POD.NS~...).
+func InNamespace(streams []ProxyStatus, ns string) []ProxyStatus {
+	var out []ProxyStatus
+	for _, s := range streams {
+		if strings.HasSuffix(podName(s.Proxy), "."+ns) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // proxyRow is one proxy's line of the status table.
 type proxyRow struct {
 	types   map[string]TypeStatus
