@@ -133,8 +133,8 @@ func NewConfigurationPatcher(o PatcherOptions) (*ConfigurationPatcher, error) {
 	}, nil
 }
 
-// Run watches and patches until ctx ends. It returns an error only when
-// the informers cannot sync.
+// Run watches and patches until ctx ends; call it once. It returns an
+// error only when the informers cannot be set up.
 func (p *ConfigurationPatcher) Run(ctx context.Context) error {
 	defer p.queue.ShutDown()
 	rootsChanged := p.o.Roots.Changed()
