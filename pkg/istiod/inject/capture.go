@@ -167,3 +167,47 @@ func initArgs(pod *corev1.Pod, s *settings, mode string, status int, metadata ma
 	}
 	return args, nil
 }
+
+// cniAnnotations are the traffic settings written on a pod in CNI mode, as
+// Istio's template writes them: the node's CNI plugin sees only the pod, so
+// the values' cluster-wide defaults must reach it as annotations. Each is
+// the pod's own annotation when set, else the values'; the excluded inbound
+// ports gain the status port. Empty optional settings are left out. With
+// interception mode NONE there is nothing to capture and nothing is written.
+func cniAnnotations(pod *corev1.Pod, s *settings, mode string, status int) map[string]string {
+	if !s.cni || mode == ModeNone {
+		return nil
+	}
+	out := map[string]string{annotation.SidecarInterceptionMode.Name: mode}
+	set := func(name, def string, always bool) {
+		v, own := annotated(pod, name, def)
+		if always || own || strings.TrimSpace(v) != "" {
+			out[name] = v
+		}
+	}
+	set(annotation.SidecarTrafficIncludeOutboundIPRanges.Name, s.includeIPs, false)
+	set(annotation.SidecarTrafficExcludeOutboundIPRanges.Name, s.excludeIPs, false)
+	set(annotation.SidecarTrafficIncludeInboundPorts.Name, s.includeInbound, true)
+	set(annotation.SidecarTrafficIncludeOutboundPorts.Name, s.includeOut, false)
+	set(annotation.SidecarTrafficExcludeOutboundPorts.Name, s.excludeOut, false)
+	excl, _ := annotated(pod, annotation.SidecarTrafficExcludeInboundPorts.Name, s.excludeInbound)
+	out[annotation.SidecarTrafficExcludeInboundPorts.Name] = withPort(excl, status)
+	return out
+}
+
+// withPort adds port to a comma list of ports unless it is 0 or listed.
+func withPort(list string, port int) string {
+	if port == 0 {
+		return list
+	}
+	p := strconv.Itoa(port)
+	var ports []string
+	for _, q := range strings.Split(list, ",") {
+		if q = strings.TrimSpace(q); q == p {
+			return list
+		} else if q != "" {
+			ports = append(ports, q)
+		}
+	}
+	return strings.Join(append(ports, p), ",")
+}

@@ -49,6 +49,9 @@ type Data struct {
 	InitArgs []string
 	// CNIEnabled is true when the CNI plugin programs capture.
 	CNIEnabled bool
+	// CNIAnnotations are the traffic settings the CNI plugin reads from
+	// the pod (interception mode, IP ranges, ports), set in CNI mode only.
+	CNIAnnotations map[string]string
 	// StatusPort is the agent's status port; 0 when disabled.
 	StatusPort int
 	// AppProbers is ISTIO_KUBE_APP_PROBERS ("" when no probe is rewritten).
