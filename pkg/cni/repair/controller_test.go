@@ -87,8 +87,11 @@ func (c *cluster) labelled(name string) bool {
 
 func (c *cluster) untouched(name string) bool {
 	p, ok := c.get(name)
+	if !ok {
+		return false
+	}
 	_, labelled := p.Labels[repair.DefaultLabelKey]
-	return ok && p.DeletionTimestamp == nil && !labelled
+	return p.DeletionTimestamp == nil && !labelled
 }
 
 func (c *cluster) events(reason string) map[string]bool {
