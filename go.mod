@@ -31,6 +31,7 @@ require (
 	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
+	k8s.io/cri-streaming v0.37.2
 	k8s.io/streaming v0.37.2
 	sigs.k8s.io/yaml v1.6.0
 )

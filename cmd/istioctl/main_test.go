@@ -1,17 +1,29 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster/clustertest"
+	"github.com/skiff-mesh/skiff/pkg/istioctl/proxyview"
+	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 // bin is the istioctl binary TestMain builds.
@@ -48,42 +60,119 @@ func TestBinaryKubeInject(t *testing.T) {
 	}
 }
 
-// TestBinaryThroughTheAPIServer runs the commands a real cluster test runs,
-// against an API server without a kubelet: they find the pods and open the
-// real port-forward, which the API server refuses only because no node runs
-// them.
+const (
+	reviewsID = "sidecar~127.0.0.41~reviews-v1-0.default~default.svc.cluster.local"
+	// target is what the proxyless app dials (its LDS name).
+	target = "ratings.default.svc.cluster.local:9080"
+)
+
+// startIstiod runs a real istiod on loopback with two streams under
+// reviewsID, as a pod with Istio's grpc-agent template has them: the
+// agent's own (NameTable and every cluster) and the proxyless app's (its
+// listener by name). It returns the debug address.
+func startIstiod(t *testing.T) string {
+	t.Helper()
+	cfg := istiod.DefaultConfig()
+	cfg.ConfigDir, _ = filepath.Abs("../../examples/mesh")
+	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for _, s := range []struct {
+		meta  map[string]string
+		types []string
+		names []string
+	}{
+		{types: []string{gen.NameTableType, gen.ClusterType}},
+		{meta: map[string]string{"GENERATOR": "grpc"}, types: []string{gen.ListenerType}, names: []string{target}},
+	} {
+		c, err := xdstest.DialSotW(ctx, d.Addr("grpc"), xdstest.Node(reviewsID, s.meta))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		for _, typ := range s.types {
+			if err := c.Request(typ, s.names, "", "", nil); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.Recv(10 * time.Second)
+			if err != nil {
+				t.Fatalf("%s: %v", typ, err)
+			}
+			if err := c.Ack(resp, s.names); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pv := &proxyview.Client{Istiod: "http://" + d.Addr("debug")}
+	polltest.Until(t, "both streams acknowledged", func() bool {
+		s, err := pv.Status(ctx)
+		return err == nil && len(s) == 2 && s[0].Types["CDS"].Status == "SYNCED" && s[1].Types["LDS"].Status == "SYNCED"
+	})
+	return d.Addr("debug")
+}
+
+// TestBinaryThroughTheAPIServer runs the exact commands of a real cluster
+// (proxy-status and proxy-config with --kubeconfig) against a real API
+// server, whose port-forwards a kubelet stand-in hands to a real istiod and
+// an agent's status endpoint on loopback.
 func TestBinaryThroughTheAPIServer(t *testing.T) {
 	env := kubetest.Start(t)
 	ctx := kubetest.Context(t)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/debug/certs" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `[{"name": "default", "type": "Cert Chain", "valid": true, "serial": "1f2e", "not_after": "2026-12-02T11:00:00Z", "not_before": "2026-12-01T10:59:00Z"}]`)
+	}))
+	defer agent.Close()
+	kubelet := &clustertest.Kubelet{Targets: map[uint16]string{8080: startIstiod(t), 15020: agent.Listener.Addr().String()}}
+	clustertest.StartKubelet(ctx, t, env.Client, "node-0", kubelet)
 	for _, p := range []*corev1.Pod{
-		{ObjectMeta: metav1.ObjectMeta{Name: "istiod-7f9c", Namespace: "istio-system", Labels: map[string]string{"app": "istiod"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "productpage-0", Namespace: "default"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "istiod-7f9c", Namespace: "istio-system", Labels: map[string]string{"app": "istiod", "istio.io/rev": "default"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "reviews-v1-0", Namespace: "default"}},
 	} {
 		if p.Namespace != "default" {
 			if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		p.Spec.Containers = []corev1.Container{{Name: "c", Image: "x"}}
+		p.Spec = corev1.PodSpec{NodeName: "node-0", Containers: []corev1.Container{{Name: "c", Image: "x"}}}
 		created, err := env.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		created.Status.Phase = corev1.PodRunning
+		created.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 		if _, err := env.Client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	kc := env.Kubeconfig
 	for _, tc := range []struct {
 		name string
 		args []string
 		env  string
-		want string
+		code int
+		want []string
 	}{
-		{name: "proxy-status --kubeconfig", args: []string{"proxy-status", "--kubeconfig", env.Kubeconfig}, want: "port-forward to istiod-7f9c.istio-system:8080: error upgrading connection: unable to upgrade connection: pod istiod-7f9c does not have a host assigned"},
-		{name: "proxy-status KUBECONFIG", args: []string{"proxy-status"}, env: "KUBECONFIG=" + env.Kubeconfig, want: "port-forward to istiod-7f9c.istio-system:8080"},
-		{name: "proxy-config secret", args: []string{"proxy-config", "secret", "productpage-0.default", "--kubeconfig", env.Kubeconfig}, want: "port-forward to productpage-0.default:15020: error upgrading connection: unable to upgrade connection: pod productpage-0 does not have a host assigned"},
-		{name: "proxy-config listeners -i", args: []string{"proxy-config", "listeners", "productpage-0.default", "-c", env.Kubeconfig, "-i", "nowhere"}, want: "no running istiod pod in namespace nowhere"},
+		{name: "proxy-status --kubeconfig", args: []string{"proxy-status", "--kubeconfig", kc},
+			want: []string{"reviews-v1-0.default   Kubernetes   SYNCED   SYNCED   NOT SENT   NOT SENT   NOT SENT   istiod-7f9c   skiff"}},
+		{name: "proxy-status KUBECONFIG", args: []string{"proxy-status"}, env: "KUBECONFIG=" + kc, want: []string{"reviews-v1-0.default"}},
+		{name: "proxy-config secret", args: []string{"proxy-config", "secret", "reviews-v1-0.default", "--kubeconfig", kc},
+			want: []string{"default         Cert Chain   ACTIVE   true         1f2e"}},
+		{name: "proxy-config listeners of the app", args: []string{"proxy-config", "listeners", "reviews-v1-0.default", "--kubeconfig", kc},
+			want: []string{target}},
+		{name: "proxy-config clusters", args: []string{"-c", kc, "proxy-config", "clusters", "reviews-v1-0"},
+			want: []string{"ratings.default.svc.cluster.local"}},
+		{name: "proxy-config listeners -i", args: []string{"proxy-config", "listeners", "reviews-v1-0.default", "-c", kc, "-i", "nowhere"}, code: 1,
+			want: []string{"no running istiod pod in namespace nowhere"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin, tc.args...)
@@ -91,13 +180,30 @@ func TestBinaryThroughTheAPIServer(t *testing.T) {
 			if tc.env != "" {
 				cmd.Env = append(cmd.Env, tc.env)
 			}
-			out, err := cmd.CombinedOutput()
-			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-				t.Fatalf("exit: %v, want 1\n%s", err, out)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
 			}
-			if !strings.Contains(string(out), tc.want) {
-				t.Errorf("output lacks %q:\n%s", tc.want, out)
+			got := stdout.String()
+			if code != 0 {
+				got = stderr.String()
+			}
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout.String(), stderr.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("output lacks %q:\n%s", w, got)
+				}
 			}
 		})
+	}
+	if len(kubelet.Forwards()) == 0 {
+		t.Error("the API server handed no forward to the kubelet")
 	}
 }

@@ -1,6 +1,7 @@
-// Package clustertest has a recording cluster.Forwarder for tests of
-// commands that port-forward: it records each forward and answers with a
-// local address the test serves, without an API server's streaming.
+// Package clustertest helps test commands that port-forward: Recorder is a
+// recording cluster.Forwarder that answers with a local address the test
+// serves, and Kubelet stands in for a node's kubelet behind a real API
+// server, so the real forwarder can run end to end.
 package clustertest
 
 import (
