@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -192,7 +193,48 @@ func cniAnnotations(pod *corev1.Pod, s *settings, mode string, status int) map[s
 	set(annotation.SidecarTrafficExcludeOutboundPorts.Name, s.excludeOut, false)
 	excl, _ := annotated(pod, annotation.SidecarTrafficExcludeInboundPorts.Name, s.excludeInbound)
 	out[annotation.SidecarTrafficExcludeInboundPorts.Name] = withPort(excl, status)
+	if s.cniProvider == "multus" {
+		out[multusNetworks] = withNetwork(pod.Annotations[multusNetworks], "default", "istio-cni")
+	}
 	return out
+}
+
+// multusNetworks is Multus's annotation: the extra networks of a pod, a
+// comma list of [NAMESPACE/]NAME or a JSON list of {"name", "namespace"}.
+const multusNetworks = "k8s.v1.cni.cncf.io/networks"
+
+// withNetwork adds network ns/name to a Multus networks value unless it is
+// there. A JSON value that does not parse is returned as it is (Multus
+// will report it).
+func withNetwork(v, ns, name string) string {
+	ref := ns + "/" + name
+	if strings.TrimSpace(v) == "" {
+		return ref
+	}
+	if strings.HasPrefix(strings.TrimSpace(v), "[") {
+		var nets []map[string]any
+		if err := json.Unmarshal([]byte(v), &nets); err != nil {
+			return v
+		}
+		for _, n := range nets {
+			nns, _ := n["namespace"].(string)
+			if n["name"] == name && nns == ns {
+				return v
+			}
+		}
+		nets = append(nets, map[string]any{"name": name, "namespace": ns})
+		b, err := json.Marshal(nets)
+		if err != nil {
+			return v
+		}
+		return string(b)
+	}
+	for _, n := range strings.Split(v, ",") {
+		if strings.TrimSpace(n) == ref {
+			return v
+		}
+	}
+	return v + ", " + ref
 }
 
 // withPort adds port to a comma list of ports unless it is 0 or listed.

@@ -114,3 +114,38 @@ func pluginAgrees(t *testing.T, in *Injector, pod *corev1.Pod) {
 		}
 	}
 }
+
+// TestMultusNetwork: with pilot.cni.provider multus the pod joins the
+// istio-cni network, added to the networks it already names.
+func TestMultusNetwork(t *testing.T) {
+	in := newInjector(t, "", "pilot: {cni: {enabled: true, provider: multus}}")
+	for _, tc := range []struct{ own, want string }{
+		{"", "default/istio-cni"},
+		{"net1", "net1, default/istio-cni"},
+		{"net1, default/istio-cni", "net1, default/istio-cni"},
+		{`[{"name":"net1"}]`, `[{"name":"net1"},{"name":"istio-cni","namespace":"default"}]`},
+		{`[{"name":"istio-cni","namespace":"default"}]`, `[{"name":"istio-cni","namespace":"default"}]`},
+		{`[{"name":`, `[{"name":`},
+	} {
+		t.Run(tc.own, func(t *testing.T) {
+			pod := appPod()
+			if tc.own != "" {
+				annotate("k8s.v1.cni.cncf.io/networks", tc.own)(pod)
+			}
+			res, err := in.Inject(pod, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Pod.Annotations["k8s.v1.cni.cncf.io/networks"]; got != tc.want {
+				t.Errorf("networks %q, want %q", got, tc.want)
+			}
+		})
+	}
+	res, err := newInjector(t, "", "pilot: {cni: {enabled: true}}").Inject(appPod(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := res.Pod.Annotations["k8s.v1.cni.cncf.io/networks"]; ok {
+		t.Errorf("default provider: networks %q, want none", v)
+	}
+}

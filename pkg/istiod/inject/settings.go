@@ -18,6 +18,7 @@ type settings struct {
 	policy         Policy
 	always, never  []labels.Selector
 	cni            bool
+	cniProvider    string
 	statusPort     int
 	includeIPs     string
 	excludeIPs     string
@@ -120,6 +121,7 @@ func newSettings(c *Config) (*settings, error) {
 	if !s.cni {
 		boolean(&s.cni, false, "pilot", "cni", "enabled")
 	}
+	str(&s.cniProvider, "default", "pilot", "cni", "provider")
 	integer(&s.statusPort, 15020, "global", "proxy", "statusPort")
 	str(&s.includeIPs, "*", "global", "proxy", "includeIPRanges")
 	str(&s.excludeIPs, "", "global", "proxy", "excludeIPRanges")
