@@ -133,7 +133,11 @@ func Insert(data []byte, entry cni.Config) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode our entry: %w", err)
 	}
-	return l.appendPlugin(list, raw)
+	out, err := l.appendPlugin(list, raw)
+	if err == nil && !json.Valid(out) {
+		err = errors.New("CNI configuration: adding our entry gave invalid JSON")
+	}
+	return out, err
 }
 
 // Remove returns the configuration without any copy of our entry, and

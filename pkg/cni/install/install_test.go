@@ -56,7 +56,7 @@ func TestConflistEdits(t *testing.T) {
 	if err != nil || !had || Check(removed, entry()) != "our plugin entry is missing" {
 		t.Errorf("Remove: had=%v err=%v\n%s", had, err, removed)
 	}
-	for _, bad := range []string{`{`, `{"plugins":3}`, `{"name":"x"}`} {
+	for _, bad := range []string{`{`, `{"plugins":3}`, `{"name":"x"}`, `{"plugins":[],"plugins":[]}`, `{"plugins":[]} {}`, `[]`} {
 		if _, err := Insert([]byte(bad), entry()); err == nil {
 			t.Errorf("Insert(%s) succeeded", bad)
 		}

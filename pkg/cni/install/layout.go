@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // span is a half-open byte range [start, end) of a JSON document.
@@ -41,7 +42,10 @@ func scan(data []byte) (layout, error) {
 			return l, err
 		}
 		key, _ := tok.(string)
-		if key == "plugins" && !l.hasPlugins {
+		if slices.ContainsFunc(l.members, func(m member) bool { return m.key == key }) {
+			return l, fmt.Errorf("CNI configuration: key %q appears twice", key)
+		}
+		if key == "plugins" {
 			start, err := l.scanPlugins(dec)
 			if err != nil {
 				return l, err
@@ -129,7 +133,7 @@ func (l *layout) appendPlugin(data []byte, raw []byte) ([]byte, error) {
 		}
 		text = append([]byte(","), raw...)
 		if i := bytes.LastIndexByte(sep, '\n'); i >= 0 {
-			indent := string(sep[i+1:])
+			indent := string(sep[i+1 : i+1+len(sep[i+1:])-len(bytes.TrimLeft(sep[i+1:], " \t"))])
 			var b bytes.Buffer
 			if err := json.Indent(&b, raw, indent, "  "); err != nil {
 				return nil, fmt.Errorf("indent our entry: %w", err)

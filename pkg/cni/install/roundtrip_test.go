@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"log/slog"
 	"os"
@@ -214,3 +215,34 @@ func equalMaps(a, b map[string]string) bool {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// FuzzInsertRemove: whatever conflist Insert accepts, its output is valid
+// JSON holding our entry last, and Remove gives the input back byte for
+// byte when the input had no entry of ours.
+func FuzzInsertRemove(f *testing.F) {
+	for _, s := range []string{
+		`{"plugins":[]}`, `{"plugins":[{"type":"a"}]}`, "{\n \"plugins\": [\n  {\"type\":\"a\"}\n  ,{\"type\":\"b\"}\n ]\n}",
+		`{"type":"bridge","name":"n"}`, `{"plugins":[{"type":"istio-cni"},{"type":"x"}]}`, `{"plugins":[],"plugins":[]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := Insert(data, entry())
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("Insert gave invalid JSON:\n%s", out)
+		}
+		if r := Check(out, entry()); r != "" {
+			t.Fatalf("after Insert: %s\n%s", r, out)
+		}
+		l, err := scan(data)
+		if err != nil || !l.hasPlugins || bytes.Contains(data, []byte(PluginType)) {
+			return
+		}
+		if back, _, err := Remove(out); err != nil || !bytes.Equal(back, data) {
+			t.Fatalf("Remove(Insert(x)) != x (err %v)\n x: %q\ngot: %q", err, data, back)
+		}
+	})
+}
