@@ -18,6 +18,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,14 +29,18 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	"github.com/skiff-mesh/skiff/manifests"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 const namespace = "istio-system"
@@ -424,5 +429,124 @@ func TestRBACAllowsPatching(t *testing.T) {
 				t.Errorf("ClusterRole %s: no %s on %s", cr.Name, verb, res)
 			}
 		}
+	}
+}
+
+// staticRoots is a RootSource that never changes.
+type staticRoots []byte
+
+func (r staticRoots) RootCertPEM() []byte      { return r }
+func (r staticRoots) Changed() <-chan struct{} { return nil }
+
+// TestChartRBACLetsIstiodPatch: with the chart's ServiceAccount, roles and
+// webhook configurations in a real kube-apiserver, istiod's patcher
+// running as that ServiceAccount watches and patches the configurations,
+// and its readiness probe may dry-run its invalid VirtualService (not
+// forbidden: with nothing serving the webhook, failing open, it is let in).
+func TestChartRBACLetsIstiodPatch(t *testing.T) {
+	env := kubetest.Start(t)
+	ctx := kubetest.Context(t)
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply := func(objs []*unstructured.Unstructured, kinds ...string) {
+		t.Helper()
+		mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+		for _, o := range objs {
+			if !slices.Contains(kinds, o.GetKind()) {
+				continue
+			}
+			gvk := o.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				t.Fatalf("%s %s: %v", gvk.Kind, o.GetName(), err)
+			}
+			var res dynamic.ResourceInterface = dyn.Resource(m.Resource)
+			if m.Scope.Name() == "namespace" {
+				if o.GetNamespace() == "" {
+					o.SetNamespace(namespace)
+				}
+				res = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+			}
+			if _, err := res.Create(ctx, o, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("create %s %s: %v", gvk.Kind, o.GetName(), err)
+			}
+		}
+	}
+	apply(render(t, "base", nil), "CustomResourceDefinition")
+	apply(render(t, "istiod", nil), "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+		"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+
+	sa := rest.CopyConfig(env.Config)
+	sa.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":istiod",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	client, err := kubernetes.NewForConfig(sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic, err := istioclient.NewForConfig(sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := authority.RootCertPEM()
+	ready := webhook.DryRunReady(ic, namespace, "default")
+	p, err := webhook.NewConfigurationPatcher(webhook.PatcherOptions{Client: client, Roots: staticRoots(root), Ready: ready})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+
+	adm := env.Client.AdmissionregistrationV1()
+	polltest.Until(t, "caBundle patched by istiod's ServiceAccount", func() bool {
+		mw, err := adm.MutatingWebhookConfigurations().Get(ctx, "istio-sidecar-injector", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vw, err := adm.ValidatingWebhookConfigurations().Get(ctx, "istio-validator-"+namespace, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range mw.Webhooks {
+			if !bytes.Equal(w.ClientConfig.CABundle, root) {
+				return false
+			}
+		}
+		return bytes.Equal(vw.Webhooks[0].ClientConfig.CABundle, root)
+	})
+	vw, err := adm.ValidatingWebhookConfigurations().Get(ctx, "istio-validator-"+namespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *vw.Webhooks[0].FailurePolicy; got != admissionregv1.Ignore {
+		t.Errorf("failurePolicy %s with nothing serving the webhook, want Ignore", got)
+	}
+	var last error
+	if !polltest.Wait(polltest.Timeout, func() bool {
+		last = ready(ctx, vw)
+		return last != nil && strings.Contains(last.Error(), "not refused")
+	}) {
+		t.Errorf("readiness probe as istiod: %v, want the invalid VirtualService let in (failing open), not refused", last)
 	}
 }
