@@ -329,7 +329,7 @@ func (p *ConfigurationPatcher) reconcileValidating(ctx context.Context, name str
 	failClosed := false
 	var notReady error
 	if ignoring && p.o.Ready != nil {
-		if caChanged > 0 {
+		if caChanged > 0 && !p.readyOnce.Load() {
 			// The API server cannot call the webhook before it trusts it.
 			notReady = fmt.Errorf("%w: caBundle being patched", errNotReady)
 		} else {
