@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,6 +83,13 @@ var (
 		typ   string
 		names []string
 	}{{gen.ListenerType, []string{target}}}}
+	// appAgain is the app reconnected while its old stream lingers.
+	appAgain = stream{name: "app again", meta: appStream.meta, reqs: appStream.reqs}
+	// envoyStream is a sidecar's Envoy through the agent.
+	envoyStream = stream{name: "envoy", reqs: []struct {
+		typ   string
+		names []string
+	}{{gen.ClusterType, nil}, {gen.ListenerType, nil}}}
 )
 
 // open connects s as reviewsID, sends its requests and waits for a
@@ -138,18 +145,29 @@ func connections(t *testing.T, d *istiod.Istiod) []string {
 	return out
 }
 
-// TestConfigDumpIsTheAppsStream connects the agent's own stream and a
-// proxyless app's under one node id, in both orders: config_dump answers
-// for the app's (its one listener by name), never the agent's (which, as a
-// sidecar without names, would get virtualOutbound and the rest).
+// TestConfigDumpIsTheAppsStream connects the agent's own stream and an
+// app's (proxyless or Envoy) under one node id, in either order:
+// config_dump answers for the app's, never the agent's (which, as a sidecar
+// without names, would get virtualOutbound and the rest), and for the
+// newest of two app streams.
 func TestConfigDumpIsTheAppsStream(t *testing.T) {
-	for _, order := range [][]stream{{agentStream, appStream}, {appStream, agentStream}} {
-		t.Run(order[0].name+" first", func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		streams []stream
+		want    string
+		wantLDS string
+	}{
+		{name: "agent first", streams: []stream{agentStream, appStream}, want: "app", wantLDS: target},
+		{name: "app first", streams: []stream{appStream, agentStream}, want: "app", wantLDS: target},
+		{name: "app reconnected", streams: []stream{agentStream, appStream, appAgain}, want: "app again", wantLDS: target},
+		{name: "envoy", streams: []stream{agentStream, envoyStream}, want: "envoy", wantLDS: "virtualOutbound"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			d := startIstiod(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			ids := map[string]string{}
-			for _, s := range order {
+			for _, s := range tc.streams {
 				ids[s.name] = open(ctx, t, d, s)
 			}
 			var dump struct {
@@ -159,11 +177,17 @@ func TestConfigDumpIsTheAppsStream(t *testing.T) {
 			if code := getJSON(t, "http://"+d.Addr("debug")+"/debug/config_dump?proxyID="+reviewsID, &dump); code != http.StatusOK {
 				t.Fatalf("config_dump: %d", code)
 			}
-			if dump.ConnectionID != ids["app"] {
-				t.Errorf("config_dump answered for %s, want the app's stream %s (agent's: %s)", dump.ConnectionID, ids["app"], ids["agent"])
+			if dump.ConnectionID != ids[tc.want] {
+				t.Errorf("config_dump answered for %s, want %s's stream (streams: %v)", dump.ConnectionID, tc.want, ids)
 			}
-			if lds := dump.Config["LDS"]; len(lds) != 1 || !strings.Contains(string(lds[0]), target) {
-				t.Errorf("LDS = %s, want the app's listener %s", lds, target)
+			var names []string
+			for _, l := range dump.Config["LDS"] {
+				var v struct{ Name string }
+				_ = json.Unmarshal(l, &v)
+				names = append(names, v.Name)
+			}
+			if !slices.Contains(names, tc.wantLDS) || tc.wantLDS == target && len(names) != 1 {
+				t.Errorf("LDS names %q, want %s", names, tc.wantLDS)
 			}
 		})
 	}
