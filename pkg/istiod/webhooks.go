@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -78,47 +79,61 @@ func (w *Webhooks) register(fs *pflag.FlagSet) {
 // the validator checks subset references against the cluster's
 // DestinationRules.
 func StartWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA, log *slog.Logger) error {
+	_, err := ServeWebhooks(ctx, cfg, w, authority, log)
+	return err
+}
+
+// ServeWebhooks is StartWebhooks that also returns a channel closed once
+// everything it started (server, watches, informers) has stopped, after
+// ctx ends; with the webhooks disabled it is closed already.
+func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA, log *slog.Logger) (<-chan struct{}, error) {
+	done := make(chan struct{})
 	if w.Addr == "" || authority == nil {
-		return nil
+		close(done)
+		return done, nil
 	}
 	icfg, err := inject.LoadFiles(w.InjectConfig, w.InjectValues)
 	if err != nil {
-		return fmt.Errorf("injection config: %w", err)
+		return nil, fmt.Errorf("injection config: %w", err)
 	}
 	inj, err := inject.New(icfg, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	v := &validation.Validator{DomainSuffix: "cluster.local"}
 	var synced chan struct{}
-	if cfg.ConfigDir != "" {
-		go inj.WatchFiles(ctx, w.InjectConfig, w.InjectValues, 5*time.Second)
-	} else {
+	var wg sync.WaitGroup
+	var kc kubernetes.Interface
+	var subsets *validation.KubeSubsets
+	if cfg.ConfigDir == "" {
 		rc, err := restConfig(cfg)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		kc, err := kubernetes.NewForConfig(rc)
+		if kc, err = kubernetes.NewForConfig(rc); err != nil {
+			return nil, fmt.Errorf("kubernetes client: %w", err)
+		}
+		ic, err := istioclient.NewForConfig(rc)
 		if err != nil {
-			return fmt.Errorf("kubernetes client: %w", err)
+			return nil, fmt.Errorf("istio client: %w", err)
 		}
+		subsets = validation.NewKubeSubsets(ic, "cluster.local")
+		v.Subsets = subsets
+	}
+	if kc == nil {
+		wg.Go(func() { inj.WatchFiles(ctx, w.InjectConfig, w.InjectValues, 5*time.Second) })
+	} else {
 		ns, name := w.injectorConfigMap(os.Getenv, inj.Revision())
 		synced = make(chan struct{})
-		go func() {
+		wg.Go(func() {
 			if err := configmap.Watch(ctx, kc, ns, name, inj, log, synced); err != nil {
 				log.Error("injector ConfigMap watch stopped", "err", err)
 			}
-		}()
-		ic, err := istioclient.NewForConfig(rc)
-		if err != nil {
-			return fmt.Errorf("istio client: %w", err)
-		}
-		subsets := validation.NewKubeSubsets(ic, "cluster.local")
-		go subsets.Run(ctx)
-		v.Subsets = subsets
+		})
+		wg.Go(func() { subsets.Run(ctx) })
 	}
 	srv := webhook.New(webhook.Options{Injector: inj, Validator: v, Log: log})
-	go func() {
+	wg.Go(func() {
 		if synced != nil {
 			select {
 			case <-synced:
@@ -131,8 +146,12 @@ func StartWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		if err := srv.ListenAndServe(ctx, w.Addr, authority.ServerTLSConfig()); err != nil && ctx.Err() == nil {
 			log.Error("webhooks stopped", "err", err)
 		}
+	})
+	go func() {
+		wg.Wait()
+		close(done)
 	}()
-	return nil
+	return done, nil
 }
 
 func restConfig(cfg Config) (*rest.Config, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
+	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -51,7 +52,8 @@ func TestWebhooksFollowInjectorConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir()}, nil)
+	// The API server calls the webhooks at https://localhost:PORT.
+	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), ServingDNSNames: []string{"localhost"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +66,18 @@ func TestWebhooksFollowInjectorConfigMap(t *testing.T) {
 	dir := t.TempDir() // no mounted ConfigMap files: the API server is the source
 	w := istiod.Webhooks{Addr: addr, InjectConfig: filepath.Join(dir, "config"), InjectValues: filepath.Join(dir, "values"), Namespace: ns, Revision: "canary"}
 	wctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if err := istiod.StartWebhooks(wctx, istiod.Config{Kubeconfig: env.Kubeconfig}, w, authority, log); err != nil {
+	stopped, err := istiod.ServeWebhooks(wctx, istiod.Config{Kubeconfig: env.Kubeconfig}, w, authority, log)
+	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{ServerName: "istiod.istio-system.svc", RootCAs: authority.Roots().Pool()}}}
+	// Runs before the API server stops, so no informer is left retrying.
+	t.Cleanup(func() {
+		cancel()
+		<-stopped
+	})
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{ServerName: "localhost", RootCAs: authority.Roots().Pool()}}}
 	t.Cleanup(client.CloseIdleConnections)
 	// generation returns the example.com/generation annotation the
 	// injector adds to a pod, or "" while the webhooks are not serving.
@@ -124,4 +132,47 @@ func TestWebhooksFollowInjectorConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	polltest.Until(t, "webhooks serving the edited configuration", func() bool { return generation() == "second" })
+
+	// Through the API server: a grpc-agent pod is admitted as the template
+	// shapes it (the API server validates the result).
+	_, port, _ := net.SplitHostPort(addr)
+	opts := webhook.ConfigurationOptions{URL: "https://localhost:" + port, CABundle: authority.RootCertPEM(), Revision: "canary"}
+	if _, err := env.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, webhook.MutatingConfiguration(opts), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const app = "grpc-app"
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app,
+		Labels: map[string]string{"istio.io/rev": "canary"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var got *corev1.Pod
+	n := 0
+	// The API server picks the webhook configuration up asynchronously.
+	polltest.Until(t, "a pod admitted with the grpc-agent template", func() bool {
+		n++
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("grpc-%d", n), Namespace: app,
+			Annotations: map[string]string{"inject.istio.io/templates": "grpc-agent"}},
+			// The harness runs without the ServiceAccount admission plugin, which
+			// in a cluster sets this (the projected token volume needs it).
+			Spec: corev1.PodSpec{ServiceAccountName: "default", Containers: []corev1.Container{{Name: "app", Image: "example/app:1"}}}}
+		p, err := env.Client.CoreV1().Pods(app).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create pod: %v", err)
+		}
+		got = p
+		return len(p.Spec.Containers) == 2
+	})
+	if got.Spec.Containers[0].Name != "app" || got.Spec.Containers[1].Name != "istio-proxy" {
+		t.Fatalf("containers %v", got.Spec.Containers)
+	}
+	env0 := map[string]string{}
+	for _, e := range got.Spec.Containers[0].Env {
+		env0[e.Name] = e.Value
+	}
+	if env0["GRPC_XDS_BOOTSTRAP"] != "/etc/istio/proxy/grpc-bootstrap.json" {
+		t.Errorf("app env %v", got.Spec.Containers[0].Env)
+	}
+	if got.Annotations["example.com/generation"] != "second" || len(got.Spec.InitContainers) != 0 {
+		t.Errorf("annotations %v, init containers %d", got.Annotations, len(got.Spec.InitContainers))
+	}
 }

@@ -125,8 +125,9 @@ func DefaultConfig() (Config, error) {
 
 // ParseConfig reads the istio-sidecar-injector ConfigMap's two keys: config
 // (YAML) and values (JSON or YAML). Either may be empty: a missing config
-// uses the chart's templates, missing values the chart's values; a config
-// without a sidecar template gets the chart's. Values are
+// uses the chart's templates, missing values the chart's values. A config
+// without templates gets all of the chart's; one with templates but no
+// sidecar template gets the chart's sidecar. Values are
 // merged over the chart's defaults, so a ConfigMap may set only what it
 // changes. Unknown keys in config are errors.
 func ParseConfig(config, values []byte) (Config, error) {
@@ -140,7 +141,10 @@ func ParseConfig(config, values []byte) (Config, error) {
 		if err := yaml.UnmarshalStrict(config, &c); err != nil {
 			return Config{}, fmt.Errorf("injector config: %w", err)
 		}
-		if c.template() == "" {
+		switch {
+		case len(c.Templates) == 0 && c.Template == "":
+			c.Templates = def.Templates
+		case c.template() == "":
 			c.Templates = maps.Clone(c.Templates)
 			if c.Templates == nil {
 				c.Templates = map[string]string{}

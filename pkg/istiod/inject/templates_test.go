@@ -255,3 +255,25 @@ func TestGRPCSimpleBootstrapIsJSON(t *testing.T) {
 		t.Errorf("bootstrap %s", b)
 	}
 }
+
+// TestConfigTemplatesFilledIn: a config that names no templates gets the
+// chart's; one with its own templates keeps them, plus the chart's sidecar.
+func TestConfigTemplatesFilledIn(t *testing.T) {
+	for _, tc := range []struct {
+		config string
+		want   []string
+	}{
+		{"", []string{"grpc-agent", "grpc-simple", "sidecar"}},
+		{"policy: enabled\n", []string{"grpc-agent", "grpc-simple", "sidecar"}},
+		{"templates:\n  own: \"metadata: {}\"\n", []string{"own", "sidecar"}},
+		{"template: \"metadata: {}\"\n", nil},
+	} {
+		cfg, err := ParseConfig([]byte(tc.config), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(tc.want, sortedKeys(cfg.Templates)); d != "" && len(tc.want)+len(cfg.Templates) > 0 {
+			t.Errorf("config %q: templates (-want +got):\n%s", tc.config, d)
+		}
+	}
+}
