@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster"
 	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster/clustertest"
@@ -117,6 +119,18 @@ func TestThroughTheAPIServer(t *testing.T) {
 	createPod(ctx, t, env, "default", "productpage-0", map[string]string{"app": "productpage"})
 	debug, agent := startIstiod(t), startAgent(t)
 	kc := env.Kubeconfig
+	// Two contexts: the current one points where nothing serves.
+	two := clientcmdapi.NewConfig()
+	two.Clusters["real"] = &clientcmdapi.Cluster{Server: env.URL, CertificateAuthority: env.CAFile}
+	two.Clusters["gone"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	two.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: env.Config.BearerToken}
+	two.Contexts["real"] = &clientcmdapi.Context{Cluster: "real", AuthInfo: "admin"}
+	two.Contexts["gone"] = &clientcmdapi.Context{Cluster: "gone", AuthInfo: "admin"}
+	two.CurrentContext = "gone"
+	twoFile := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*two, twoFile); err != nil {
+		t.Fatal(err)
+	}
 
 	type fwd = clustertest.Forward
 	for _, tc := range []struct {
@@ -151,6 +165,15 @@ func TestThroughTheAPIServer(t *testing.T) {
 			name: "root flags before the command name", args: []string{"-c", kc, "--istioNamespace", "istio-system", "proxy-status", "-r", "canary"},
 			want:    []string{"istiod-canary-5d2b"},
 			forward: []fwd{{Namespace: "istio-system", Pod: "istiod-canary-5d2b", Port: 8080}},
+		},
+		{
+			name: "--context", args: []string{"proxy-status", "--kubeconfig", twoFile, "--context", "real", "-r", "default"},
+			want:    []string{"productpage-0.default"},
+			forward: []fwd{{Namespace: "istio-system", Pod: "istiod-7f9c", Port: 8080}},
+		},
+		{
+			name: "the current context", args: []string{"proxy-status", "--kubeconfig", twoFile}, code: ExitError,
+			want: []string{"127.0.0.1:1"},
 		},
 		{
 			name: "KUBECONFIG", args: []string{"proxy-status", "-r", "default"}, env: []string{"KUBECONFIG", kc},
