@@ -41,6 +41,15 @@ func main() {
 		log.Error("istiod webhooks failed", "err", err)
 		os.Exit(1)
 	}
+	wp, err := istiod.WebhookPatchFromEnv(os.LookupEnv, f.Security.Namespace)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "istiod:", err)
+		os.Exit(2)
+	}
+	if err := istiod.StartWebhookPatcher(ctx, f.Config, f.Webhooks, wp, authority, log); err != nil {
+		log.Error("istiod webhook patcher failed", "err", err)
+		os.Exit(1)
+	}
 	if err := istiod.Run(ctx, f.Config, log, opts...); err != nil {
 		log.Error("istiod failed", "err", err)
 		os.Exit(1)
