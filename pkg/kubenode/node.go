@@ -123,7 +123,7 @@ func (n *Node) bringUp(ctx context.Context, assets string, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if n.ns, err = newNamespace(n.Dir, n.Name, nodeCIDR, nodeGateway); err != nil {
+	if n.ns, err = newNamespace(n.Dir, n.Name, nodeCIDR, nodeGateway, n.ownsDir); err != nil {
 		return err
 	}
 	f := &files{Dir: n.Dir, Name: n.Name, NodeIP: NodeIP, PodCIDR: PodCIDR, ServiceCIDR: ServiceCIDR,
