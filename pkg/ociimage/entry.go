@@ -8,6 +8,9 @@ import (
 	"strings"
 )
 
+// Sticky is the sticky bit for an Entry's Mode (a /tmp is 0o777|Sticky).
+const Sticky = fs.ModeSticky
+
 // Type is the kind of an Entry.
 type Type int
 

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,16 +132,20 @@ func (c *Containerd) Log() string {
 // mount namespace (where the I/O FIFOs of `ctr run` must be), and returns
 // its stdout; an error carries stderr.
 func (c *Containerd) Ctr(ctx context.Context, args ...string) (string, error) {
-	full := append([]string{"-t", fmt.Sprint(c.cmd.Process.Pid), "--mount", "--",
-		"ctr", "--address", c.Address, "--namespace", Namespace}, args...)
-	cmd := exec.CommandContext(ctx, "nsenter", full...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
+	if err := c.ctr(ctx, &stdout, &stderr, args...); err != nil {
 		return stdout.String(), fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+func (c *Containerd) ctr(ctx context.Context, stdout, stderr io.Writer, args ...string) error {
+	full := append([]string{"-t", fmt.Sprint(c.cmd.Process.Pid), "--mount", "--",
+		"ctr", "--address", c.Address, "--namespace", Namespace}, args...)
+	cmd := exec.CommandContext(ctx, "nsenter", full...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = 5 * time.Second
+	return cmd.Run()
 }
 
 // Import imports an image tar (docker or OCI layout) and unpacks it.
@@ -173,8 +178,8 @@ type Run struct {
 }
 
 // Run runs a container to completion with `ctr run --rm` and returns its
-// output (stdout and stderr together; ctr joins them without a terminal).
-// An error carries that output. The container is removed even when ctx
+// output, stdout and stderr interleaved (with ctr's own errors). An error
+// carries that output. The container is removed even when ctx
 // ends first.
 func (c *Containerd) Run(ctx context.Context, r Run) (string, error) {
 	id := fmt.Sprintf("run-%d", c.runs.Add(1))
@@ -187,12 +192,12 @@ func (c *Containerd) Run(ctx context.Context, r Run) (string, error) {
 	}
 	args = append(args, r.Image, id)
 	args = append(args, r.Args...)
-	out, err := c.Ctr(ctx, args...)
-	if err != nil {
+	var out bytes.Buffer
+	if err := c.ctr(ctx, &out, &out, args...); err != nil {
 		c.remove(id)
-		return out, fmt.Errorf("%w\noutput: %s", err, out)
+		return out.String(), fmt.Errorf("ctr %s: %w\noutput: %s", strings.Join(args, " "), err, out.String())
 	}
-	return out, nil
+	return out.String(), nil
 }
 
 // remove kills and deletes container id, if it is still there.
