@@ -4,10 +4,11 @@ GO ?= go
 BIN := bin
 # Debian packages the tests, benchmarks and demo use, by the command that proves each is there.
 DEB_PKGS := iptables:iptables nft:nftables ip:iproute2 conntrack:conntrack dig:dnsutils \
-	dnsmasq:dnsmasq-base dnsperf:dnsperf setpriv:util-linux hyperfine:hyperfine strace:strace jq:jq curl:curl openssl:openssl
+	dnsmasq:dnsmasq-base dnsperf:dnsperf setpriv:util-linux hyperfine:hyperfine strace:strace jq:jq curl:curl openssl:openssl \
+	containerd:containerd runc:runc /bin/busybox:busybox-static
 BINARIES := istio-iptables
 
-.PHONY: help deps k8s-assets build test bench bench-iptables bench-cni bench-agent demo demo-capture lint golden e2e fuzz clean
+.PHONY: help deps k8s-assets build test bench bench-iptables bench-cni bench-agent demo demo-capture lint golden e2e fuzz clean images
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -24,6 +25,9 @@ deps: ## install the Debian packages and Go modules the tests need (as root)
 build: ## build every binary into bin/ (static: no cgo, so no dynamic loader at start)
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(BIN)/ ./cmd/... ./examples/...
+
+images: deps ## container images of the binaries (proxyv2, pilot, install-cni, app, pause, shell) as OCI tars in bin/images, for ctr -n k8s.io images import
+	$(GO) run ./tools/images -out $(BIN)/images
 
 k8s-assets: ## build kube-apiserver and etcd once per machine, cached outside the repo (first time: 20+ min)
 	bash tools/k8sassets/build.sh
