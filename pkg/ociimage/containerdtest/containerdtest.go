@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -90,12 +91,28 @@ func Start(t testing.TB) *Containerd {
 	c.cmd = exec.Command("unshare", "--mount", "--propagation", "private", "--",
 		"sh", "-c", `mount -t tmpfs -o mode=0755 tmpfs /run && exec containerd --config "$1"`, "sh", cfg)
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	if err := c.cmd.Start(); err != nil {
-		t.Fatalf("start containerd: %v", err)
-	}
+	c.cmd.SysProcAttr = sysProcAttr()
 	c.exited = make(chan struct{})
 	exited := c.exited
-	go func() { c.cmd.Wait(); close(exited) }()
+	started := make(chan error, 1)
+	go func() {
+		// Pdeathsig fires when the starting thread ends: this goroutine
+		// holds its thread until containerd exits, so the signal comes only
+		// when the test process dies.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := c.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		c.cmd.Wait()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
+		c.exited = nil
+		t.Fatalf("start containerd: %v", err)
+	}
 	ready := polltest.Wait(polltest.Timeout, func() bool {
 		select {
 		case <-exited:

@@ -39,6 +39,9 @@ func installBinaries(ctx context.Context, bin string, log *slog.Logger) error {
 	return nil
 }
 
+// module is the module the packages are in.
+const module = "github.com/skiff-mesh/skiff"
+
 // moduleRoot is the directory of the main module's go.mod.
 func moduleRoot(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
@@ -49,5 +52,14 @@ func moduleRoot(ctx context.Context) (string, error) {
 	if mod == "" || mod == os.DevNull {
 		return "", fmt.Errorf("not inside a Go module (go env GOMOD = %q)", mod)
 	}
-	return filepath.Dir(mod), nil
+	b, err := os.ReadFile(mod)
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" && strings.Trim(f[1], `"`) == module {
+			return filepath.Dir(mod), nil
+		}
+	}
+	return "", fmt.Errorf("%s is not module %s: run from inside Skiff's tree", mod, module)
 }
