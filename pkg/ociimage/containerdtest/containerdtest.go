@@ -180,7 +180,8 @@ func (c *Containerd) Images(ctx context.Context) ([]string, error) {
 	return strings.Fields(out), nil
 }
 
-// Run is one container run by Containerd.Run.
+// Run is one container run by Containerd.Run. It runs as the image's
+// User (ctr 1.6 has no flag to change it).
 type Run struct {
 	// Image is the image's full name.
 	Image string
@@ -190,8 +191,10 @@ type Run struct {
 	// Privileged gives the container every capability (it still has its
 	// own network namespace, so iptables in it touch nothing outside).
 	Privileged bool
-	// User is "uid[:gid]", or "" for the image's.
-	User string
+	// CapAdd are capabilities added to the default set, e.g. "CAP_NET_ADMIN".
+	CapAdd []string
+	// ReadOnly mounts the root file system read-only.
+	ReadOnly bool
 }
 
 // Run runs a container to completion with `ctr run --rm` and returns its
@@ -204,8 +207,11 @@ func (c *Containerd) Run(ctx context.Context, r Run) (string, error) {
 	if r.Privileged {
 		args = append(args, "--privileged")
 	}
-	if r.User != "" {
-		args = append(args, "--user", r.User)
+	for _, c := range r.CapAdd {
+		args = append(args, "--cap-add", c)
+	}
+	if r.ReadOnly {
+		args = append(args, "--read-only")
 	}
 	args = append(args, r.Image, id)
 	args = append(args, r.Args...)

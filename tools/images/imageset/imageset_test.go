@@ -16,8 +16,9 @@ import (
 // TestImagesRunInContainerd builds every image, builds again (all kept
 // from the first build), imports each into a real containerd under its
 // names, and runs what the cluster runs in them: the shell, pilot-agent,
-// the dynamically linked iptables, and istio-iptables as istio-init runs it
-// (privileged, in the container's own network namespace).
+// the dynamically linked iptables, and istio-iptables as the injected
+// istio-init runs it (root with NET_ADMIN and NET_RAW, not privileged, in
+// the container's own network namespace).
 func TestImagesRunInContainerd(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("containerd needs root")
@@ -73,10 +74,11 @@ func TestImagesRunInContainerd(t *testing.T) {
 		{"pilot-agent", containerdtest.Run{Image: imageset.Proxy, Args: []string{"pilot-agent", "version"}}, nil},
 		{"iptables-restore", containerdtest.Run{Image: imageset.Proxy, Args: []string{"iptables-restore", "--version"}}, []string{"nf_tables"}},
 		{"ip6tables-legacy-restore", containerdtest.Run{Image: imageset.Proxy, Args: []string{"ip6tables-legacy-restore", "--version"}}, []string{"legacy"}},
-		{"istio-init", containerdtest.Run{Image: imageset.Proxy, Privileged: true, Args: []string{"sh", "-c",
+		{"istio-init", containerdtest.Run{Image: imageset.Proxy, CapAdd: []string{"CAP_NET_ADMIN", "CAP_NET_RAW"}, Args: []string{"sh", "-c",
 			"pilot-agent istio-iptables -p 15001 -z 15006 -u 1337 -m REDIRECT -i '*' -b '*' -d 15090,15021,15020 >/dev/null && iptables-save -t nat"}},
 			[]string{"-A ISTIO_OUTPUT -m owner --uid-owner 1337 -j RETURN", "-j REDIRECT --to-ports 15001", "-j REDIRECT --to-ports 15006"}},
-		{"istiod", containerdtest.Run{Image: imageset.Pilot, Args: []string{"pilot-discovery", "discovery", "--help"}}, []string{"--config-dir"}},
+		{"istiod", containerdtest.Run{Image: imageset.Pilot, ReadOnly: true, Args: []string{"sh", "-c", "id -u && pilot-discovery discovery --help"}},
+			[]string{"1337\n", "--config-dir"}},
 		{"install-cni", containerdtest.Run{Image: imageset.InstallCNI, Args: []string{"sh", "-c", "command -v install-cni && test -x /opt/cni/bin/istio-cni && echo plugin"}},
 			[]string{"/usr/local/bin/install-cni\nplugin\n"}},
 		{"app", containerdtest.Run{Image: imageset.App, Args: []string{"grpc-app", "--help"}}, []string{"mtls"}},
