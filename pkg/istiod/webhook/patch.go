@@ -186,7 +186,9 @@ func sortedKeys(m map[string]any) []string {
 // empty parents (metadata: {creationTimestamp: null}) that raw lacks. An op
 // under a parent missing from raw becomes one "add" of that parent with its
 // value in target; a "replace" of a missing member becomes an "add"; a
-// "remove" of a missing member is dropped.
+// "remove" of a missing member is dropped. Each op is checked against the
+// document as the ops before it leave it (an "add" of a container shifts
+// the indices after it).
 func Rebase(ops []Op, raw, target []byte) ([]Op, error) {
 	var doc, tgt any
 	if err := json.Unmarshal(raw, &doc); err != nil {
@@ -196,8 +198,18 @@ func Rebase(ops []Op, raw, target []byte) ([]Op, error) {
 		return nil, fmt.Errorf("patch target: %w", err)
 	}
 	var out []Op
-	added := map[string]bool{}
+	var added []string // parents added whole: ops under them are in their value
+	emit := func(op Op) {
+		out = append(out, op)
+		doc = applyOp(doc, Op{Op: op.Op, Path: op.Path, Value: deepCopy(op.Value)})
+	}
+ops:
 	for _, op := range ops {
+		for _, p := range added {
+			if strings.HasPrefix(op.Path, p+"/") {
+				continue ops
+			}
+		}
 		tokens := strings.Split(op.Path, "/")[1:]
 		// Find the first missing ancestor (or the member itself).
 		missing := -1
@@ -212,31 +224,95 @@ func Rebase(ops []Op, raw, target []byte) ([]Op, error) {
 		}
 		switch {
 		case missing < 0:
-			out = append(out, op)
+			emit(op)
 		case missing == len(tokens)-1:
 			// The member itself is missing; its parent exists.
 			switch op.Op {
 			case "remove":
 			case "replace":
 				op.Op = "add"
-				out = append(out, op)
+				emit(op)
 			default:
-				out = append(out, op)
+				emit(op)
 			}
 		default:
 			p := "/" + strings.Join(tokens[:missing+1], "/")
-			if added[p] {
-				continue
-			}
 			v, ok := lookupPointer(tgt, tokens[:missing+1])
 			if !ok {
 				continue // the target has no such subtree either
 			}
-			added[p] = true
-			out = append(out, Op{Op: "add", Path: p, Value: v})
+			added = append(added, p)
+			emit(Op{Op: "add", Path: p, Value: v})
 		}
 	}
 	return out, nil
+}
+
+// deepCopy copies a decoded JSON value.
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(t))
+		for i, e := range t {
+			a[i] = deepCopy(e)
+		}
+		return a
+	}
+	return v
+}
+
+// applyOp applies one op to a decoded document in place (returning the
+// new root); an op that does not fit the document leaves it as it is.
+func applyOp(doc any, op Op) any {
+	tokens := strings.Split(op.Path, "/")[1:]
+	if len(tokens) == 0 {
+		if op.Op == "remove" {
+			return nil
+		}
+		return op.Value
+	}
+	parent, ok := lookupPointer(doc, tokens[:len(tokens)-1])
+	if !ok {
+		return doc
+	}
+	last := tokens[len(tokens)-1]
+	switch p := parent.(type) {
+	case map[string]any:
+		if op.Op == "remove" {
+			delete(p, unescape(last))
+		} else {
+			p[unescape(last)] = op.Value
+		}
+	case []any:
+		i := len(p)
+		if last != "-" {
+			n, err := strconv.Atoi(last)
+			if err != nil || n < 0 || n > len(p) {
+				return doc
+			}
+			i = n
+		}
+		switch {
+		case op.Op == "add":
+			p = append(p[:i], append([]any{op.Value}, p[i:]...)...)
+		case i < len(p) && op.Op == "remove":
+			p = append(p[:i], p[i+1:]...)
+		case i < len(p):
+			p[i] = op.Value
+			return doc
+		default:
+			return doc
+		}
+		// The slice header changed: store it back in its parent.
+		return applyOp(doc, Op{Op: "replace", Path: "/" + strings.Join(tokens[:len(tokens)-1], "/"), Value: p})
+	}
+	return doc
 }
 
 func unescape(tok string) string {
