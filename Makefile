@@ -8,7 +8,7 @@ DEB_PKGS := iptables:iptables nft:nftables ip:iproute2 conntrack:conntrack dig:d
 	containerd:containerd runc:runc /bin/busybox:busybox-static
 BINARIES := istio-iptables
 
-.PHONY: help deps k8s-assets build test bench bench-iptables bench-cni bench-agent demo demo-capture lint golden e2e fuzz clean images
+.PHONY: help deps k8s-assets build test bench bench-iptables bench-cni bench-agent demo demo-cluster demo-capture lint golden e2e fuzz clean images
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -68,6 +68,9 @@ bench-agent: deps build ## pilot-agent start-to-ready, binary size and idle RSS
 
 demo: deps ## a mesh in network namespaces: istiod, agents, mTLS gRPC apps, captured DNS, 90/10 split (as root)
 	$(GO) run ./tools/demo/mesh -root .
+
+demo-cluster: deps k8s-assets ## a real node (kubelet, containerd, CoreDNS), Skiff installed with helm, the demo mesh as Deployments, then uninstalled (as root)
+	$(GO) run ./tools/demo/cluster -root .
 
 demo-capture: deps build ## istio-iptables alone: outbound, inbound and DNS captured in a pod namespace (as root)
 	BIN=$(BIN) bash tools/demo/capture.sh

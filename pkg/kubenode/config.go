@@ -21,8 +21,9 @@ const (
 	apiPort      = 6443
 	// ClusterDomain is the cluster's DNS domain.
 	ClusterDomain = "cluster.local"
-	// SandboxImage is the pod sandbox image containerd runs; it must be imported.
-	SandboxImage = "registry.k8s.io/pause:3.10"
+	// SandboxImage is the pod sandbox image containerd runs (containerd
+	// 1.6's default); it must be imported.
+	SandboxImage = "registry.k8s.io/pause:3.6"
 	// CNIBinDir and CNIConfDir are where containerd finds CNI plugins and
 	// the node's network configuration (as on a kubeadm node).
 	CNIBinDir  = "/opt/cni/bin"
