@@ -53,7 +53,7 @@ fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzAdmissionReview -fuzztime 30s -fuzzminimizetime 2s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzCreatePatch -fuzztime 30s -fuzzminimizetime 2s
 
-bench: bench-iptables bench-cni bench-agent bench-dns bench-ca bench-istiod ## every benchmark; figures go to docs/benchmarks.md
+bench: bench-iptables bench-cni bench-agent bench-dns bench-ca bench-istiod bench-pods ## every benchmark; figures go to docs/benchmarks.md
 
 bench-iptables: deps build ## istio-iptables first install vs one exec per rule
 	$(GO) test -run XXX -bench . -benchtime 50x ./pkg/capture/
@@ -80,6 +80,10 @@ e2e: deps build ## end-to-end tests (the binaries together in namespaces)
 
 clean: ## remove build output
 	rm -rf $(BIN)
+
+.PHONY: bench-pods
+bench-pods: deps k8s-assets ## pod create -> running/Ready on a real node: no injection, istio-init, CNI; sandbox (CNI ADD) times from containerd's log
+	$(GO) run ./tools/podbench -root . -n 20
 
 .PHONY: bench-dns
 bench-dns: deps ## DNS proxy vs dnsmasq with dnsperf, 10 s runs (as root); figures go to docs/benchmarks.md

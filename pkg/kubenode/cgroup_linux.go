@@ -139,25 +139,43 @@ func (cg *cgroups) remove() {
 	}
 }
 
-// podPID returns a process of the pod with the given UID (any container
-// of it, the sandbox included: they share the pod's network namespace).
+// podPID returns a live process of the pod with the given UID, the
+// sandbox's pause if it can tell (a crash-looping container's processes
+// come and go; all share the pod's network namespace).
 func (cg *cgroups) podPID(uid string) (int, error) {
-	want := "pod" + uid
+	want := "/pod" + uid + "/"
+	var live []int
 	for _, h := range cg.hiers {
-		found := 0
 		_ = filepath.WalkDir(filepath.Join(h, cg.name, "pods"), func(p string, d fs.DirEntry, err error) error {
-			if err != nil || found != 0 || d.IsDir() || d.Name() != "cgroup.procs" || !strings.Contains(p, "/"+want+"/") {
+			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" || !strings.Contains(p, want) {
 				return nil
 			}
 			b, _ := os.ReadFile(p)
-			if f := strings.Fields(string(b)); len(f) > 0 {
-				found, _ = strconv.Atoi(f[0])
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					live = append(live, n)
+				}
 			}
 			return nil
 		})
-		if found != 0 {
-			return found, nil
+		if len(live) > 0 {
+			break
 		}
 	}
-	return 0, fmt.Errorf("no process of pod %s in the node's cgroups", uid)
+	found := 0
+	for _, pid := range live {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d/ns/net", pid)); err != nil {
+			continue
+		}
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "pause" {
+			return pid, nil
+		}
+		if found == 0 {
+			found = pid
+		}
+	}
+	if found == 0 {
+		return 0, fmt.Errorf("no live process of pod %s in the node's cgroups", uid)
+	}
+	return found, nil
 }

@@ -17,7 +17,7 @@ import (
 func FailureSteps(mode Mode) []Step {
 	steps := []Step{{"istiod down", (*Cluster).CheckIstiodDown, true}}
 	if mode == CNIMode {
-		steps = append(steps, Step{"cni restart", (*Cluster).CheckCNIRestart, true})
+		steps = append(steps, Step{"cni restart", (*Cluster).CheckCNIRestart, true}, Step{"race repair", (*Cluster).CheckRaceRepair, true})
 	}
 	return steps
 }

@@ -38,6 +38,8 @@ func Steps(mode Mode) []Step {
 		{"capture", func(c *Cluster, ctx context.Context) error { return c.CheckCapture(ctx, mode) }, true},
 		{"identities", (*Cluster).CheckIdentities, true},
 		{"split", (*Cluster).CheckSplit, true},
+		{"proxy-status", (*Cluster).CheckProxyStatus, true},
+		{"proxy-config secret", (*Cluster).CheckProxySecret, true},
 	}
 	if mode == InitMode {
 		steps = append(steps, Step{"dns", (*Cluster).CheckDNS, true})
