@@ -1,8 +1,8 @@
 package main_test
 
 import (
-	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,21 +25,44 @@ func build(t *testing.T) string {
 	return bin
 }
 
-// start runs pause (under args' wrapper, if any) and returns the pid of
-// the pause process and a channel with the wrapper's exit.
-func start(t *testing.T, argv ...string) (*exec.Cmd, chan error) {
+// proc is a started process.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when it has exited
+	err  error         // its exit, once done is closed
+}
+
+// start runs argv; when argv is pause itself, it waits until pause has
+// closed its stdout: it handles signals from then on. (A wrapper such as
+// unshare keeps its own copy of stdout open.)
+func start(t *testing.T, argv ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	if err := cmd.Start(); err != nil {
+	p := &proc{cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	defer r.Close()
+	wrapped := filepath.Base(argv[0]) != "pause"
+	if !wrapped {
+		p.cmd.Stdout = w
+	}
+	err = p.cmd.Start()
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
+		p.cmd.Process.Kill()
+		<-p.done
 	})
-	return cmd, done
+	if !wrapped {
+		if _, err := io.ReadAll(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
 }
 
 // TestExitsOnSignal: pause keeps running through SIGCHLD and exits 0 on
@@ -48,14 +71,13 @@ func TestExitsOnSignal(t *testing.T) {
 	bin := build(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd, done := start(t, bin)
-			waitCaught(t, cmd.Process.Pid)
-			cmd.Process.Signal(syscall.SIGCHLD)
-			cmd.Process.Signal(sig)
-			if err := <-done; err != nil {
-				t.Fatalf("pause after %v: %v, want exit 0", sig, err)
+			p := start(t, bin)
+			p.cmd.Process.Signal(syscall.SIGCHLD)
+			p.cmd.Process.Signal(sig)
+			<-p.done
+			if p.err != nil {
+				t.Fatalf("pause after %v: %v, want exit 0", sig, p.err)
 			}
-			done <- nil
 		})
 	}
 }
@@ -68,16 +90,15 @@ func TestReapsOrphans(t *testing.T) {
 		t.Skip("a PID namespace needs root")
 	}
 	bin := build(t)
-	unshare, _ := start(t, "unshare", "--pid", "--fork", "--kill-child", "--", bin)
+	unshare := start(t, "unshare", "--pid", "--fork", "--kill-child", "--", bin)
 	var pause int
 	polltest.Until(t, "pause to start under unshare", func() bool {
-		kids := children(unshare.Process.Pid)
+		kids := children(unshare.cmd.Process.Pid)
 		if len(kids) == 1 {
 			pause = kids[0]
 		}
 		return pause != 0
 	})
-	waitCaught(t, pause)
 	// The shell exits at once; its background sleep is reparented to the
 	// namespace's init: pause.
 	out, err := exec.Command("nsenter", "--target", strconv.Itoa(pause), "--pid", "--",
@@ -118,26 +139,4 @@ func children(pid int) []int {
 		}
 	}
 	return kids
-}
-
-// waitCaught waits until pid catches SIGTERM and SIGINT (SigCgt in
-// /proc/PID/status), so that a signal sent next is handled, not fatal.
-func waitCaught(t *testing.T, pid int) {
-	t.Helper()
-	want := uint64(1)<<(syscall.SIGTERM-1) | uint64(1)<<(syscall.SIGINT-1)
-	polltest.Until(t, "pause to catch SIGTERM and SIGINT", func() bool {
-		f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			return false
-		}
-		defer f.Close()
-		s := bufio.NewScanner(f)
-		for s.Scan() {
-			if v, ok := strings.CutPrefix(s.Text(), "SigCgt:"); ok {
-				mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-				return err == nil && mask&want == want
-			}
-		}
-		return false
-	})
 }
