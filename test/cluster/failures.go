@@ -17,7 +17,8 @@ import (
 func FailureSteps(mode Mode) []Step {
 	steps := []Step{{"istiod down", (*Cluster).CheckIstiodDown, true}}
 	if mode == CNIMode {
-		steps = append(steps, Step{"cni restart", (*Cluster).CheckCNIRestart, true}, Step{"race repair", (*Cluster).CheckRaceRepair, true})
+		steps = append(steps, Step{"cni restart", (*Cluster).CheckCNIRestart, true}, Step{"race repair", (*Cluster).CheckRaceRepair, true},
+			Step{"race repair (label)", (*Cluster).CheckRaceRepairLabel, true})
 	}
 	return steps
 }
