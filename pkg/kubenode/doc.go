@@ -15,5 +15,6 @@
 // The Kubernetes binaries are built once per machine by `make k8s-assets`
 // (pkg/kubetest.AssetsDir); containerd, runc and the CNI plugins come from
 // Debian (`make deps`). Images are imported from OCI image-layout tars
-// (pkg/ociimage), so no registry is needed.
+// (pkg/ociimage), so no registry is needed. The package is Linux only
+// (namespaces, cgroups); elsewhere it is empty.
 package kubenode
