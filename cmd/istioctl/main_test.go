@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,7 +17,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster/clustertest"
 	"github.com/skiff-mesh/skiff/pkg/istioctl/proxyview"
-	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/istiodtest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
@@ -72,18 +70,7 @@ const (
 // listener by name). It returns the debug address.
 func startIstiod(t *testing.T) string {
 	t.Helper()
-	cfg := istiod.DefaultConfig()
-	cfg.ConfigDir, _ = filepath.Abs("../../examples/mesh")
-	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", "127.0.0.1:0"
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	d, ctx := istiodtest.Start(t, nil)
 	for _, s := range []struct {
 		meta  map[string]string
 		types []string

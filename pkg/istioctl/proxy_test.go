@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -21,7 +20,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster"
 	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster/clustertest"
 	"github.com/skiff-mesh/skiff/pkg/istioctl/proxyview"
-	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/istiodtest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
@@ -34,18 +33,7 @@ const productpageID = "sidecar~127.0.0.31~productpage-0.default~default.svc.clus
 // productpage-0.default, CDS and LDS acknowledged; it returns the debug address.
 func startIstiod(t *testing.T) string {
 	t.Helper()
-	cfg := istiod.DefaultConfig()
-	cfg.ConfigDir, _ = filepath.Abs("../../examples/mesh")
-	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", "127.0.0.1:0"
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	d, ctx := istiodtest.Start(t, nil)
 
 	c, err := xdstest.DialSotW(ctx, d.Addr("grpc"), xdstest.Node(productpageID, nil))
 	if err != nil {

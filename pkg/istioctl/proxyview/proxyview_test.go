@@ -3,10 +3,8 @@ package proxyview_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,7 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/skiff-mesh/skiff/pkg/istioctl/proxyview"
-	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/istiodtest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
@@ -29,16 +27,7 @@ const (
 // TestViewsOfARealProxy connects a SotW client to a real istiod as a
 // sidecar, ACKs CDS and LDS, and reads the views back from istiod's debug port.
 func TestViewsOfARealProxy(t *testing.T) {
-	cfg := istiod.DefaultConfig()
-	cfg.ConfigDir, _ = filepath.Abs("../../../examples/mesh")
-	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", "127.0.0.1:0"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = d.Serve(ctx) }()
+	d, ctx := istiodtest.Start(t, nil)
 
 	conn, err := grpc.NewClient(d.Addr("grpc"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/istiodtest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
@@ -26,18 +25,7 @@ const (
 
 func startIstiod(t *testing.T) *istiod.Istiod {
 	t.Helper()
-	cfg := istiod.DefaultConfig()
-	cfg.ConfigDir, _ = filepath.Abs("../../../examples/mesh")
-	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", "127.0.0.1:0"
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	d, _ := istiodtest.Start(t, nil)
 	return d
 }
 
