@@ -35,6 +35,7 @@ func Steps(mode Mode) []Step {
 		{"install", func(c *Cluster, ctx context.Context) error { return c.InstallIstio(ctx, mode) }, false},
 		{"deploy", func(c *Cluster, ctx context.Context) error { return c.DeployDemo(ctx, mode) }, false},
 		{"validation", (*Cluster).CheckValidation, true},
+		{"injector configmap", (*Cluster).CheckInjectorFollowsConfigMap, true},
 		{"injection", func(c *Cluster, ctx context.Context) error { return c.CheckInjection(ctx, mode) }, true},
 		{"capture", func(c *Cluster, ctx context.Context) error { return c.CheckCapture(ctx, mode) }, true},
 		{"identities", (*Cluster).CheckIdentities, true},

@@ -22,27 +22,30 @@ import (
 
 func main() {
 	root := flag.String("root", ".", "the repository root (charts and binaries)")
-	mode := flag.String("mode", "cni", "interception: cni (the istio-cni DaemonSet) or istio-init")
+	mode := flag.String("mode", "both", "interception: istio-init, cni (the istio-cni DaemonSet), or both, one after the other")
 	keep := flag.Bool("keep", false, "after the checks, keep the cluster until Ctrl-C (kubeconfig printed) instead of uninstalling")
 	flag.Parse()
-	m := cluster.CNIMode
+	var modes []cluster.Mode
 	switch *mode {
+	case "both":
+		modes = []cluster.Mode{cluster.InitMode, cluster.CNIMode}
 	case "cni":
+		modes = []cluster.Mode{cluster.CNIMode}
 	case "istio-init":
-		m = cluster.InitMode
+		modes = []cluster.Mode{cluster.InitMode}
 	default:
-		fmt.Fprintf(os.Stderr, "demo-cluster: -mode %q: want cni or istio-init\n", *mode)
+		fmt.Fprintf(os.Stderr, "demo-cluster: -mode %q: want istio-init, cni or both\n", *mode)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *root, m, *keep); err != nil {
+	if err := run(ctx, *root, modes, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "demo-cluster:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, root string, mode cluster.Mode, keep bool) error {
+func run(ctx context.Context, root string, modes []cluster.Mode, keep bool) error {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return err
@@ -67,15 +70,17 @@ func run(ctx context.Context, root string, mode cluster.Mode, keep bool) error {
 	if err != nil {
 		return err
 	}
-	for _, s := range cluster.Steps(mode) {
-		if keep && s.Name == "uninstall" {
-			say("the cluster stays up: KUBECONFIG=%s; Ctrl-C ends it", n.Kubeconfig)
-			<-ctx.Done()
-			return nil
-		}
-		say("%s", s.Name)
-		if err := s.Run(c, ctx); err != nil {
-			return fmt.Errorf("%s: %w", s.Name, err)
+	for i, mode := range modes {
+		for _, s := range cluster.Steps(mode) {
+			if keep && i == len(modes)-1 && s.Name == "uninstall" {
+				say("the cluster stays up: KUBECONFIG=%s; Ctrl-C ends it", n.Kubeconfig)
+				<-ctx.Done()
+				return nil
+			}
+			say("%s: %s", mode, s.Name)
+			if err := s.Run(c, ctx); err != nil {
+				return fmt.Errorf("%s: %s: %w", mode, s.Name, err)
+			}
 		}
 	}
 	say("done: everything worked")
