@@ -125,6 +125,7 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 	if err != nil {
 		return nil, cniError(types.ErrInvalidNetworkConfig, "kubeconfig", err)
 	}
+	pods = withPodCache(conf, pods)
 	interval, _ := conf.lookupInterval() // checked by ParseConfig
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout(conf.PodLookupTries, interval))
 	defer cancel()

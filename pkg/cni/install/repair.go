@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/skiff-mesh/skiff/pkg/cni/podcache"
 	"github.com/skiff-mesh/skiff/pkg/cni/repair"
 )
 
@@ -37,14 +38,9 @@ func newRepair(f Flags, log *slog.Logger, repaired *prometheus.CounterVec) (*rep
 	case f.Config.KubeHost == "":
 		return nil, errors.New("race repair: no API server address (--kube-host, KUBERNETES_SERVICE_HOST)")
 	}
-	client, err := kubernetes.NewForConfig(&rest.Config{
-		Host:            "https://" + net.JoinHostPort(f.Config.KubeHost, strconv.Itoa(int(f.Config.KubePort))),
-		BearerTokenFile: f.Config.TokenPath, // re-read as the kubelet rotates it
-		TLSClientConfig: rest.TLSClientConfig{CAFile: f.Config.CAPath},
-		UserAgent:       "install-cni",
-	})
+	client, err := apiClient(f)
 	if err != nil {
-		return nil, fmt.Errorf("race repair: API client: %w", err)
+		return nil, fmt.Errorf("race repair: %w", err)
 	}
 	c, err := repair.New(r, client, repair.Kube{Client: client}, log)
 	if err != nil {
@@ -52,4 +48,33 @@ func newRepair(f Flags, log *slog.Logger, repaired *prometheus.CounterVec) (*rep
 	}
 	c.Observe(func(a repair.Action, res repair.Result) { repaired.WithLabelValues(string(a), string(res)).Inc() })
 	return c, nil
+}
+
+// apiClient is the node agent's client of the API server, with the
+// service account token the kubelet mounts (re-read as it rotates).
+func apiClient(f Flags) (kubernetes.Interface, error) {
+	client, err := kubernetes.NewForConfig(&rest.Config{
+		Host:            "https://" + net.JoinHostPort(f.Config.KubeHost, strconv.Itoa(int(f.Config.KubePort))),
+		BearerTokenFile: f.Config.TokenPath,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: f.Config.CAPath},
+		UserAgent:       "install-cni",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("API client: %w", err)
+	}
+	return client, nil
+}
+
+// newPodCache is the cache of the node's pods the plugin asks first
+// (package podcache), when the node and the API server are known.
+func newPodCache(f Flags, log *slog.Logger) (*podcache.Cache, error) {
+	if f.Repair.NodeName == "" || f.Config.KubeHost == "" {
+		log.Warn("pod cache off: no node name or API server address; the plugin asks the API server for each pod")
+		return nil, nil
+	}
+	client, err := apiClient(f)
+	if err != nil {
+		return nil, fmt.Errorf("pod cache: %w", err)
+	}
+	return podcache.New(client, f.Repair.NodeName, log.With("component", "podcache"))
 }

@@ -6,10 +6,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/skiff-mesh/skiff/pkg/cni"
 	"github.com/skiff-mesh/skiff/pkg/httpserver"
 )
 
@@ -17,7 +19,7 @@ import (
 const shutdownGrace = 2 * time.Second
 
 // Run installs and guards the plugin, runs the race repair controller when
-// it is enabled, and serves health and metrics until ctx ends, then
+// it is enabled and the cache of the node's pods the plugin asks first, and serves health and metrics until ctx ends, then
 // uninstalls. It listens before installing, so a port in use
 // stops it with nothing changed on the node, and logs each bound address.
 func Run(ctx context.Context, f Flags, log *slog.Logger) error {
@@ -27,6 +29,10 @@ func Run(ctx context.Context, f Flags, log *slog.Logger) error {
 	}
 	repaired := newRepairedCounter()
 	rc, err := newRepair(f, log, repaired)
+	if err != nil {
+		return err
+	}
+	pc, err := newPodCache(f, log)
 	if err != nil {
 		return err
 	}
@@ -59,6 +65,9 @@ func Run(ctx context.Context, f Flags, log *slog.Logger) error {
 	g.Go(func() error { return in.Run(ctx) })
 	if rc != nil {
 		g.Go(func() error { return rc.Run(ctx) })
+	}
+	if pc != nil {
+		g.Go(func() error { return pc.Serve(ctx, filepath.Join(f.Config.AgentRunDir, cni.PodCacheSocket)) })
 	}
 	for _, s := range servers {
 		g.Go(func() error {
