@@ -113,6 +113,12 @@ func (c *Cluster) CheckCapture(ctx context.Context, mode Mode) error {
 	}
 	c.Say("iptables-save in the shell pod's network namespace (installed by %s):\n%s", mode, rules)
 	var errs []error
+	if mode == CNIMode {
+		// The plugin reads its pods from install-cni's cache, not the API server.
+		if run, err := c.NodeDir(ctx, "/var/run/istio-cni"); err != nil || !slices.Contains(run, "pods.sock") {
+			errs = append(errs, fmt.Errorf("no pod cache socket in /var/run/istio-cni: %v %v", run, err))
+		}
+	}
 	for _, re := range []string{
 		`-A ISTIO_OUTPUT_DNS (-d \S+ )?-p udp -m udp --dport 53 -j REDIRECT --to-ports 15053`,
 		`-A OUTPUT (-p udp )?-j ISTIO_OUTPUT_DNS`,
