@@ -2,6 +2,12 @@
 // binary's size, the time from exec to ready (workload certificate from
 // istiod's CA, first NameTable, xDS connected) and the idle resident memory,
 // with istiod in a node namespace of a lab. Run as root: make bench-agent.
+//
+// With -services N istiod also serves N generated Services (so the agent's
+// NameTable holds them) and the memory is read with a breakdown; with
+// -dns-load D the tool then runs D of dnsperf queries from the pod (mesh
+// names and names forwarded to an upstream it runs in the node namespace,
+// answering with TTL 0) and reads the memory during and after the load.
 package main
 
 import (
@@ -10,34 +16,61 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/skiff-mesh/skiff/test/e2e/lab"
 )
 
+type options struct {
+	runs     int
+	idle     time.Duration
+	services int
+	dnsLoad  time.Duration
+	ship     bool
+}
+
 func main() {
-	runs := flag.Int("runs", 10, "agent starts to time")
-	idle := flag.Duration("idle", 10*time.Second, "how long the agent idles before its RSS is read")
+	var o options
+	flag.IntVar(&o.runs, "runs", 10, "agent starts to time")
+	flag.DurationVar(&o.idle, "idle", 10*time.Second, "how long the agent idles before its RSS is read")
+	flag.IntVar(&o.services, "services", 0, "generated Services istiod serves besides the lab's mesh (0: none)")
+	flag.DurationVar(&o.dnsLoad, "dns-load", 0, "dnsperf load from the pod after the idle reading (0: none)")
+	flag.BoolVar(&o.ship, "ship", false, "run the binary `make build` ships (CGO_ENABLED=0, stripped) instead of the lab's build")
 	flag.Parse()
-	if err := run(*runs, *idle); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "agentbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs int, idle time.Duration) error {
-	l, err := lab.New("10.48.0.0/24", nil)
+func run(o options) error {
+	detailed := o.services > 0 || o.dnsLoad > 0
+	gc := &gcTrace{}
+	l, err := lab.New("10.48.0.0/24", gc)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	if detailed {
+		// The Go runtime's own view of heap, stacks and globals, at each GC.
+		os.Setenv("SKIFF_AGENT_ENV", strings.TrimSpace(os.Getenv("SKIFF_AGENT_ENV")+" GODEBUG=gctrace=1"))
+	}
+	if o.dnsLoad > 0 {
+		stop, err := startUpstream(l)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if err := l.Build(".", "./cmd/istiod", "./cmd/pilot-agent", "./cmd/istio-iptables", "./examples/grpc-app"); err != nil {
 		return err
 	}
 	// Ship-size binary, as `make build` makes it.
 	stripped := filepath.Join(l.Dir, "pilot-agent-stripped")
+	if o.ship {
+		os.Setenv("CGO_ENABLED", "0")
+	}
 	if err := lab.GoBuild(".", stripped, "./cmd/pilot-agent", "-ldflags", "-s -w"); err != nil {
 		return err
 	}
@@ -45,14 +78,35 @@ func run(runs int, idle time.Duration) error {
 	if err != nil {
 		return err
 	}
+	if o.ship {
+		if err := os.Rename(stripped, filepath.Join(l.Bin, "pilot-agent")); err != nil {
+			return err
+		}
+	}
 	m, err := lab.StartMesh(l, true)
 	if err != nil {
 		return err
 	}
+	if o.services > 0 {
+		if err := writeServices(m.ConfigDir, o.services); err != nil {
+			return err
+		}
+		// istiod watches its config dir; wait until the running agent's
+		// table has the last service, so every start below gets them all.
+		last := svcHost(o.services - 1)
+		deadline := time.Now().Add(30 * time.Second)
+		for !resolves(m, "productpage", last) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s not in the agent's NameTable after 30s", last)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 	p := m.Pods["productpage"]
 	var times []time.Duration
-	for i := 0; i < runs; i++ {
+	for i := 0; i < o.runs; i++ {
 		p.Agent.Stop(5 * time.Second)
+		gc.reset()
 		d, err := m.RestartAgent(p)
 		if err != nil {
 			return err
@@ -60,30 +114,115 @@ func run(runs int, idle time.Duration) error {
 		times = append(times, d)
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	time.Sleep(idle)
-	mem, err := memKB(p.Agent.Cmd.Process.Pid)
+	time.Sleep(o.idle)
+	pid := p.Agent.Cmd.Process.Pid
+	mem, err := readMemory(pid)
 	if err != nil {
 		return err
 	}
+	fmt.Printf("load average at the idle reading: %s\n", loadAverage())
 	fmt.Printf("binary (stripped): %.1f MB\n", float64(st.Size())/1e6)
-	fmt.Printf("exec to ready, %d runs: median %s, min %s, max %s (polled every 2 ms)\n", runs,
+	fmt.Printf("exec to ready, %d runs: median %s, min %s, max %s (polled every 2 ms)\n", o.runs,
 		times[len(times)/2].Round(time.Millisecond), times[0].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
-	fmt.Printf("idle RSS after %s: %.1f MB (anonymous %.1f MB, file-backed %.1f MB: the binary's pages)\n", idle,
-		float64(mem["VmRSS:"])/1024, float64(mem["RssAnon:"])/1024, float64(mem["RssFile:"])/1024)
+	s := mem.status
+	fmt.Printf("idle RSS after %s: %.1f MB (anonymous %.1f MB, file-backed %.1f MB: the binary's pages)\n", o.idle,
+		float64(s["VmRSS"])/1024, float64(s["RssAnon"])/1024, float64(s["RssFile"])/1024)
+	if !detailed {
+		return nil
+	}
+	bin := filepath.Join(l.Bin, "pilot-agent")
+	fmt.Printf("agent binary: %s; services in the mesh: %d generated + the lab's\n",
+		map[bool]string{true: "as shipped (CGO_ENABLED=0, -s -w)", false: "the lab's go build"}[o.ship], o.services)
+	mem.print(fmt.Sprintf("idle, %s after ready", o.idle), bin)
+	printGC(gc)
+	if o.services > 0 && !resolves(m, "productpage", svcHost(o.services-1)) {
+		return fmt.Errorf("%s does not resolve from the pod", svcHost(o.services-1))
+	}
+	if o.dnsLoad > 0 {
+		if err := loadAndRead(l, m, pid, bin, gc, o); err != nil {
+			return err
+		}
+	}
+	return printParts(l, m, bin)
+}
+
+// printParts measures pieces of the agent's memory outside the agent, after
+// its readings: what package initialisation costs, and what its NameTable
+// and the DNS proxy's precomputed answers take on the heap.
+func printParts(l *lab.Lab, m *lab.Mesh, bin string) error {
+	rss, alloc, top, err := initCost(l.Dir, bin)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("package initialisation only (pilot-agent version): peak RSS %s; initialisers allocate %.1f MB (largest: %s)\n",
+		mb(rss), float64(alloc)/(1<<20), strings.Join(top, ", "))
+	p := m.Pods["productpage"]
+	names, tableKB, answersKB, err := tableCost(l, &p.NS, p.Namespace)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("the agent's NameTable (%d names), rebuilt in this process: decoded proto %s live heap, DNS proxy's precomputed answers %s more\n",
+		names, mb(tableKB), mb(answersKB))
 	return nil
 }
 
-// memKB reads the memory lines of /proc/PID/status, in kB.
-func memKB(pid int) (map[string]int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, err
+// loadAndRead runs the DNS load, reading the agent's memory every 250 ms,
+// and prints the reading with the largest VmRSS, then one after 10 s of rest.
+func loadAndRead(l *lab.Lab, m *lab.Mesh, pid int, bin string, gc *gcTrace, o options) error {
+	type result struct {
+		out string
+		err error
 	}
-	out := map[string]int{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && strings.HasPrefix(f[0], "Rss") || len(f) >= 2 && f[0] == "VmRSS:" {
-			out[f[0]], _ = strconv.Atoi(f[1])
+	done := make(chan result, 1)
+	go func() {
+		out, err := dnsLoad(l, &m.Pods["productpage"].NS, o.services, o.dnsLoad)
+		done <- result{out, err}
+	}()
+	var peak memory
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var res result
+wait:
+	for {
+		select {
+		case res = <-done:
+			break wait
+		case <-tick.C:
+			if r, err := readMemory(pid); err == nil && r.status["VmRSS"] > peak.status["VmRSS"] {
+				peak = r
+			}
 		}
 	}
-	return out, nil
+	if res.err != nil {
+		return res.err
+	}
+	fmt.Printf("DNS load, %s of dnsperf -c 8 -q 100 (load average after: %s):\n%s\n", o.dnsLoad, loadAverage(), indent(res.out))
+	peak.print("under DNS load (largest VmRSS of the 250 ms readings)", bin)
+	printGC(gc)
+	time.Sleep(10 * time.Second)
+	after, err := readMemory(pid)
+	if err != nil {
+		return err
+	}
+	after.print("10 s after the DNS load", bin)
+	return nil
+}
+
+func printGC(gc *gcTrace) {
+	line, n := gc.last()
+	if n == 0 {
+		fmt.Println("  Go runtime (gctrace): no GC yet in this agent process")
+		return
+	}
+	fmt.Printf("  Go runtime (gctrace, last of %d GCs): %s\n", n, line)
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
