@@ -71,8 +71,9 @@ func synced(table, proxy string) bool {
 	return false
 }
 
-// CheckProxySecret runs istioctl proxy-config secret for the client: the
-// agent's certificates, read through a port-forward to the pod.
+// CheckProxySecret runs istioctl proxy-config secret for the client (the
+// agent's certificates, read through a port-forward to the pod) and
+// proxy-config listeners (istiod's view of the app's own stream).
 func (c *Cluster) CheckProxySecret(ctx context.Context) error {
 	pod, err := c.OnePod(ctx, "client")
 	if err != nil {
@@ -85,6 +86,16 @@ func (c *Cluster) CheckProxySecret(ctx context.Context) error {
 	c.Say("istioctl proxy-config secret %s.%s:\n%s", pod.Name, DemoNamespace, out)
 	if !strings.Contains(out, "default") || !strings.Contains(out, "ROOTCA") {
 		return errors.New("proxy-config secret lists no default and ROOTCA secrets")
+	}
+	// The client's own stream (its gRPC xDS client's listener), not the
+	// agent's NameTable stream under the same proxy ID.
+	out, err = c.Istioctl(ctx, "proxy-config", "listeners", pod.Name+"."+DemoNamespace)
+	if err != nil {
+		return err
+	}
+	c.Say("istioctl proxy-config listeners %s.%s:\n%s", pod.Name, DemoNamespace, out)
+	if !strings.Contains(out, "reviews.demo.svc.cluster.local") {
+		return errors.New("proxy-config listeners does not show the client's listener for reviews")
 	}
 	return nil
 }
