@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/bootstrap"
@@ -185,7 +186,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		}()
 	}
 	run("certificates", func() error { return mgr.Run(ctx) })
-	run("sds", func() error { return sds.New(mgr, log).Serve(ctx, cfg.Path(config.SDSSocket)) })
+	run("sds", func() error { return sds.New(mgr, log).Serve(ctx, cfg.Path(cfg.SDSSocketPath())) })
 	run("xds proxy", func() error { return xp.Serve(ctx, cfg.Path(config.XDSSocket)) })
 	run("status", func() error { return status.Serve(ctx, statusAddr, st.Handler()) })
 	if noProxy && opts.ReadinessAddr != "-" {
@@ -262,7 +263,7 @@ func signalReady(ctx context.Context, st *status.Server, ready chan<- struct{}) 
 
 // runProxy writes Envoy's bootstrap and supervises it.
 func runProxy(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger, errc <-chan error) error {
-	b := &bootstrap.Envoy{Node: bootstrapNode(cfg), XDSSocket: config.XDSSocket, SDSSocket: config.SDSSocket,
+	b := &bootstrap.Envoy{Node: bootstrapNode(cfg), XDSSocket: config.XDSSocket, SDSSocket: "./" + cfg.SDSSocketPath(),
 		AdminPort: int(cfg.Proxy.ProxyAdminPort), StatusPort: int(cfg.Proxy.StatusPort), StatsPort: 15090, ReadinessPort: 15021}
 	js, err := b.JSON()
 	if err != nil {
@@ -301,17 +302,39 @@ func bootstrapNode(cfg *config.Config) bootstrap.Node {
 		meta["INSTANCE_IPS"] = cfg.InstanceIP
 	}
 	if len(cfg.Labels) > 0 {
-		labels := map[string]any{}
-		for k, v := range cfg.Labels {
-			labels[k] = v
+		meta["LABELS"] = anyMap(cfg.Labels)
+	}
+	if len(cfg.Annotations) > 0 {
+		meta["ANNOTATIONS"] = anyMap(cfg.Annotations)
+	}
+	// What Istio's agent also tells istiod (pkg/model NodeMetadata).
+	meta["ISTIO_VERSION"] = config.IstioVersion
+	meta["ENVOY_STATUS_PORT"] = float64(config.EnvoyStatusPort)
+	meta["ENVOY_PROMETHEUS_PORT"] = float64(config.EnvoyPrometheusPort)
+	meta["WORKLOAD_IDENTITY_SOCKET_FILE"] = cfg.WorkloadIdentitySocket
+	if !cfg.Plaintext {
+		host, _, _ := strings.Cut(cfg.Proxy.DiscoveryAddress, ":")
+		meta["PILOT_SAN"] = []any{host}
+	}
+	if pc, err := protojson.Marshal(cfg.Proxy); err == nil {
+		var m map[string]any
+		if json.Unmarshal(pc, &m) == nil {
+			meta["PROXY_CONFIG"] = m
 		}
-		meta["LABELS"] = labels
 	}
 	cluster := cfg.Proxy.GetServiceCluster()
 	if app := cfg.Labels["app"]; app != "" {
 		cluster = app + "." + cfg.PodNamespace
 	}
 	return bootstrap.Node{ID: cfg.NodeID(), Cluster: cluster, Metadata: meta}
+}
+
+func anyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // xdsNode is the node of the agent's own stream (NameTable, and clusters

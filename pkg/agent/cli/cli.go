@@ -106,8 +106,8 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 	if *concurrency > 0 {
 		cfg.Proxy.Concurrency = wrapperspb.Int32(int32(*concurrency))
 	}
-	if err := cfg.ReadPodLabels(); err != nil {
-		log.Warn("pod labels not read; using the environment's", "err", err)
+	if err := cfg.ReadPodInfo(); err != nil {
+		log.Warn("pod labels and annotations not read; using the environment's", "err", err)
 	}
 	err = agent.Run(ctx, cfg, agent.Options{Stdout: stdout, Stderr: stderr, Signals: signals}, log)
 	var exit interface{ ExitCode() int }

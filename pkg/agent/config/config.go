@@ -27,8 +27,16 @@ import (
 
 // Well-known paths, relative to the agent's working directory as Istio's are.
 const (
-	XDSSocket    = "./etc/istio/proxy/XDS"
-	SDSSocket    = "./var/run/secrets/workload-spiffe-uds/socket"
+	XDSSocket = "./etc/istio/proxy/XDS"
+	SDSSocket = "./var/run/secrets/workload-spiffe-uds/socket"
+	// EnvoyStatusPort and EnvoyPrometheusPort are Istio's readiness and
+	// merged-metrics ports, as its agent reports them to istiod.
+	EnvoyStatusPort     = 15021
+	EnvoyPrometheusPort = 15090
+	// IstioVersion is the Istio release whose interfaces Skiff implements;
+	// the agent reports it to istiod as ISTIO_VERSION (Istio's istiod gates
+	// features on it and warns without it).
+	IstioVersion = "1.31.0"
 	TokenPath    = "./var/run/secrets/tokens/istio-token"
 	RootCertPath = "./var/run/secrets/istio/root-cert.pem"
 	FileCertDir  = "./etc/certs"
@@ -83,7 +91,12 @@ type Config struct {
 	PrometheusScrape *Scrape
 	// Metadata is the node metadata: ISTIO_META_* and proxyMetadata.
 	Metadata map[string]string
-	Labels   map[string]string
+	// Labels are ISTIO_METAJSON_LABELS and, over them, the pod's labels
+	// file (ReadPodInfo); Annotations are the pod's annotations file.
+	Labels, Annotations map[string]string
+	// WorkloadIdentitySocket is WORKLOAD_IDENTITY_SOCKET_FILE, the SDS
+	// socket's file name (Istio's "socket").
+	WorkloadIdentitySocket string
 	// GRPCBootstrap is GRPC_XDS_BOOTSTRAP: write a gRPC xDS bootstrap there and run no proxy.
 	GRPCBootstrap string
 	TokenPath     string
@@ -133,6 +146,8 @@ func Load(environ []string, proxyType string) (*Config, error) {
 		PrometheusScrape:   e.scrape("ISTIO_PROMETHEUS_ANNOTATIONS"),
 		Labels:             e.labels("ISTIO_METAJSON_LABELS"),
 
+		WorkloadIdentitySocket: e.str("WORKLOAD_IDENTITY_SOCKET_FILE", "socket"),
+
 		GRPCBootstrap: e.str("GRPC_XDS_BOOTSTRAP", ""),
 		TokenPath:     TokenPath, RootCertPath: RootCertPath, WorkDir: ".",
 	}
@@ -140,6 +155,9 @@ func Load(environ []string, proxyType string) (*Config, error) {
 		if _, err := netip.ParseAddr(c.InstanceIP); err != nil {
 			e.fail("INSTANCE_IP", c.InstanceIP, "not an IP address")
 		}
+	}
+	if w := c.WorkloadIdentitySocket; w == "" || w != filepath.Base(w) || w == "." || w == ".." {
+		e.fail("WORKLOAD_IDENTITY_SOCKET_FILE", w, "must be a file name, not a path")
 	}
 	c.Identity = e.identity("TRUST_DOMAIN", c.PodNamespace, "SERVICE_ACCOUNT")
 	switch {
@@ -243,6 +261,12 @@ func parseScrape(s string) (*Scrape, error) {
 		sc.Port = "80"
 	}
 	return &sc, nil
+}
+
+// SDSSocketPath is the SDS socket, relative like SDSSocket, with
+// WORKLOAD_IDENTITY_SOCKET_FILE as its file name.
+func (c *Config) SDSSocketPath() string {
+	return filepath.Join(filepath.Dir(SDSSocket), c.WorkloadIdentitySocket)
 }
 
 // Path resolves one of the agent's relative paths against its working dir;

@@ -48,7 +48,7 @@ func defaults() *Config {
 		Identity: spiffe.ID{TrustDomain: "cluster.local", Namespace: "default", ServiceAccount: "default"},
 		CAAddr:   DefaultAddress, SecretTTL: 24 * time.Hour, GraceRatio: 0.5, KeyType: pki.RSA2048,
 		DNSAddrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:15053"), netip.MustParseAddrPort("[::1]:15053")},
-		Metadata: map[string]string{}, TokenPath: TokenPath, RootCertPath: RootCertPath, WorkDir: ".",
+		Metadata: map[string]string{}, WorkloadIdentitySocket: "socket", TokenPath: TokenPath, RootCertPath: RootCertPath, WorkDir: ".",
 	}
 }
 

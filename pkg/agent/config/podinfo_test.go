@@ -39,10 +39,10 @@ func TestParseDownwardAPI(t *testing.T) {
 	}
 }
 
-func TestReadPodLabels(t *testing.T) {
+func TestReadPodInfo(t *testing.T) {
 	dir := t.TempDir()
 	c := &Config{WorkDir: dir, Labels: map[string]string{"app": "env", "static": "yes"}}
-	if err := c.ReadPodLabels(); err != nil || c.Labels["app"] != "env" {
+	if err := c.ReadPodInfo(); err != nil || c.Labels["app"] != "env" {
 		t.Fatalf("no file: %v %v", err, c.Labels)
 	}
 	p := filepath.Join(dir, PodLabelsPath)
@@ -52,17 +52,23 @@ func TestReadPodLabels(t *testing.T) {
 	if err := os.WriteFile(p, []byte("app=\"reviews\"\npod-template-hash=\"abc\"\nversion=\"v2\""), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ReadPodLabels(); err != nil {
+	if err := c.ReadPodInfo(); err != nil {
 		t.Fatal(err)
 	}
 	if d := cmp.Diff(map[string]string{"app": "reviews", "static": "yes", "version": "v2"}, c.Labels); d != "" {
 		t.Errorf("labels (-want +got):\n%s", d)
 	}
+	if err := os.WriteFile(filepath.Join(dir, PodAnnotationsPath), []byte("sidecar.istio.io/status=\"{}\""), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ReadPodInfo(); err != nil || c.Annotations["sidecar.istio.io/status"] != "{}" {
+		t.Errorf("annotations: %v %v", c.Annotations, err)
+	}
 	if err := os.WriteFile(p, []byte("app=reviews"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	before := c.Labels
-	if err := c.ReadPodLabels(); err == nil || !strings.Contains(err.Error(), PodLabelsPath) {
+	if err := c.ReadPodInfo(); err == nil || !strings.Contains(err.Error(), PodLabelsPath) {
 		t.Errorf("bad file: %v, want an error naming it", err)
 	}
 	if d := cmp.Diff(before, c.Labels); d != "" {
