@@ -85,14 +85,7 @@ func startIstiod(t *testing.T) string {
 		}
 		t.Cleanup(c.Close)
 		for _, typ := range s.types {
-			if err := c.Request(typ, s.names, "", "", nil); err != nil {
-				t.Fatal(err)
-			}
-			resp, err := c.Recv(10 * time.Second)
-			if err != nil {
-				t.Fatalf("%s: %v", typ, err)
-			}
-			if err := c.Ack(resp, s.names); err != nil {
+			if err := c.Subscribe(typ, s.names, 10*time.Second); err != nil {
 				t.Fatal(err)
 			}
 		}

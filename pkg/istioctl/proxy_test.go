@@ -41,14 +41,7 @@ func startIstiod(t *testing.T) string {
 	}
 	t.Cleanup(c.Close)
 	for _, typ := range []string{gen.ClusterType, gen.ListenerType} {
-		if err := c.Request(typ, nil, "", "", nil); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := c.Recv(10 * time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Ack(resp, nil); err != nil {
+		if err := c.Subscribe(typ, nil, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,20 +13,12 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
-	"github.com/skiff-mesh/skiff/pkg/kubetest"
 )
 
 // TestKubernetesSource runs istiod against a real kube-apiserver with a
 // kubeconfig and checks a sidecar gets the cluster's services over xDS.
 func TestKubernetesSource(t *testing.T) {
-	if _, err := kubetest.AssetsDir(); err != nil {
-		t.Skip(err) // built by `make k8s-assets`, which `make test` runs first
-	}
-	env := kubetest.Start(t)
-	ctx := kubetest.Context(t)
-	if err := crdtest.InstallCRDs(ctx, env.Config); err != nil {
-		t.Fatal(err)
-	}
+	env, ctx := crdtest.Start(t)
 	port := int32(9080)
 	name := "grpc"
 	if _, err := env.Client.CoreV1().Services("default").Create(ctx, &corev1.Service{

@@ -23,7 +23,6 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
-	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
@@ -31,14 +30,7 @@ import (
 // mode against a real kube-apiserver and edits the injector's ConfigMap:
 // the next admission uses the new configuration, with no mounted file.
 func TestWebhooksFollowInjectorConfigMap(t *testing.T) {
-	if _, err := kubetest.AssetsDir(); err != nil {
-		t.Skip(err) // built by `make k8s-assets`, which `make test` runs first
-	}
-	env := kubetest.Start(t)
-	ctx := kubetest.Context(t)
-	if err := crdtest.InstallCRDs(ctx, env.Config); err != nil {
-		t.Fatal(err)
-	}
+	env, ctx := crdtest.Start(t)
 	const ns = "skiff-injector"
 	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

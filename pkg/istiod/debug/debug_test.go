@@ -94,15 +94,8 @@ func open(ctx context.Context, t *testing.T, d *istiod.Istiod, s stream) string 
 	}
 	t.Cleanup(c.Close)
 	for _, r := range s.reqs {
-		if err := c.Request(r.typ, r.names, "", "", nil); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := c.Recv(10 * time.Second)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", s.name, r.typ, err)
-		}
-		if err := c.Ack(resp, r.names); err != nil {
-			t.Fatal(err)
+		if err := c.Subscribe(r.typ, r.names, 10*time.Second); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
 		}
 	}
 	var id string

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -54,18 +52,7 @@ func TestInjectPatchAppliesToTheRequest(t *testing.T) {
 			}
 			raw, _ := json.Marshal(sparse(doc))
 			resp := respond(t, s, InjectPath, reviewBody(t, podResource, metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, json.RawMessage(raw)))
-			p, err := jsonpatch.DecodePatch(resp.Patch)
-			if err != nil {
-				t.Fatal(err)
-			}
-			patched, err := p.Apply(raw)
-			if err != nil {
-				t.Fatalf("patch does not apply: %v\n%s", err, resp.Patch)
-			}
-			var got corev1.Pod
-			if err := json.Unmarshal(patched, &got); err != nil {
-				t.Fatal(err)
-			}
+			got := applyPatch(t, resp.Patch, raw)
 			res, err := s.opts.Injector.Inject(pod, "shop")
 			if err != nil {
 				t.Fatal(err)

@@ -98,24 +98,13 @@ func TestInjectPatchEqualsInjector(t *testing.T) {
 	if !resp.Allowed || resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 		t.Fatalf("response %+v", resp)
 	}
-	p, err := jsonpatch.DecodePatch(resp.Patch)
-	if err != nil {
-		t.Fatal(err)
-	}
 	raw, _ := json.Marshal(pod)
-	patched, err := p.Apply(raw)
-	if err != nil {
-		t.Fatalf("patch does not apply: %v\n%s", err, resp.Patch)
-	}
-	var got corev1.Pod
-	if err := json.Unmarshal(patched, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := applyPatch(t, resp.Patch, raw)
 	res, err := s.opts.Injector.Inject(pod, "shop")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(res.Pod, &got); d != "" {
+	if d := cmp.Diff(res.Pod, got); d != "" {
 		t.Errorf("patched pod differs from the injector's (-want +got):\n%s", d)
 	}
 	// The patch adds containers and annotations; it does not rewrite
@@ -125,6 +114,25 @@ func TestInjectPatchEqualsInjector(t *testing.T) {
 			t.Errorf("patch replaces a whole list or map: %s %s", op.Op, op.Path)
 		}
 	}
+}
+
+// applyPatch applies an admission response's JSON patch to a pod's JSON,
+// as the API server does, and decodes the result.
+func applyPatch(t testing.TB, patch, raw []byte) *corev1.Pod {
+	t.Helper()
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := p.Apply(raw)
+	if err != nil {
+		t.Fatalf("patch does not apply: %v\n%s", err, patch)
+	}
+	var got corev1.Pod
+	if err := json.Unmarshal(patched, &got); err != nil {
+		t.Fatal(err)
+	}
+	return &got
 }
 
 // respond runs one review and decodes the answer.

@@ -18,21 +18,13 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
-	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 func TestKubeRegistry(t *testing.T) {
-	if _, err := kubetest.AssetsDir(); err != nil {
-		t.Skip(err) // built by `make k8s-assets`, which `make test` runs first
-	}
-	env := kubetest.Start(t)
-	ctx := kubetest.Context(t)
-	if err := crdtest.InstallCRDs(ctx, env.Config); err != nil {
-		t.Fatal(err)
-	}
+	env, ctx := crdtest.Start(t)
 	ic, err := istioclient.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -88,6 +88,19 @@ func (c *SotW) Ack(r *discoveryv3.DiscoveryResponse, names []string) error {
 	return c.Request(r.GetTypeUrl(), names, r.GetVersionInfo(), r.GetNonce(), nil)
 }
 
+// Subscribe requests a type, waits up to d for the first response and
+// acknowledges it, as a proxy does when it connects.
+func (c *SotW) Subscribe(typeURL string, names []string, d time.Duration) error {
+	if err := c.Request(typeURL, names, "", "", nil); err != nil {
+		return err
+	}
+	r, err := c.Recv(d)
+	if err != nil {
+		return fmt.Errorf("%s: %w", typeURL, err)
+	}
+	return c.Ack(r, names)
+}
+
 // Nack rejects r with reason.
 func (c *SotW) Nack(r *discoveryv3.DiscoveryResponse, names []string, reason error) error {
 	return c.Request(r.GetTypeUrl(), names, "", r.GetNonce(), reason)
