@@ -43,11 +43,7 @@ func container(cs []corev1.Container, name string) *corev1.Container {
 func TestInjectedPodsFitTheirBinaries(t *testing.T) {
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
-			in := newInjector(t, gc.config, gc.values)
-			pod := appPod()
-			if gc.edit != nil {
-				gc.edit(pod)
-			}
+			in, pod := gc.setup(t)
 			res, err := in.Inject(pod, "")
 			if err != nil {
 				t.Fatal(err)

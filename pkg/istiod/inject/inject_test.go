@@ -65,6 +65,35 @@ type goldenCase struct {
 	edit   func(p *corev1.Pod)
 }
 
+// setup returns the case's injector and its edited app pod.
+func (gc goldenCase) setup(t *testing.T) (*Injector, *corev1.Pod) {
+	t.Helper()
+	in := newInjector(t, gc.config, gc.values)
+	pod := appPod()
+	if gc.edit != nil {
+		gc.edit(pod)
+	}
+	return in, pod
+}
+
+// checkGolden compares an injected pod with the case's golden file and
+// checks that injecting it again changes nothing.
+func checkGolden(t *testing.T, in *Injector, res *Result, name string) {
+	t.Helper()
+	if !res.Injected {
+		t.Fatalf("not injected: %s", res.Reason)
+	}
+	got, err := yaml.Marshal(res.Pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", name+".golden.yaml"), got)
+	again, err := in.Inject(res.Pod, "")
+	if err != nil || again.Injected {
+		t.Errorf("second injection: injected=%v err=%v", again != nil && again.Injected, err)
+	}
+}
+
 func annotate(kv ...string) func(*corev1.Pod) {
 	return func(p *corev1.Pod) {
 		if p.Annotations == nil {
@@ -128,33 +157,16 @@ func newInjector(t testing.TB, config, values string) *Injector {
 func TestGoldenInjectedPods(t *testing.T) {
 	for _, gc := range goldenCases {
 		t.Run(gc.name, func(t *testing.T) {
-			in := newInjector(t, gc.config, gc.values)
-			pod := appPod()
-			if gc.edit != nil {
-				gc.edit(pod)
-			}
+			in, pod := gc.setup(t)
 			before := pod.DeepCopy()
 			res, err := in.Inject(pod, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !res.Injected {
-				t.Fatalf("not injected: %s", res.Reason)
-			}
 			if d := cmp.Diff(before, pod); d != "" {
 				t.Fatalf("Inject changed its input:\n%s", d)
 			}
-			got, err := yaml.Marshal(res.Pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden(t, filepath.Join("testdata", gc.name+".golden.yaml"), got)
-
-			// Injecting the result again changes nothing.
-			again, err := in.Inject(res.Pod, "")
-			if err != nil || again.Injected {
-				t.Errorf("second injection: injected=%v err=%v", again != nil && again.Injected, err)
-			}
+			checkGolden(t, in, res, gc.name)
 		})
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	agentconfig "github.com/skiff-mesh/skiff/pkg/agent/config"
 )
@@ -49,27 +48,12 @@ const customConfig = `templates:
 func TestGoldenTemplatePods(t *testing.T) {
 	for _, gc := range templateCases {
 		t.Run(gc.name, func(t *testing.T) {
-			in := newInjector(t, gc.config, gc.values)
-			pod := appPod()
-			if gc.edit != nil {
-				gc.edit(pod)
-			}
+			in, pod := gc.setup(t)
 			res, err := in.Inject(pod, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !res.Injected {
-				t.Fatalf("not injected: %s", res.Reason)
-			}
-			got, err := yaml.Marshal(res.Pod)
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden(t, filepath.Join("testdata", gc.name+".golden.yaml"), got)
-			again, err := in.Inject(res.Pod, "")
-			if err != nil || again.Injected {
-				t.Errorf("second injection: injected=%v err=%v", again != nil && again.Injected, err)
-			}
+			checkGolden(t, in, res, gc.name)
 		})
 	}
 }
