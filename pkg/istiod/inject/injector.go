@@ -10,7 +10,12 @@ import (
 
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// proxyID is the proxy's user and group id (Istio's default; OpenShift's
+// per-namespace ranges are not read).
+const proxyID = 1337
 
 // compiled is a checked configuration, swapped atomically by Update.
 type compiled struct {
@@ -140,7 +145,8 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 	if err != nil {
 		return err
 	}
-	img, err := proxyImage(pod, s.proxyImage)
+	defImg, initImg := s.podImages(pod, pc)
+	img, err := proxyImage(pod, defImg)
 	if err != nil {
 		return err
 	}
@@ -163,8 +169,13 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 		HoldApplicationUntilProxyStarts: pc.GetHoldApplicationUntilProxyStarts().GetValue() || s.hold,
 		CanonicalName:                   name, CanonicalRevision: rev, DefaultContainer: def,
 		PodPorts: ports, AppContainers: strings.Join(apps, ","),
-		ProxyImage: img, InitImage: s.initImage, CAAddress: s.caAddress,
+		ProxyImage: img, InitImage: initImg, CAAddress: s.caAddress,
 		Readiness: ready, ProxyResources: res,
+
+		TypeMeta:   metav1.TypeMeta{Kind: w.Kind, APIVersion: w.APIVersion},
+		MeshConfig: s.mesh, NativeSidecars: c.cfg.NativeSidecars, ProxyInitImage: initImg,
+		ProxyUID: proxyID, ProxyGID: proxyID, InboundTrafficPolicyMode: inboundPolicyMode(s.mesh),
+		CompliancePolicy: c.cfg.CompliancePolicy,
 	}
 	js, err := c.templates.render(names, data)
 	if err != nil {

@@ -80,6 +80,28 @@ type Data struct {
 	// ProxyResources are the proxy's resources: the sidecar.istio.io/proxy*
 	// annotations when any is set, else global.proxy.resources.
 	ProxyResources map[string]any
+
+	// The fields below are the rest of what Istio's templates read.
+
+	// TypeMeta is the kind of the object being injected (Pod for the
+	// webhook, the workload's kind for kube-inject).
+	TypeMeta metav1.TypeMeta
+	// MeshConfig is the mesh configuration.
+	MeshConfig *meshconfig.MeshConfig
+	// NativeSidecars puts istio-proxy among the init containers with
+	// restartPolicy Always (Kubernetes native sidecars).
+	NativeSidecars bool
+	// ProxyInitImage is the init container's image as Istio names it
+	// (the same as InitImage).
+	ProxyInitImage string
+	// ProxyUID and ProxyGID are the proxy's user and group (1337, or the
+	// start of OpenShift's namespace ranges).
+	ProxyUID, ProxyGID int64
+	// InboundTrafficPolicyMode is the mesh's inboundTrafficPolicy mode
+	// (passthrough or localhost).
+	InboundTrafficPolicyMode string
+	// CompliancePolicy is istiod's COMPLIANCE_POLICY ("" or fips-140-3).
+	CompliancePolicy string
 }
 
 // WorkloadMeta names a pod's workload.
@@ -92,55 +114,11 @@ type Readiness struct {
 	InitialDelaySeconds, PeriodSeconds, FailureThreshold int
 }
 
-// funcs are the template's functions.
-var funcs = template.FuncMap{
-	// annotation returns meta's annotation or def.
-	"annotation": func(meta metav1.ObjectMeta, name string, def any) string {
-		if v, ok := meta.Annotations[name]; ok {
-			return v
-		}
-		if def == nil {
-			return ""
-		}
-		return fmt.Sprint(def)
-	},
-	// isset reports whether a map has the key.
-	"isset": func(m map[string]string, key string) bool {
-		_, ok := m[key]
-		return ok
-	},
-	// valueOrDefault returns v unless it is empty.
-	"valueOrDefault": func(v, def any) any {
-		if v == nil || v == "" || v == false || v == 0 || v == float64(0) {
-			return def
-		}
-		return v
-	},
-	// toJSON encodes v as JSON (a valid YAML scalar or flow collection).
-	"toJSON": func(v any) (string, error) {
-		b, err := json.Marshal(v)
-		return string(b), err
-	},
-	// toYaml encodes v as YAML.
-	"toYaml": func(v any) (string, error) {
-		b, err := yaml.Marshal(v)
-		return strings.TrimSuffix(string(b), "\n"), err
-	},
-	// indent prefixes every line of s with n spaces.
-	"indent": func(n int, s string) string {
-		pad := strings.Repeat(" ", n)
-		return pad + strings.ReplaceAll(s, "\n", "\n"+pad)
-	},
-	// contains reports whether s contains substr.
-	"contains": func(substr, s string) bool { return strings.Contains(s, substr) },
-	"lower":    strings.ToLower,
-}
-
-// parseTemplate compiles the injection template called name. Missing map
-// keys are errors, so a typo in a values path fails loudly instead of
-// rendering "<no value>".
+// parseTemplate compiles the injection template called name. As in Istio,
+// a missing map key is nil (templates test optional values with if); one
+// that gets printed is caught by render.
 func parseTemplate(name, text string) (*template.Template, error) {
-	t, err := template.New(name).Funcs(funcs).Option("missingkey=error").Parse(text)
+	t, err := template.New(name).Funcs(templateFuncs()).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("injection template %q: %w", name, err)
 	}
@@ -152,6 +130,10 @@ func render(t *template.Template, d *Data) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, d); err != nil {
 		return nil, fmt.Errorf("render injection template: %w", err)
+	}
+	if i := bytes.Index(buf.Bytes(), []byte("<no value>")); i >= 0 {
+		line := bytes.Count(buf.Bytes()[:i], []byte("\n")) + 1
+		return nil, fmt.Errorf("render injection template: line %d prints a missing value (a values key the template reads is not set)\n%s", line, numbered(buf.String()))
 	}
 	js, err := yaml.YAMLToJSON(buf.Bytes())
 	if err != nil {

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"istio.io/api/annotation"
 	meshconfig "istio.io/api/mesh/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -34,6 +36,10 @@ type settings struct {
 	hub, tag       string
 	proxyImage     string
 	initImage      string
+	proxyName      string
+	initName       string
+	variant        string
+	mesh           *meshconfig.MeshConfig
 	caAddress      string
 	readiness      Readiness
 	proxyResources map[string]any
@@ -137,6 +143,7 @@ func newSettings(c *Config) (*settings, error) {
 	str(&s.tag, "", "global", "tag")
 	str(&s.proxyImage, "proxyv2", "global", "proxy", "image")
 	str(&s.initImage, "proxyv2", "global", "proxy_init", "image")
+	str(&s.variant, "", "global", "variant")
 	str(&s.caAddress, "", "global", "caAddress")
 	str(&istioNS, "istio-system", "global", "istioNamespace")
 	integer(&s.readiness.InitialDelaySeconds, 0, "global", "proxy", "readinessInitialDelaySeconds")
@@ -159,8 +166,9 @@ func newSettings(c *Config) (*settings, error) {
 		s.revision = "default"
 	}
 	s.hub = strings.TrimSuffix(s.hub, "/")
-	s.proxyImage = imageRef(s.hub, s.proxyImage, s.tag)
-	s.initImage = imageRef(s.hub, s.initImage, s.tag)
+	s.proxyName, s.initName = s.proxyImage, s.initImage
+	s.proxyImage = imageRef(s.hub, s.proxyImage, imageTag(s.tag, s.variant))
+	s.initImage = imageRef(s.hub, s.initImage, imageTag(s.tag, s.variant))
 	if s.caAddress == "" {
 		name := "istiod"
 		if s.revision != "default" {
@@ -176,6 +184,9 @@ func newSettings(c *Config) (*settings, error) {
 		s.proxyResources = m
 	}
 	if s.proxyConfig, err = defaultProxyConfig(v); err != nil {
+		return nil, err
+	}
+	if s.mesh, err = meshFromValues(v); err != nil {
 		return nil, err
 	}
 	if s.always, err = selectors("alwaysInjectSelector", c.AlwaysInjectSelector); err != nil {
@@ -209,6 +220,40 @@ func imageRef(hub, image, tag string) string {
 		ref += ":" + tag
 	}
 	return ref
+}
+
+// imageTag is tag for an image variant ("distroless", "debug"; ""
+// or "default" for the plain image): a known variant suffix on tag is
+// replaced, as Istio names its published images.
+func imageTag(tag, variant string) string {
+	if variant == "" {
+		return tag
+	}
+	for _, known := range []string{"distroless", "debug"} {
+		if strings.HasSuffix(tag, "-"+known) {
+			tag = strings.TrimSuffix(tag, "-"+known)
+			break
+		}
+	}
+	if variant == "default" {
+		return tag
+	}
+	return tag + "-" + variant
+}
+
+// podImages are the proxy and init images for a pod: the variant is the
+// pod's sidecar.istio.io/proxyImageType, else proxy config's image type,
+// else global.variant. The proxyImage annotation still wins (proxyImage).
+func (s *settings) podImages(pod *corev1.Pod, pc *meshconfig.ProxyConfig) (proxy, init string) {
+	proxyVariant, initVariant := s.variant, s.variant
+	if t := pc.GetImage().GetImageType(); t != "" {
+		proxyVariant = t
+	}
+	if t, ok := pod.Annotations[annotation.SidecarProxyImageType.Name]; ok {
+		proxyVariant, initVariant = t, t
+	}
+	return imageRef(s.hub, s.proxyName, imageTag(s.tag, proxyVariant)),
+		imageRef(s.hub, s.initName, imageTag(s.tag, initVariant))
 }
 
 // defaultProxyConfig reads meshConfig.defaultConfig as a ProxyConfig.
