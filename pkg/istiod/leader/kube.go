@@ -1,0 +1,125 @@
+package leader
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Kube elects with coordination.k8s.io Leases named after the singletons
+// in cfg.Namespace, held by cfg.Identity. A leader that stops (its context
+// ends) releases its leases, so a successor takes over at once; one that
+// crashes keeps them until they expire (cfg.LeaseDuration).
+type Kube struct {
+	client kubernetes.Interface
+	cfg    Config
+	log    *slog.Logger
+	wg     sync.WaitGroup
+}
+
+var _ Elector = (*Kube)(nil)
+
+// NewKube returns an Elector for cfg (see New for one that honours
+// cfg.Enabled).
+func NewKube(client kubernetes.Interface, cfg Config, log *slog.Logger) *Kube {
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = DefaultLeaseDuration
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Kube{client: client, cfg: cfg, log: log.With("component", "leader", "identity", cfg.Identity)}
+}
+
+// New returns Always when elections are off, else NewKube.
+func New(client kubernetes.Interface, cfg Config, log *slog.Logger) Elector {
+	if !cfg.Enabled {
+		if log != nil {
+			log.Info("leader election disabled; running every singleton")
+		}
+		return Always{}
+	}
+	return NewKube(client, cfg, log)
+}
+
+// Wait returns when every Run has returned, so that a stopping process
+// exits only once its leases are released.
+func (k *Kube) Wait() { k.wg.Wait() }
+
+// Run campaigns for the lease name (see Elector).
+func (k *Kube) Run(ctx context.Context, name string, fn func(ctx context.Context)) {
+	k.wg.Add(1)
+	defer k.wg.Done()
+	log := k.log.With("lease", k.cfg.Namespace+"/"+name)
+	for ctx.Err() == nil {
+		if err := k.term(ctx, name, log, fn); err != nil {
+			// Only invalid durations fail, and Config rules them out.
+			log.Error("leader election", "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(k.cfg.RetryPeriod()):
+		}
+	}
+}
+
+// term campaigns until this process has led once and stopped leading, or
+// ctx ends. fn has returned when term returns.
+func (k *Kube) term(ctx context.Context, name string, log *slog.Logger, fn func(context.Context)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	leading := make(chan context.Context, 1)
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: k.cfg.Namespace, Name: name},
+			Client:     k.client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: k.cfg.Identity},
+		},
+		LeaseDuration:   k.cfg.LeaseDuration,
+		RenewDeadline:   k.cfg.RenewDeadline(),
+		RetryPeriod:     k.cfg.RetryPeriod(),
+		ReleaseOnCancel: true,
+		Name:            name,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) { leading <- lctx },
+			OnStoppedLeading: func() {},
+			OnNewLeader: func(id string) {
+				if id != k.cfg.Identity {
+					log.Info("leader elected", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		le.Run(ctx)
+	}()
+	select {
+	case <-done:
+		return nil // ctx ended before this process led
+	case lctx := <-leading:
+		log.Info("became leader; starting singleton")
+		fn(lctx)
+		if lctx.Err() == nil {
+			log.Warn("singleton returned while leading; giving up the lease")
+		} else if ctx.Err() == nil {
+			log.Warn("lost leadership; singleton stopped")
+		} else {
+			log.Info("stopping; releasing the lease")
+		}
+		cancel()
+		<-done
+		return nil
+	}
+}
