@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
 	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
@@ -30,6 +31,22 @@ func main() {
 	if len(f.Unapplied) > 0 {
 		log.Warn("accepted Istio arguments that Skiff's istiod does not honour", "args", f.Unapplied)
 	}
+	lc, err := leader.ConfigFromEnv(os.LookupEnv, f.Security.Namespace)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "istiod:", err)
+		os.Exit(2)
+	}
+	wp, err := istiod.WebhookPatchFromEnv(os.LookupEnv, f.Security.Namespace)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "istiod:", err)
+		os.Exit(2)
+	}
+	elector, err := istiod.NewElector(f.Config, lc, log)
+	if err != nil {
+		log.Error("istiod leader election failed", "err", err)
+		os.Exit(1)
+	}
+	f.Security.Leader, wp.Leader = elector, elector
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	opts, authority, err := istiod.SecurityOptions(ctx, f.Config, f.Security, f.SecureGRPCAddr, log)
@@ -41,16 +58,14 @@ func main() {
 		log.Error("istiod webhooks failed", "err", err)
 		os.Exit(1)
 	}
-	wp, err := istiod.WebhookPatchFromEnv(os.LookupEnv, f.Security.Namespace)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "istiod:", err)
-		os.Exit(2)
-	}
 	if err := istiod.StartWebhookPatcher(ctx, f.Config, f.Webhooks, wp, authority, log); err != nil {
 		log.Error("istiod webhook patcher failed", "err", err)
 		os.Exit(1)
 	}
-	if err := istiod.Run(ctx, f.Config, log, opts...); err != nil {
+	err = istiod.Run(ctx, f.Config, log, opts...)
+	stop()
+	elector.Wait() // the singletons have stopped and their leases are released
+	if err != nil {
 		log.Error("istiod failed", "err", err)
 		os.Exit(1)
 	}

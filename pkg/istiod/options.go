@@ -1,9 +1,15 @@
 package istiod
 
 import (
+	"fmt"
+	"log/slog"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
 )
 
 // Option adds a component to istiod.
@@ -35,4 +41,24 @@ func WithSecureGRPC(addr string, creds credentials.TransportCredentials, extra .
 // components can share it) instead of a private registry.
 func WithMetricsRegistry(reg *prometheus.Registry) Option {
 	return func(o *options) { o.registry = reg }
+}
+
+// NewElector returns the elector of istiod's singletons (the root
+// certificate publisher, the webhook configuration patcher): in file mode
+// (cfg.ConfigDir set) leader.Always, since the process is alone; else
+// Leases in the cluster cfg names, as lc says (leader.New). Set it as
+// Security.Leader and WebhookPatch.Leader, and call its Wait before exiting.
+func NewElector(cfg Config, lc leader.Config, log *slog.Logger) (leader.Elector, error) {
+	if cfg.ConfigDir != "" {
+		return leader.Always{}, nil
+	}
+	rc, err := restConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("leader election: kubernetes config: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("leader election: kubernetes client: %w", err)
+	}
+	return leader.New(client, lc, log), nil
 }

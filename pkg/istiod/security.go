@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
+	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
 )
 
 // Security is istiod's CA and TLS settings.
@@ -35,6 +36,11 @@ type Security struct {
 	Namespace string
 	// ServingDNSNames are the names in istiod's serving certificate.
 	ServingDNSNames []string
+	// Leader elects the replica that publishes the root certificate
+	// ConfigMaps in Kubernetes mode (lease leader.NamespaceController). It
+	// is not a flag: the caller sets it (see NewElector); nil publishes from
+	// this replica as if it were the only one.
+	Leader leader.Elector
 }
 
 func (s *Security) register(fs *pflag.FlagSet) {
@@ -69,6 +75,8 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 			return nil, nil, err
 		}
 		cc.Client = client
+		// Published below, by the elected replica only.
+		cc.DisableConfigMapPublishing = true
 		cc.Authenticators = append(cc.Authenticators, ca.NewTokenReviewAuthenticator(client, sec.TrustDomain))
 	} else {
 		cc.SelfSignedDir = sec.CADir
@@ -97,6 +105,13 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 			log.Error("CA stopped", "err", err)
 		}
 	}()
+	if cc.Client != nil {
+		go leader.Or(sec.Leader).Run(ctx, leader.NamespaceController, func(ctx context.Context) {
+			if err := authority.PublishConfigMaps(ctx); err != nil && ctx.Err() == nil {
+				log.Error("root certificate publisher stopped", "err", err)
+			}
+		})
+	}
 	opts := []Option{WithGRPC(func(s *grpc.Server) { authority.Register(s) })}
 	if secureAddr != "" {
 		opts = append(opts, WithSecureGRPC(secureAddr, credentials.NewTLS(authority.ServerTLSConfig()),

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
+	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
 )
 
@@ -30,6 +31,11 @@ type WebhookPatch struct {
 	// set to "" (a low-privilege istiod whose configurations another tool
 	// keeps).
 	Injection, Validation bool
+	// Leader elects the replica that patches (lease
+	// leader.ValidationController-Revision). It is not read from the
+	// environment: the caller sets it (see NewElector); nil patches from
+	// this replica as if it were the only one.
+	Leader leader.Elector
 }
 
 // WebhookPatchFromEnv reads REVISION, POD_NAMESPACE (else namespace, the
@@ -66,7 +72,8 @@ func WebhookPatchFromEnv(lookup func(string) (string, bool), namespace string) (
 // invalid config through the API server, until ctx ends (see
 // webhook.ConfigurationPatcher). It does nothing in file mode
 // (cfg.ConfigDir set), without the CA, or when the webhooks are not served
-// (w.Addr empty): call it after StartWebhooks.
+// (w.Addr empty): call it after StartWebhooks. Only the replica p.Leader
+// elects patches; the others wait to take over.
 func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookPatch, authority *ca.CA, log *slog.Logger) error {
 	if cfg.ConfigDir != "" || w.Addr == "" || authority == nil || (!p.Injection && !p.Validation) {
 		return nil
@@ -83,7 +90,7 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 	if err != nil {
 		return fmt.Errorf("webhook patcher: istio client: %w", err)
 	}
-	patcher, err := webhook.NewConfigurationPatcher(webhook.PatcherOptions{
+	o := webhook.PatcherOptions{
 		Client:         client,
 		Revision:       p.Revision,
 		Roots:          authority,
@@ -91,14 +98,21 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 		Log:            log,
 		SkipMutating:   !p.Injection,
 		SkipValidating: !p.Validation,
-	})
-	if err != nil {
+	}
+	// Checked now, so that bad options fail the start rather than each term.
+	if _, err := webhook.NewConfigurationPatcher(o); err != nil {
 		return err
 	}
-	go func() {
-		if err := patcher.Run(ctx); err != nil && ctx.Err() == nil {
+	go leader.Or(p.Leader).Run(ctx, leader.PerRevision(leader.ValidationController, p.Revision), func(ctx context.Context) {
+		// A patcher runs once: each term has its own, which reconciles
+		// every configuration as its informers sync.
+		patcher, err := webhook.NewConfigurationPatcher(o)
+		if err == nil {
+			err = patcher.Run(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
 			log.Error("webhook configuration patcher stopped", "err", err)
 		}
-	}()
+	})
 	return nil
 }

@@ -36,6 +36,18 @@ type rootPublisher struct {
 	cmList corelisters.ConfigMapLister
 }
 
+// PublishConfigMaps keeps the istio-ca-root-cert ConfigMap in every
+// namespace (Kubernetes mode) until ctx ends: the singleton istiod runs
+// while it leads, with Config.DisableConfigMapPublishing set so that Run
+// does not publish from every replica. Each call starts afresh and
+// reconciles every namespace first. It does nothing without Config.Client.
+func (c *CA) PublishConfigMaps(ctx context.Context) error {
+	if c.cfg.Client == nil {
+		return nil
+	}
+	return newRootPublisher(c.cfg.Client, c, c.log).run(ctx)
+}
+
 func newRootPublisher(client kubernetes.Interface, roots rootSource, log *slog.Logger) *rootPublisher {
 	return &rootPublisher{
 		client: client,
