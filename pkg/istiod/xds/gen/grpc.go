@@ -126,7 +126,7 @@ func grpcListener(pc *model.PushContext, sc *model.Scope, name string) proto.Mes
 	}
 	return &listenerv3.Listener{
 		Name:        name,
-		ApiListener: &listenerv3.ApiListener{ApiListener: mustAny(rdsManager(name, name))},
+		ApiListener: &listenerv3.ApiListener{ApiListener: mustAny(rdsManager(name, name, grpcHTTPFilters()))},
 	}
 }
 

@@ -38,14 +38,28 @@ func hcmFilter(h *hcmv3.HttpConnectionManager) *listenerv3.Filter {
 	return &listenerv3.Filter{Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(h)}}
 }
 
-// rdsManager is an outbound connection manager fetching route config name.
-func rdsManager(statPrefix, routeName string) *hcmv3.HttpConnectionManager {
+// sidecarHTTPFilters are the HTTP filters of Envoy's connection managers:
+// fault and CORS (configured per route), then the router, as Istio
+// orders them.
+func sidecarHTTPFilters() []*hcmv3.HttpFilter {
+	return []*hcmv3.HttpFilter{faultFilter(), corsFilter(), routerFilter()}
+}
+
+// grpcHTTPFilters are those of gRPC clients, which know fault injection
+// but not CORS.
+func grpcHTTPFilters() []*hcmv3.HttpFilter {
+	return []*hcmv3.HttpFilter{faultFilter(), routerFilter()}
+}
+
+// rdsManager is an outbound connection manager fetching route config name
+// through filters.
+func rdsManager(statPrefix, routeName string, filters []*hcmv3.HttpFilter) *hcmv3.HttpConnectionManager {
 	return &hcmv3.HttpConnectionManager{
 		StatPrefix: statPrefix,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_Rds{Rds: &hcmv3.Rds{
 			ConfigSource: adsSource(), RouteConfigName: routeName,
 		}},
-		HttpFilters: []*hcmv3.HttpFilter{routerFilter()},
+		HttpFilters: filters,
 	}
 }
 
@@ -77,7 +91,7 @@ func outboundListeners(sc *model.Scope) []*listenerv3.Listener {
 						Name: name, Address: address("0.0.0.0", p.Port), BindToPort: wrapperspb.Bool(false),
 						TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 						FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
-							hcmFilter(rdsManager("outbound_"+name, fmt.Sprint(p.Port)))}}},
+							hcmFilter(rdsManager("outbound_"+name, fmt.Sprint(p.Port), sidecarHTTPFilters()))}}},
 					})
 				}
 				continue // reached from virtualOutbound through use_original_dst
@@ -145,11 +159,14 @@ func virtualInbound(ports []inboundPort) *listenerv3.Listener {
 						Routes: []*routev3.Route{{
 							Name:   "default",
 							Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-							Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster}, Timeout: durationpb.New(0)}},
+							Action: &routev3.Route_Route{Route: &routev3.RouteAction{
+								ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster}, Timeout: durationpb.New(0),
+								MaxStreamDuration: &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(0), GrpcTimeoutHeaderMax: durationpb.New(0)},
+							}},
 						}},
 					}},
 				}},
-				HttpFilters: []*hcmv3.HttpFilter{routerFilter()},
+				HttpFilters: sidecarHTTPFilters(),
 			})
 		} else {
 			f = tcpFilter(cluster)

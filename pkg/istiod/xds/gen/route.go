@@ -7,6 +7,7 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	apinet "istio.io/api/networking/v1alpha3"
@@ -60,19 +61,11 @@ func (b *routeBuilder) destination(d *apinet.Destination, vsNS string, svc *mode
 func (b *routeBuilder) routes(svc *model.Service, port uint16) []*routev3.Route {
 	vs := b.scope.VirtualService[svc.Hostname]
 	if vs == nil || len(vs.Spec.GetHttp()) == 0 {
-		return []*routev3.Route{{
-			Name:   "default",
-			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-			Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: model.ClusterName(port, "", svc.Hostname)}, Timeout: durationpb.New(0)}},
-		}}
+		return []*routev3.Route{b.defaultRoute(svc, port)}
 	}
 	var out []*routev3.Route
 	for i, hr := range vs.Spec.GetHttp() {
 		if !matchesPort(hr, port) {
-			continue
-		}
-		action := b.action(hr, vs, svc, port)
-		if action == nil {
 			continue
 		}
 		name := hr.GetName()
@@ -84,10 +77,30 @@ func (b *routeBuilder) routes(svc *model.Service, port uint16) []*routev3.Route 
 			matches = []*apinet.HTTPMatchRequest{nil}
 		}
 		for _, m := range matches {
-			out = append(out, &routev3.Route{Name: name, Match: routeMatch(m), Action: &routev3.Route_Route{Route: action}})
+			if m.GetPort() != 0 && m.GetPort() != uint32(port) {
+				continue
+			}
+			if r := b.route(hr, m, vs, svc, port, name); r != nil {
+				out = append(out, r)
+			}
 		}
 	}
 	return out
+}
+
+// defaultRoute sends everything to the service, hashed as its
+// DestinationRule says.
+func (b *routeBuilder) defaultRoute(svc *model.Service, port uint16) *routev3.Route {
+	a := &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: model.ClusterName(port, "", svc.Hostname)}}
+	setTimeout(a, nil, false)
+	if hp := hashPolicy(serviceHash(b.scope.DestinationRule[svc.Hostname], port), b.grpc); hp != nil {
+		a.HashPolicy = []*routev3.RouteAction_HashPolicy{hp}
+	}
+	return &routev3.Route{
+		Name:   "default",
+		Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+		Action: &routev3.Route_Route{Route: a},
+	}
 }
 
 // matchesPort reports whether an HTTP route applies to port (a match with a
@@ -104,31 +117,96 @@ func matchesPort(hr *apinet.HTTPRoute, port uint16) bool {
 	return false
 }
 
-func (b *routeBuilder) action(hr *apinet.HTTPRoute, vs *networking.VirtualService, svc *model.Service, port uint16) *routev3.RouteAction {
+// route builds the route of one match of hr; nil when it has nothing the
+// client can act on (no destination; a redirect, for gRPC clients).
+func (b *routeBuilder) route(hr *apinet.HTTPRoute, m *apinet.HTTPMatchRequest, vs *networking.VirtualService, svc *model.Service, port uint16, name string) *routev3.Route {
+	r := &routev3.Route{Name: name, Match: routeMatch(m)}
+	var ops headerOps
+	if hr.GetHeaders() != nil && !b.grpc {
+		ops = headerOperations(hr.GetHeaders())
+		applyHeaders(r, ops)
+	}
+	if hr.GetRedirect() != nil {
+		if b.grpc || !applyRedirect(r, hr.GetRedirect(), port) {
+			return nil
+		}
+	} else {
+		a := b.action(hr, vs, svc, port, r, ops.authority)
+		if a == nil {
+			return nil
+		}
+		r.Action = &routev3.Route_Route{Route: a}
+	}
+	if f := routeFault(hr.GetFault()); f != nil {
+		r.TypedPerFilterConfig = map[string]*anypb.Any{FaultFilter: mustAny(f)}
+	}
+	if c := hr.GetCorsPolicy(); c != nil && !b.grpc {
+		if r.TypedPerFilterConfig == nil {
+			r.TypedPerFilterConfig = map[string]*anypb.Any{}
+		}
+		r.TypedPerFilterConfig[CORSFilter] = mustAny(corsPolicy(c))
+	}
+	return r
+}
+
+// action builds the forwarding action of hr; authority is a host rewrite
+// asked for by the route's header operations. Destination header
+// operations go to r (one destination) or to their cluster weight.
+func (b *routeBuilder) action(hr *apinet.HTTPRoute, vs *networking.VirtualService, svc *model.Service, port uint16, r *routev3.Route, authority string) *routev3.RouteAction {
 	dests := hr.GetRoute()
 	if len(dests) == 0 {
 		return nil
 	}
-	a := &routev3.RouteAction{Timeout: durationpb.New(0)}
-	if t := hr.GetTimeout(); t != nil {
-		a.Timeout = durationpb.New(t.AsDuration())
+	a := &routev3.RouteAction{}
+	setTimeout(a, hr.GetTimeout(), b.grpc)
+	if !b.grpc {
+		authority = b.applyRewrite(a, hr.GetRewrite(), authority)
+		if authority != "" {
+			a.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: authority}
+		}
+		a.RequestMirrorPolicies = b.mirrors(hr, vs.Namespace, svc, port)
 	}
 	if len(dests) == 1 {
 		a.ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: b.destination(dests[0].GetDestination(), vs.Namespace, svc, port)}
+		if h := dests[0].GetHeaders(); h != nil && !b.grpc {
+			ops := headerOperations(h)
+			applyHeaders(r, ops)
+			if ops.authority != "" && a.HostRewriteSpecifier == nil {
+				a.HostRewriteSpecifier = &routev3.RouteAction_HostRewriteLiteral{HostRewriteLiteral: ops.authority}
+			}
+		}
 	} else {
 		wc := &routev3.WeightedCluster{}
 		for _, d := range dests {
 			if d.GetWeight() == 0 {
 				continue
 			}
-			wc.Clusters = append(wc.Clusters, &routev3.WeightedCluster_ClusterWeight{
+			cw := &routev3.WeightedCluster_ClusterWeight{
 				Name: b.destination(d.GetDestination(), vs.Namespace, svc, port), Weight: wrapperspb.UInt32(uint32(d.GetWeight())),
-			})
+			}
+			if h := d.GetHeaders(); h != nil && !b.grpc {
+				ops := headerOperations(h)
+				cw.RequestHeadersToAdd, cw.ResponseHeadersToAdd = ops.reqAdd, ops.respAdd
+				cw.RequestHeadersToRemove, cw.ResponseHeadersToRemove = ops.reqRemove, ops.respRemove
+				if ops.authority != "" {
+					cw.HostRewriteSpecifier = &routev3.WeightedCluster_ClusterWeight_HostRewriteLiteral{HostRewriteLiteral: ops.authority}
+				}
+			}
+			wc.Clusters = append(wc.Clusters, cw)
 		}
 		if len(wc.Clusters) == 0 {
 			return nil
 		}
 		a.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
+	}
+	for _, d := range dests {
+		if len(dests) > 1 && d.GetWeight() == 0 {
+			continue
+		}
+		host := model.ResolveHost(d.GetDestination().GetHost(), vs.Namespace)
+		if hp := hashPolicy(destinationHash(b.scope.DestinationRule[host], d.GetDestination()), b.grpc); hp != nil {
+			a.HashPolicy = append(a.HashPolicy, hp)
+		}
 	}
 	if r := hr.GetRetries(); r != nil && r.GetAttempts() > 0 {
 		rp := &routev3.RetryPolicy{NumRetries: wrapperspb.UInt32(uint32(r.GetAttempts())), RetryOn: r.GetRetryOn()}
