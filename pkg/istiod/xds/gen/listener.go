@@ -157,8 +157,8 @@ func virtualInbound(ports []inboundPort) *listenerv3.Listener {
 					VirtualHosts: []*routev3.VirtualHost{{
 						Name: fmt.Sprintf("inbound|http|%d", p.port), Domains: []string{"*"},
 						Routes: []*routev3.Route{{
-							Name:   "default",
-							Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+							Name:  "default",
+							Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 							Action: &routev3.Route_Route{Route: &routev3.RouteAction{
 								ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster}, Timeout: durationpb.New(0),
 								MaxStreamDuration: &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(0), GrpcTimeoutHeaderMax: durationpb.New(0)},
