@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	networking "istio.io/client-go/pkg/apis/networking/v1"
+	security "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -21,6 +22,10 @@ const (
 	KindVirtualService  Kind = "VirtualService"
 	KindDestinationRule Kind = "DestinationRule"
 	KindSidecar         Kind = "Sidecar"
+	// The security.istio.io kinds.
+	KindPeerAuthentication    Kind = "PeerAuthentication"
+	KindAuthorizationPolicy   Kind = "AuthorizationPolicy"
+	KindRequestAuthentication Kind = "RequestAuthentication"
 )
 
 // Key identifies one object.
@@ -45,10 +50,16 @@ type Inputs struct {
 	VirtualServices  []*networking.VirtualService
 	DestinationRules []*networking.DestinationRule
 	Sidecars         []*networking.Sidecar
+	// Security policy (security.istio.io; v1beta1 objects are read into
+	// the v1 types, whose specs are the same).
+	PeerAuthentications    []*security.PeerAuthentication
+	AuthorizationPolicies  []*security.AuthorizationPolicy
+	RequestAuthentications []*security.RequestAuthentication
 }
 
 // Count returns the number of objects in in.
 func (in *Inputs) Count() int {
 	return len(in.Services) + len(in.EndpointSlices) + len(in.Pods) + len(in.ServiceEntries) +
-		len(in.WorkloadEntries) + len(in.VirtualServices) + len(in.DestinationRules) + len(in.Sidecars)
+		len(in.WorkloadEntries) + len(in.VirtualServices) + len(in.DestinationRules) + len(in.Sidecars) +
+		len(in.PeerAuthentications) + len(in.AuthorizationPolicies) + len(in.RequestAuthentications)
 }

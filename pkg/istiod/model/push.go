@@ -38,6 +38,9 @@ type PushContext struct {
 	Pods map[string]*corev1.Pod
 	// WorkloadEntries indexes workload entries by address, for proxy identity.
 	WorkloadEntries map[string]*networking.WorkloadEntry
+	// Security holds PeerAuthentication, AuthorizationPolicy and
+	// RequestAuthentication, indexed by namespace.
+	Security *SecurityPolicies
 	// ConfigHash fingerprints everything except endpoints.
 	ConfigHash uint64
 	// EndpointHash fingerprints each service's endpoints, by host name.
@@ -118,7 +121,9 @@ func Rebuild(prev *PushContext, in *Inputs, version string) *PushContext {
 // (everything but EndpointSlices and WorkloadEntries).
 func sameConfig(a, b *Inputs) bool {
 	return samePtrs(a.Services, b.Services) && samePtrs(a.Pods, b.Pods) && samePtrs(a.ServiceEntries, b.ServiceEntries) &&
-		samePtrs(a.VirtualServices, b.VirtualServices) && samePtrs(a.DestinationRules, b.DestinationRules) && samePtrs(a.Sidecars, b.Sidecars)
+		samePtrs(a.VirtualServices, b.VirtualServices) && samePtrs(a.DestinationRules, b.DestinationRules) && samePtrs(a.Sidecars, b.Sidecars) &&
+		samePtrs(a.PeerAuthentications, b.PeerAuthentications) && samePtrs(a.AuthorizationPolicies, b.AuthorizationPolicies) &&
+		samePtrs(a.RequestAuthentications, b.RequestAuthentications)
 }
 
 func samePtrs[T comparable](a, b []T) bool { return slices.Equal(a, b) }
@@ -128,6 +133,7 @@ func (pc *PushContext) copyConfig(prev *PushContext) {
 	pc.VirtualServices, pc.DestinationRules, pc.Sidecars = prev.VirtualServices, prev.DestinationRules, prev.Sidecars
 	pc.Pods, pc.pods, pc.ConfigHash = prev.Pods, prev.pods, prev.ConfigHash
 	pc.kubeByHost, pc.entryByHost = prev.kubeByHost, prev.entryByHost
+	pc.Security = prev.Security
 }
 
 // buildConfig indexes services and Istio configuration.
@@ -175,6 +181,7 @@ func (pc *PushContext) buildConfig(in *Inputs) {
 		})
 		pc.Sidecars[ns] = list
 	}
+	pc.Security = indexSecurity(in)
 	pc.ConfigHash = pc.hashConfig(in.Pods)
 }
 
@@ -351,6 +358,7 @@ func (pc *PushContext) hashConfig(pods []*corev1.Pod) uint64 {
 			put("sc", v.Namespace, v.Name, &v.Spec)
 		}
 	}
+	pc.Security.hash(put)
 	ps := slices.Clone(pods)
 	slices.SortFunc(ps, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
 	for _, p := range ps {

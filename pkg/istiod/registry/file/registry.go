@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	networking "istio.io/client-go/pkg/apis/networking/v1"
+	security "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,6 +157,12 @@ func kindOf(o any) model.Kind {
 		return model.KindDestinationRule
 	case *networking.Sidecar:
 		return model.KindSidecar
+	case *security.PeerAuthentication:
+		return model.KindPeerAuthentication
+	case *security.AuthorizationPolicy:
+		return model.KindAuthorizationPolicy
+	case *security.RequestAuthentication:
+		return model.KindRequestAuthentication
 	}
 	return ""
 }
@@ -178,6 +185,12 @@ func add(in *model.Inputs, o any) {
 		in.DestinationRules = append(in.DestinationRules, v)
 	case *networking.Sidecar:
 		in.Sidecars = append(in.Sidecars, v)
+	case *security.PeerAuthentication:
+		in.PeerAuthentications = append(in.PeerAuthentications, v)
+	case *security.AuthorizationPolicy:
+		in.AuthorizationPolicies = append(in.AuthorizationPolicies, v)
+	case *security.RequestAuthentication:
+		in.RequestAuthentications = append(in.RequestAuthentications, v)
 	}
 }
 

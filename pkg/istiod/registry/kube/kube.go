@@ -1,6 +1,7 @@
 // Package kube is istiod's registry for a Kubernetes cluster: Services,
-// EndpointSlices and Pods, and Istio's ServiceEntry, WorkloadEntry,
-// VirtualService, DestinationRule and Sidecar, watched with client-go
+// EndpointSlices and Pods, Istio's ServiceEntry, WorkloadEntry,
+// VirtualService, DestinationRule and Sidecar, and its PeerAuthentication,
+// AuthorizationPolicy and RequestAuthentication, watched with client-go
 // informers. Objects that fail validation are reported and skipped.
 package kube
 
@@ -35,8 +36,11 @@ type Config struct {
 	Rest *rest.Config
 }
 
-// istioGroupVersion is the Istio API version watched.
-const istioGroupVersion = "networking.istio.io/v1"
+// The Istio API versions watched.
+const (
+	istioGroupVersion    = "networking.istio.io/v1"
+	securityGroupVersion = "security.istio.io/v1"
+)
 
 // Registry watches a cluster.
 type Registry struct {
@@ -84,7 +88,11 @@ func New(cfg Config, log *slog.Logger) (*Registry, error) {
 // Run starts the informers, waits for their caches, and calls changed after
 // the initial sync and after every change, until ctx ends.
 func (r *Registry) Run(ctx context.Context, changed func()) error {
-	served, err := r.istioKinds()
+	served, err := r.istioKinds(istioGroupVersion)
+	if err != nil {
+		return err
+	}
+	servedSecurity, err := r.istioKinds(securityGroupVersion)
 	if err != nil {
 		return err
 	}
@@ -120,6 +128,19 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	if served["sidecars"] {
 		ls.sidecars = nv.Sidecars().Lister()
 		informersList = append(informersList, nv.Sidecars().Informer())
+	}
+	sv := isf.Security().V1()
+	if servedSecurity["peerauthentications"] {
+		ls.peerAuthentications = sv.PeerAuthentications().Lister()
+		informersList = append(informersList, sv.PeerAuthentications().Informer())
+	}
+	if servedSecurity["authorizationpolicies"] {
+		ls.authorizationPolicies = sv.AuthorizationPolicies().Lister()
+		informersList = append(informersList, sv.AuthorizationPolicies().Informer())
+	}
+	if servedSecurity["requestauthentications"] {
+		ls.requestAuthentications = sv.RequestAuthentications().Lister()
+		informersList = append(informersList, sv.RequestAuthentications().Informer())
 	}
 	var syncedFlag sync.Mutex
 	started := false
@@ -167,13 +188,13 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	return nil
 }
 
-// istioKinds returns the Istio resources the API server serves; missing
-// CRDs are logged and their kinds not watched.
-func (r *Registry) istioKinds() (map[string]bool, error) {
+// istioKinds returns the resources of an Istio group version the API
+// server serves; missing CRDs are logged and their kinds not watched.
+func (r *Registry) istioKinds(gv string) (map[string]bool, error) {
 	out := map[string]bool{}
 	var list []string
 	err := retry(5, func() error {
-		rl, err := r.kube.Discovery().ServerResourcesForGroupVersion(istioGroupVersion)
+		rl, err := r.kube.Discovery().ServerResourcesForGroupVersion(gv)
 		if err != nil {
 			return err
 		}
@@ -184,11 +205,11 @@ func (r *Registry) istioKinds() (map[string]bool, error) {
 		return nil
 	})
 	if err != nil {
-		r.log.Warn("Istio CRDs not found: watching Kubernetes services only", "groupVersion", istioGroupVersion, "err", err)
+		r.log.Warn("Istio CRDs not found: their kinds are not watched", "groupVersion", gv, "err", err)
 		return out, nil
 	}
 	slices.Sort(list)
-	r.log.Info("watching Istio kinds", "kinds", list)
+	r.log.Info("watching Istio kinds", "groupVersion", gv, "kinds", list)
 	return out, nil
 }
 

@@ -24,8 +24,17 @@ var IstioKinds = map[string]string{
 	"Sidecar":         "sidecars",
 }
 
-// InstallCRDs creates minimal CRDs (networking.istio.io/v1, schema-less:
-// spec and status keep unknown fields) for IstioKinds and waits until they
+// SecurityKinds are the security.istio.io kinds the registry watches, with
+// their plurals; their CRDs serve v1 (stored) and v1beta1, as Istio's do.
+var SecurityKinds = map[string]string{
+	"PeerAuthentication":    "peerauthentications",
+	"AuthorizationPolicy":   "authorizationpolicies",
+	"RequestAuthentication": "requestauthentications",
+}
+
+// InstallCRDs creates minimal CRDs (networking.istio.io/v1 for IstioKinds,
+// security.istio.io/v1 and v1beta1 for SecurityKinds; schema-less: spec and
+// status keep unknown fields) and waits until they
 // are established. It is for test clusters and demos; real clusters install
 // Istio's own CRDs, which validate.
 func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
@@ -38,25 +47,34 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 		"spec":   {Type: "object", XPreserveUnknownFields: &open},
 		"status": {Type: "object", XPreserveUnknownFields: &open},
 	}}
-	for kind, plural := range IstioKinds {
-		crd := &apiextv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: plural + ".networking.istio.io"},
-			Spec: apiextv1.CustomResourceDefinitionSpec{
-				Group: "networking.istio.io",
-				Names: apiextv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: lower(kind)},
-				Scope: apiextv1.NamespaceScoped,
-				Versions: []apiextv1.CustomResourceDefinitionVersion{{
-					Name: "v1", Served: true, Storage: true,
+	var names []string
+	for _, g := range []struct {
+		group    string
+		kinds    map[string]string
+		versions []string
+	}{{"networking.istio.io", IstioKinds, []string{"v1"}}, {"security.istio.io", SecurityKinds, []string{"v1", "v1beta1"}}} {
+		for kind, plural := range g.kinds {
+			crd := &apiextv1.CustomResourceDefinition{
+				ObjectMeta: metav1.ObjectMeta{Name: plural + "." + g.group},
+				Spec: apiextv1.CustomResourceDefinitionSpec{
+					Group: g.group,
+					Names: apiextv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: lower(kind)},
+					Scope: apiextv1.NamespaceScoped,
+				},
+			}
+			for i, v := range g.versions {
+				crd.Spec.Versions = append(crd.Spec.Versions, apiextv1.CustomResourceDefinitionVersion{
+					Name: v, Served: true, Storage: i == 0,
 					Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: schema},
-				}},
-			},
-		}
-		if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+				})
+			}
+			if _, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+			}
+			names = append(names, crd.Name)
 		}
 	}
-	for _, plural := range IstioKinds {
-		name := plural + ".networking.istio.io"
+	for _, name := range names {
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			crd, err := cs.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
