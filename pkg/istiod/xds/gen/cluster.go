@@ -6,8 +6,6 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
-	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
-	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 	apinet "istio.io/api/networking/v1alpha3"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
@@ -59,74 +57,83 @@ func subsetLabels(dr *networking.DestinationRule, name string) (map[string]strin
 }
 
 // outboundClusters builds the clusters of one service port: the default
-// cluster and one per DestinationRule subset.
+// cluster and one per DestinationRule subset, each with its traffic policy
+// resolved as Istio resolves it (port-level settings, then the subset's).
+// grpc builds them for proxyless gRPC clients (their TLS is added by the
+// caller).
 func outboundClusters(svc *model.Service, port model.Port, dr *networking.DestinationRule, eps []model.Endpoint, grpc bool) []*clusterv3.Cluster {
-	var policy *apinet.TrafficPolicy
+	var top *apinet.TrafficPolicy
 	if dr != nil {
-		policy = dr.Spec.GetTrafficPolicy()
+		top = dr.Spec.GetTrafficPolicy()
 	}
-	out := []*clusterv3.Cluster{outboundCluster(svc, port, "", policy, eps, grpc)}
+	policy, _ := portPolicy(top, port.Port)
+	out := []*clusterv3.Cluster{outboundCluster(svc, port, "", nil, policy, eps, grpc)}
 	for _, s := range subsetsOf(dr) {
-		p := policy
-		if s.GetTrafficPolicy() != nil {
-			p = s.GetTrafficPolicy()
-		}
-		out = append(out, outboundCluster(svc, port, s.GetName(), p, eps, grpc))
+		p := subsetPolicy(top, s.GetTrafficPolicy(), port.Port)
+		out = append(out, outboundCluster(svc, port, s.GetName(), s.GetLabels(), p, eps, grpc))
 	}
 	return out
 }
 
-func outboundCluster(svc *model.Service, port model.Port, subset string, policy *apinet.TrafficPolicy, eps []model.Endpoint, grpc bool) *clusterv3.Cluster {
+// portEndpoints are the endpoints of eps on service port that carry labels.
+func portEndpoints(eps []model.Endpoint, port uint16, labels map[string]string) []model.Endpoint {
+	var out []model.Endpoint
+	for _, e := range eps {
+		if e.ServicePort == port && e.Matches(labels) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func outboundCluster(svc *model.Service, port model.Port, subset string, labels map[string]string, policy *apinet.TrafficPolicy, eps []model.Endpoint, grpc bool) *clusterv3.Cluster {
 	name := model.ClusterName(port.Port, subset, svc.Hostname)
 	c := &clusterv3.Cluster{Name: name, ConnectTimeout: durationpb.New(defaultConnectTimeout)}
-	if t := policy.GetConnectionPool().GetTcp().GetConnectTimeout(); t != nil && t.AsDuration() > 0 {
-		c.ConnectTimeout = durationpb.New(t.AsDuration())
-	}
 	switch svc.Resolution {
 	case model.Passthrough:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
-		return c
 	case model.DNSLB:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS}
 		c.DnsLookupFamily = clusterv3.Cluster_V4_ONLY
-		c.LoadAssignment = dnsAssignment(name, port.Port, eps)
+		c.LoadAssignment = dnsAssignment(name, portEndpoints(eps, port.Port, labels))
 	default:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}
 		c.EdsClusterConfig = &clusterv3.Cluster_EdsClusterConfig{EdsConfig: adsSource(), ServiceName: name}
 	}
-	c.LbPolicy = lbPolicy(policy.GetLoadBalancer().GetSimple(), grpc)
-	if !grpc && port.Protocol.IsHTTP2() {
-		c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpOptionsKey: mustAny(&httpv3.HttpProtocolOptions{
-			UpstreamProtocolOptions: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
-				ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_Http2ProtocolOptions{Http2ProtocolOptions: &corev3.Http2ProtocolOptions{}},
-			}},
-		})}
-	}
-	return c
-}
-
-// lbPolicy maps a DestinationRule policy; gRPC clients support only round
-// robin and least request.
-func lbPolicy(simple apinet.LoadBalancerSettings_SimpleLB, grpc bool) clusterv3.Cluster_LbPolicy {
-	switch simple {
-	case apinet.LoadBalancerSettings_LEAST_REQUEST, apinet.LoadBalancerSettings_LEAST_CONN:
-		return clusterv3.Cluster_LEAST_REQUEST
-	case apinet.LoadBalancerSettings_RANDOM:
-		if !grpc {
-			return clusterv3.Cluster_RANDOM
+	if grpc {
+		if t := policy.GetConnectionPool().GetTcp().GetConnectTimeout(); t != nil && t.AsDuration() > 0 {
+			c.ConnectTimeout = durationpb.New(t.AsDuration())
 		}
+		if svc.Resolution != model.Passthrough {
+			applyGRPCLoadBalancer(c, policy.GetLoadBalancer())
+		}
+		applyGRPCCircuitBreakers(c, policy.GetConnectionPool())
+		applyGRPCOutlierDetection(c, policy.GetOutlierDetection())
+		return c
 	}
-	return clusterv3.Cluster_ROUND_ROBIN
+	b := &envoyCluster{c: c}
+	if port.Protocol.IsHTTP2() {
+		b.setH2()
+	}
+	if shouldH2Upgrade(policy.GetConnectionPool()) {
+		b.setH2()
+	}
+	applyConnectionPool(b, policy.GetConnectionPool())
+	applyOutlierDetection(c, policy.GetOutlierDetection())
+	applyLoadBalancer(c, policy.GetLoadBalancer())
+	// A problem leaves the cluster without TLS, as in Istio; UnhonouredPolicy
+	// reports it.
+	_ = applyTLS(b, clusterTLS{svc: svc, port: port.Port, subset: subset, policy: policy, eps: portEndpoints(eps, port.Port, labels)})
+	return b.finish()
 }
 
-// dnsAssignment lists the host names a STRICT_DNS cluster resolves.
-func dnsAssignment(name string, port uint16, eps []model.Endpoint) *endpointv3.ClusterLoadAssignment {
+// dnsAssignment lists the host names a STRICT_DNS cluster resolves (eps:
+// the cluster's endpoints on port).
+func dnsAssignment(name string, eps []model.Endpoint) *endpointv3.ClusterLoadAssignment {
 	var lbs []*endpointv3.LbEndpoint
 	for _, e := range eps {
-		if e.ServicePort == port {
-			lbs = append(lbs, lbEndpoint(e))
-		}
+		lbs = append(lbs, lbEndpoint(e))
 	}
 	cla := &endpointv3.ClusterLoadAssignment{ClusterName: name}
 	if len(lbs) > 0 {

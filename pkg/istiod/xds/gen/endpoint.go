@@ -11,6 +11,8 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
+// lbEndpoint is one endpoint: its address, health, weight and, for a
+// workload with a sidecar, the tlsMode metadata auto mTLS matches on.
 func lbEndpoint(e model.Endpoint) *endpointv3.LbEndpoint {
 	health := corev3.HealthStatus_HEALTHY
 	if !e.Healthy {
@@ -22,6 +24,7 @@ func lbEndpoint(e model.Endpoint) *endpointv3.LbEndpoint {
 		}},
 		HealthStatus:        health,
 		LoadBalancingWeight: wrapperspb.UInt32(max(e.Weight, 1)),
+		Metadata:            endpointMetadata(e),
 	}
 }
 
