@@ -27,8 +27,11 @@ type Metrics struct {
 	Services prometheus.Gauge
 	// VirtualServices is pilot_virt_services: VirtualServices known.
 	VirtualServices prometheus.Gauge
-	// ConfigErrors is pilot_total_xds_internal_errors-like: objects rejected.
+	// ConfigErrors is pilot_config_rejected: objects rejected as invalid.
 	ConfigErrors prometheus.Gauge
+	// InternalErrors is pilot_total_xds_internal_errors by type: responses
+	// that could not be generated (and were not sent).
+	InternalErrors *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them with reg.
@@ -46,9 +49,10 @@ func New(reg prometheus.Registerer) *Metrics {
 		Services:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "pilot_services", Help: "Total services known to pilot."}),
 		VirtualServices: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pilot_virt_services", Help: "Total virtual services known to pilot."}),
 		ConfigErrors:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "pilot_config_rejected", Help: "Configuration objects rejected as invalid (skiff)."}),
+		InternalErrors:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pilot_total_xds_internal_errors", Help: "Total number of internal XDS errors in pilot."}, byType),
 	}
 	reg.MustRegister(m.Connected, m.Pushes, m.Rejects, m.ExpiredNonce, m.PushTriggers, m.Convergence, m.Debounce,
-		m.Services, m.VirtualServices, m.ConfigErrors)
+		m.Services, m.VirtualServices, m.ConfigErrors, m.InternalErrors)
 	return m
 }
 
@@ -84,5 +88,12 @@ func (m *Metrics) Connect(d float64) {
 func (m *Metrics) Trigger(kind string) {
 	if m != nil {
 		m.PushTriggers.WithLabelValues(kind).Inc()
+	}
+}
+
+// InternalError counts one response of a type that could not be generated.
+func (m *Metrics) InternalError(typ string) {
+	if m != nil {
+		m.InternalErrors.WithLabelValues(typ).Inc()
 	}
 }

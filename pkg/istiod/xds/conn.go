@@ -103,7 +103,10 @@ func (c *Connection) Status() ProxyStatus {
 		ts := TypeStatus{Status: w.status()}
 		if w != nil {
 			ts.Sent, ts.Acked, ts.Version, ts.Resources = w.nonceSent, w.nonceAcked, w.versionSent, len(w.names)
-			if w.nackNonce != "" && w.nackNonce == w.nonceSent {
+			switch {
+			case w.genError != "":
+				ts.Error = "generate version " + w.genVersion + ": " + w.genError
+			case w.nackNonce != "" && w.nackNonce == w.nonceSent:
 				ts.Error = w.nackMessage
 			}
 		}

@@ -169,9 +169,9 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	}
 	var rs []*gen.Resource
 	if subscribed {
-		var err error
-		if rs, err = gen.Generate(pc, c.proxy, w.typeURL, names); err != nil {
-			c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "err", err)
+		var ok bool
+		if rs, ok = c.generate(pc, w, names); !ok {
+			return nil // nothing sent: the client keeps what it holds
 		}
 	}
 	c.mu.Lock()

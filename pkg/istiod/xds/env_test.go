@@ -38,11 +38,21 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, xds.Options{})
+}
+
+// newEnvWith is newEnv with a server made with o (logs discarded unless
+// o.Log is set).
+func newEnvWith(t *testing.T, o xds.Options) *env {
+	t.Helper()
 	r := file.New(filepath.Join("..", "..", "..", "examples", "mesh"), slog.New(slog.DiscardHandler))
 	if err := r.Load(); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{srv: xds.New(xds.Options{Log: slog.New(slog.DiscardHandler)})}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	e := &env{srv: xds.New(o)}
 	g := grpc.NewServer(xds.ServerOptions()...)
 	e.srv.Register(g)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

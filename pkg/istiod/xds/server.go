@@ -27,13 +27,20 @@ type Options struct {
 	// PushConcurrency bounds proxies being pushed to at once (default 100,
 	// Istio's PILOT_PUSH_THROTTLE).
 	PushConcurrency int
+	// Generate builds the resources of a type for a proxy (nil:
+	// gen.Generate). Tests wrap gen.Generate to make it fail.
+	Generate GenerateFunc
 }
+
+// GenerateFunc builds the resources of typeURL for proxy p, as gen.Generate.
+type GenerateFunc func(pc *model.PushContext, p *model.Proxy, typeURL string, names []string) ([]*gen.Resource, error)
 
 // Server serves ADS. Call Push with each new PushContext.
 type Server struct {
-	log     *slog.Logger
-	metrics *metrics.Metrics
-	sem     *semaphore.Weighted
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	sem      *semaphore.Weighted
+	generate GenerateFunc
 
 	pc     atomic.Pointer[model.PushContext]
 	nextID atomic.Uint64
@@ -51,11 +58,15 @@ func New(o Options) *Server {
 	if o.PushConcurrency <= 0 {
 		o.PushConcurrency = 100
 	}
+	if o.Generate == nil {
+		o.Generate = gen.Generate
+	}
 	return &Server{
-		log:     o.Log.With("component", "xds"),
-		metrics: o.Metrics,
-		sem:     semaphore.NewWeighted(int64(o.PushConcurrency)),
-		conns:   map[string]*Connection{},
+		log:      o.Log.With("component", "xds"),
+		metrics:  o.Metrics,
+		sem:      semaphore.NewWeighted(int64(o.PushConcurrency)),
+		generate: o.Generate,
+		conns:    map[string]*Connection{},
 	}
 }
 

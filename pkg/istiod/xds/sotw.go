@@ -185,10 +185,9 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 			return nil
 		}
 	}
-	rs, err := gen.Generate(pc, c.proxy, w.typeURL, names)
-	if err != nil {
-		c.server.log.Warn("generate", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "err", err)
-		rs = nil
+	rs, ok := c.generate(pc, w, names)
+	if !ok {
+		return nil // nothing sent: the client keeps what it holds
 	}
 	send := rs
 	incremental := w.typeURL == gen.EndpointType || w.typeURL == gen.RouteType

@@ -33,6 +33,9 @@ type watch struct {
 	nonceAcked, versionAcked string
 	nackNonce, nackMessage   string
 	sentAt                   time.Time
+	// genError is why the type last failed to generate (for version
+	// genVersion); "" once it generates again.
+	genError, genVersion string
 
 	// held is what a delta client holds from this stream, sorted by name.
 	held []*gen.Resource
@@ -44,7 +47,11 @@ type watch struct {
 // status returns the sync state of the watch (nil: never subscribed).
 func (w *watch) status() string {
 	switch {
-	case w == nil || w.nonceSent == "":
+	case w == nil:
+		return StatusNotSent
+	case w.genError != "":
+		return StatusError
+	case w.nonceSent == "":
 		return StatusNotSent
 	case w.nackNonce != "" && w.nackNonce == w.nonceSent:
 		return StatusError
@@ -63,7 +70,8 @@ type TypeStatus struct {
 	Acked string `json:"acked,omitempty"`
 	// Version is the version last sent.
 	Version string `json:"version,omitempty"`
-	// Error is the last NACK's message.
+	// Error is the last NACK's message, or why the type failed to
+	// generate.
 	Error string `json:"error,omitempty"`
 	// Resources is the number of names subscribed (0 for wildcard).
 	Resources int `json:"subscribed,omitempty"`

@@ -57,8 +57,22 @@ func ReadsEndpoints(pc *model.PushContext, p *model.Proxy, typeURL string, hosts
 
 // Generate returns the resources of typeURL for proxy p. names restricts
 // the result to those names (nil or empty: all, for wildcard types); names
-// that do not exist are left out. Resources are sorted by name.
+// that do not exist are left out. Resources are sorted by name. When a
+// resource that belongs in the result could not be built, Generate returns
+// a *ResourceError and no resources: a set without it would tell the proxy
+// to delete it.
 func Generate(pc *model.PushContext, p *model.Proxy, typeURL string, names []string) ([]*Resource, error) {
+	out, err := generate(pc, p, typeURL, names)
+	if err == nil {
+		err = failed(out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func generate(pc *model.PushContext, p *model.Proxy, typeURL string, names []string) ([]*Resource, error) {
 	if p.IsGRPC() {
 		return generateGRPC(pc, p, typeURL, names)
 	}
@@ -140,13 +154,12 @@ func pick(m map[string]*Resource, names []string) []*Resource {
 }
 
 // marshalAll turns messages into resources; name reads a message's name.
+// A message that does not marshal stays in the list as a failed resource
+// (see newResource), so that Generate reports it instead of leaving it out.
 func marshalAll[T proto.Message](ms []T, name func(T) string) []*Resource {
 	out := make([]*Resource, 0, len(ms))
 	for _, m := range ms {
-		r, err := newResource(name(m), m)
-		if err != nil {
-			continue // not reachable for well-formed messages
-		}
+		r, _ := newResource(name(m), m) // r holds the error
 		out = append(out, r)
 	}
 	return out

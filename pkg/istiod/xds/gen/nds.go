@@ -30,7 +30,7 @@ func nameTable(pc *model.PushContext, sc *model.Scope) *Resource {
 			}
 			nt.Table[svc.Hostname] = ni
 		}
-		r, _ := newResource("", nt)
+		r, _ := newResource("", nt) // r holds the error: Generate fails on it
 		return r
 	})
 }

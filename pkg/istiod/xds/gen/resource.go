@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -61,6 +62,37 @@ type Resource struct {
 	// entry is the resource encoded as one element of a DiscoveryResponse's
 	// resources field (field 2, an Any); Any.Value aliases its tail.
 	entry []byte
+	// err is set on a resource that could not be built: it holds only the
+	// name, and Generate fails with err when it would return it.
+	err *ResourceError
+}
+
+// ResourceError is a resource that could not be built. Generate returns it
+// instead of a set missing the resource: a proxy must keep what it holds
+// rather than get a set without it.
+type ResourceError struct {
+	// Name is the resource's name.
+	Name string
+	// Err is why it could not be built.
+	Err error
+}
+
+func (e *ResourceError) Error() string { return fmt.Sprintf("build resource %q: %v", e.Name, e.Err) }
+
+func (e *ResourceError) Unwrap() error { return e.Err }
+
+// failed returns the first resource of rs that could not be built, as an
+// error (nil: every resource is good).
+func failed(rs []*Resource) error {
+	for _, r := range rs {
+		if r == nil {
+			return &ResourceError{Err: errors.New("generator returned no resource")}
+		}
+		if r.err != nil {
+			return r.err
+		}
+	}
+	return nil
 }
 
 // ResponseEntry returns the resource encoded as one element of
@@ -81,11 +113,14 @@ func (r *Resource) AnyBytes() []byte {
 var deterministic = proto.MarshalOptions{Deterministic: true}
 
 // newResource marshals m (deterministically, so equal content has an equal
-// version).
+// version). When m does not marshal it returns the error and also a
+// resource holding it, never nil: a caller that drops the error still
+// cannot drop the resource, and Generate fails on it.
 func newResource(name string, m proto.Message) (*Resource, error) {
 	b, err := deterministic.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("marshal %s: %w", name, err)
+		re := &ResourceError{Name: name, Err: fmt.Errorf("marshal %s: %w", m.ProtoReflect().Descriptor().FullName(), err)}
+		return &Resource{Name: name, err: re}, re
 	}
 	h := fnv.New64a()
 	h.Write(b)

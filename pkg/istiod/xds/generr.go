@@ -1,0 +1,33 @@
+package xds
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+// generate builds one type for the connection. On failure nothing is to be
+// sent for the type: the proxy keeps what it holds (an empty set would
+// delete every cluster or listener). The failure is logged, counted and
+// shown by syncz until the type generates again; ok is false then.
+func (c *Connection) generate(pc *model.PushContext, w *watch, names []string) (rs []*gen.Resource, ok bool) {
+	rs, err := c.server.generate(pc, c.proxy, w.typeURL, names)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		w.genError = ""
+		return rs, true
+	}
+	label := typeLabel(w.typeURL)
+	w.genError, w.genVersion = err.Error(), pc.Version
+	c.server.metrics.InternalError(label)
+	resource := strings.Join(names, ",")
+	if re := (*gen.ResourceError)(nil); errors.As(err, &re) {
+		resource = re.Name
+	}
+	c.server.log.Error("generate failed: nothing sent, the proxy keeps its last config", "proxy", c.proxy.ID,
+		"type", label, "resource", resource, "version", pc.Version, "err", err)
+	return nil, false
+}
