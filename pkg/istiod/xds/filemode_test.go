@@ -1,0 +1,121 @@
+package xds_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
+	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/istiodtest"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
+	"github.com/skiff-mesh/skiff/pkg/nds"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
+)
+
+// fileMesh copies the sample mesh into a directory of the test's own and
+// adds files: name to content.
+func fileMesh(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := istiodtest.MeshDir()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, e.Name()), string(b))
+	}
+	for n, c := range files {
+		writeFile(t, filepath.Join(dir, n), c)
+	}
+	return dir
+}
+
+// writeFile replaces p atomically (a rename, as editors and kubectl cp do).
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp")
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNameTableFollowsHeadlessEndpointsFileMode runs istiod on a directory
+// and a pilot-agent xDS proxy keeping its own NameTable (with CDS, as the
+// DNS proxy asks), then edits the EndpointSlice file of a headless service:
+// the agent's NameTable gets the new address, twice over (the second push
+// inherits from a push context that itself inherited).
+func TestNameTableFollowsHeadlessEndpointsFileMode(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		files      func(ip string) map[string]string
+		noDebounce bool
+	}{
+		{"slice file", func(ip string) map[string]string {
+			return map[string]string{"db.yaml": xdstest.HeadlessDB, "db-endpoints.yaml": xdstest.DBSlice(ip)}
+		}, false},
+		{"service and slice in one file", func(ip string) map[string]string {
+			return map[string]string{"db.yaml": xdstest.HeadlessDB + "---\n" + xdstest.DBSlice(ip)}
+		}, false},
+		{"slice file, endpoint changes not debounced", func(ip string) map[string]string {
+			return map[string]string{"db.yaml": xdstest.HeadlessDB, "db-endpoints.yaml": xdstest.DBSlice(ip)}
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := fileMesh(t, tc.files("127.0.0.61"))
+			d, ctx := istiodtest.Start(t, func(c *istiod.Config) {
+				c.ConfigDir, c.EDSDebounce = dir, !tc.noDebounce
+			})
+			conn, err := grpc.NewClient(d.Addr("grpc"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close() })
+			var mu sync.Mutex
+			var db []string
+			p := xdsproxy.New(xdsproxy.Options{Upstream: conn, Node: xdstest.Node(productpage, nil),
+				OnNameTable: func(nt *nds.NameTable) {
+					mu.Lock()
+					db = nt.GetTable()[xdstest.DBHost].GetIps()
+					mu.Unlock()
+				},
+				OnClusters: func([]string) {}}, slog.New(slog.DiscardHandler))
+			ctx, cancel := context.WithCancel(ctx)
+			served := make(chan error, 1)
+			go func() { served <- p.Serve(ctx, filepath.Join(t.TempDir(), "xds.sock")) }()
+			t.Cleanup(func() { cancel(); <-served })
+			has := func(ip string) func() bool {
+				return func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return slices.Equal(db, []string{ip})
+				}
+			}
+			polltest.Within(t, wait, "agent name table with db at 127.0.0.61", has("127.0.0.61"))
+			for _, ip := range []string{"127.0.0.62", "127.0.0.63"} {
+				for n, c := range tc.files(ip) {
+					writeFile(t, filepath.Join(dir, n), c)
+				}
+				polltest.Within(t, wait, "agent name table with db at "+ip, has(ip))
+			}
+		})
+	}
+}
