@@ -1,0 +1,136 @@
+package compat_test
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/skiff-mesh/skiff/pkg/agent/cli"
+	"github.com/skiff-mesh/skiff/pkg/capture"
+	"github.com/skiff-mesh/skiff/pkg/cni/install"
+	"github.com/skiff-mesh/skiff/pkg/compat"
+	"github.com/skiff-mesh/skiff/pkg/istiod"
+)
+
+// istioModule is Istio 1.31 as the Go module proxy serves it.
+const istioModule = "istio.io/istio@v0.0.0-20260827124520-eed52ebb66ad"
+
+// istioDir downloads Istio's module (once per machine: the module cache
+// keeps it) and returns its directory.
+func istioDir(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download", "-json", istioModule)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod download %s: %v\n%s", istioModule, err, out)
+	}
+	var m struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		t.Fatalf("go mod download %s: %v %s", istioModule, err, m.Error)
+	}
+	return m.Dir
+}
+
+var (
+	envName  = regexp.MustCompile(`- name: "?([A-Z][A-Z0-9_]+)"?\s*$`)
+	flagName = regexp.MustCompile(`^\s*-\s+"?(--?[a-zA-Z][a-zA-Z0-9_-]*)`)
+	cmKey    = regexp.MustCompile(`^\s*([A-Z][A-Z0-9_]{2,}):`)
+)
+
+// TestIstioManifestsListed reads Istio 1.31's charts and templates and
+// requires every variable and argument they pass to be in the table, for
+// one of the binaries the file feeds.
+func TestIstioManifestsListed(t *testing.T) {
+	dir := istioDir(t)
+	files := []struct {
+		path     string
+		binaries []compat.Binary
+		keys     bool // a ConfigMap read as env: KEY: value lines
+		noFlags  bool // its commands are the app's shell, not ours
+	}{
+		{"manifests/charts/istio-control/istio-discovery/templates/deployment.yaml", []compat.Binary{compat.PilotDiscovery}, false, false},
+		{"manifests/charts/istio-control/istio-discovery/files/injection-template.yaml", []compat.Binary{compat.PilotAgent, compat.IstioIptables}, false, false},
+		{"manifests/charts/istio-control/istio-discovery/files/gateway-injection-template.yaml", []compat.Binary{compat.PilotAgent}, false, false},
+		{"manifests/charts/istio-control/istio-discovery/files/grpc-agent.yaml", []compat.Binary{compat.PilotAgent, compat.App}, false, false},
+		{"manifests/charts/istio-control/istio-discovery/files/grpc-simple.yaml", []compat.Binary{compat.App}, false, true},
+		{"manifests/charts/istio-cni/templates/daemonset.yaml", []compat.Binary{compat.InstallCNI}, false, false},
+		{"manifests/charts/istio-cni/templates/configmap-cni.yaml", []compat.Binary{compat.InstallCNI}, true, false},
+	}
+	total := 0
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if m := envName.FindStringSubmatch(line); m != nil {
+				names = append(names, m[1])
+			}
+			if m := flagName.FindStringSubmatch(line); m != nil && !f.noFlags {
+				names = append(names, m[1])
+			}
+			if m := cmKey.FindStringSubmatch(line); f.keys && m != nil {
+				names = append(names, m[1])
+			}
+		}
+		slices.Sort(names)
+		for _, n := range slices.Compact(names) {
+			total++
+			if !slices.ContainsFunc(f.binaries, func(bin compat.Binary) bool { _, ok := compat.Lookup(bin, n); return ok }) {
+				t.Errorf("%s passes %s, which pkg/compat does not list for %v", f.path, n, f.binaries)
+			}
+		}
+	}
+	if total < 100 {
+		t.Fatalf("only %d names read from Istio's files: has the extraction broken?", total)
+	}
+	t.Logf("%d names read from %d Istio files", total, len(files))
+}
+
+// TestFlagsParse parses every listed argument with its binary's own parser.
+func TestFlagsParse(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	noLookup := func(string) (string, bool) { return "", false }
+	for _, e := range compat.Entries() {
+		if !e.IsFlag() {
+			continue
+		}
+		arg := []string{e.Name}
+		if e.Example != "" {
+			arg = append(arg, e.Example)
+		}
+		var err error
+		switch e.Binary {
+		case compat.PilotDiscovery:
+			_, err = istiod.ParseFlags(append([]string{"discovery", "--config-dir", t.TempDir()}, arg...), noEnv, io.Discard)
+		case compat.PilotAgent:
+			cmd := []string{"proxy", "sidecar"}
+			switch e.Name {
+			case "--url":
+				cmd = []string{"wait"}
+			case "--debug-port":
+				cmd = []string{"request"}
+			}
+			err = cli.Check(append(cmd, arg...))
+		case compat.IstioIptables:
+			_, err = capture.Parse(arg, capture.Environment{Getenv: noLookup}, io.Discard)
+		case compat.InstallCNI:
+			_, err = install.ParseFlags(arg, noLookup, io.Discard)
+		default:
+			t.Errorf("%s %s: no parser for this binary", e.Binary, e.Name)
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s %s: %v", e.Binary, strings.Join(arg, " "), err)
+		}
+	}
+}
