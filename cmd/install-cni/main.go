@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skiff-mesh/skiff/pkg/cni/install"
+	"github.com/skiff-mesh/skiff/pkg/compat"
+	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
 func main() {
@@ -25,7 +27,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "install-cni:", err)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	log := slog.New(logflags.NewHandler(os.Stderr, f.LogLevel, f.LogJSON))
+	compat.Report(log, compat.InstallCNI, f.Unapplied, os.Environ())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := install.Run(ctx, f, log); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/agent"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
+	"github.com/skiff-mesh/skiff/pkg/compat"
 	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
@@ -72,16 +73,29 @@ var proxyFlags = []struct{ name, value, usage string }{
 	{"outlierLogPath", "", "accepted for compatibility"},
 }
 
-func proxy(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+// proxyArgs is the parsed "proxy" command line.
+type proxyArgs struct {
+	fs          *pflag.FlagSet
+	logs        *logflags.Flags
+	concurrency *int
+}
+
+func proxyFlagSet(stderr io.Writer) *proxyArgs {
 	fs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	logs := logflags.Register(fs, "default:info")
+	a := &proxyArgs{fs: fs, logs: logflags.Register(fs, "default:info")}
 	for _, f := range proxyFlags {
 		fs.String(f.name, f.value, f.usage)
 	}
 	fs.Int("stsPort", 0, "accepted for compatibility (no STS server)")
 	fs.Bool("profiling", true, "accepted for compatibility")
-	concurrency := fs.Int("concurrency", 0, "the proxy's worker threads; above 0 it overrides PROXY_CONFIG's concurrency")
+	a.concurrency = fs.Int("concurrency", 0, "the proxy's worker threads; above 0 it overrides PROXY_CONFIG's concurrency")
+	return a
+}
+
+func proxy(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer, signals <-chan os.Signal) int {
+	a := proxyFlagSet(stderr)
+	fs, logs, concurrency := a.fs, a.logs, a.concurrency
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(stderr, "proxy", err)
 	}
@@ -95,9 +109,7 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 		return 2
 	}
 	log := slog.New(h).With("component", "pilot-agent")
-	if ignored := unapplied(fs, logs); len(ignored) > 0 {
-		log.Info("accepted Istio arguments that do not apply to Skiff's agent", "args", ignored)
-	}
+	compat.Report(log, compat.PilotAgent, unapplied(fs, logs), environ)
 	cfg, err := config.Load(environ, typ)
 	if err != nil {
 		fmt.Fprintf(stderr, "pilot-agent: %v\n", err)
@@ -132,11 +144,16 @@ func unapplied(fs *pflag.FlagSet, logs *logflags.Flags) []string {
 	return out
 }
 
-func request(args []string, stdout, stderr io.Writer) int {
+func requestFlagSet(stderr io.Writer) (*pflag.FlagSet, *int) {
 	fs := pflag.NewFlagSet("request", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.Int("debug-port", 15000, "the proxy's admin port")
 	logflags.Register(fs, "default:info")
+	return fs, port
+}
+
+func request(args []string, stdout, stderr io.Writer) int {
+	fs, port := requestFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(stderr, "request", err)
 	}
@@ -168,13 +185,27 @@ func request(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func wait(args []string, stderr io.Writer) int {
+// waitArgs is the parsed "wait" command line.
+type waitArgs struct {
+	fs              *pflag.FlagSet
+	timeout, period *int
+	url             *string
+}
+
+func waitFlagSet(stderr io.Writer) *waitArgs {
 	fs := pflag.NewFlagSet("wait", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	timeout := fs.Int("timeoutSeconds", 60, "how long to wait")
-	period := fs.Int("periodMillis", 500, "time between attempts")
-	url := fs.String("url", "http://localhost:15021/healthz/ready", "the readiness URL")
+	a := &waitArgs{fs: fs}
+	a.timeout = fs.Int("timeoutSeconds", 60, "how long to wait")
+	a.period = fs.Int("periodMillis", 500, "time between attempts")
+	a.url = fs.String("url", "http://localhost:15021/healthz/ready", "the readiness URL")
 	logflags.Register(fs, "default:info")
+	return a
+}
+
+func wait(args []string, stderr io.Writer) int {
+	a := waitFlagSet(stderr)
+	fs, timeout, period, url := a.fs, a.timeout, a.period, a.url
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(stderr, "wait", err)
 	}
@@ -194,6 +225,27 @@ func wait(args []string, stderr io.Writer) int {
 		}
 		time.Sleep(time.Duration(*period) * time.Millisecond)
 	}
+}
+
+// Check parses a pilot-agent command line (without the program name) as
+// Main would, without running it: for the "proxy", "request" and "wait"
+// commands. It returns the parse error Main would print.
+func Check(args []string) error {
+	if len(args) == 0 {
+		return errors.New("no command")
+	}
+	var fs *pflag.FlagSet
+	switch args[0] {
+	case "proxy":
+		fs = proxyFlagSet(io.Discard).fs
+	case "request":
+		fs, _ = requestFlagSet(io.Discard)
+	case "wait":
+		fs = waitFlagSet(io.Discard).fs
+	default:
+		return fmt.Errorf("command %q: Check knows proxy, request and wait", args[0])
+	}
+	return fs.Parse(args[1:])
 }
 
 // parseFailed reports a command-line error and returns the exit code: 0

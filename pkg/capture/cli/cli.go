@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skiff-mesh/skiff/pkg/capture"
+	"github.com/skiff-mesh/skiff/pkg/compat"
 	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
@@ -40,9 +41,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitFailure
 	}
 	log := slog.New(logflags.NewHandler(stderr, cfg.LogLevel, cfg.LogJSON)).With("component", "istio-iptables")
-	if len(cfg.Unapplied) > 0 {
-		log.Info("accepted Istio arguments that do not apply", "args", cfg.Unapplied)
-	}
+	compat.Report(log, compat.IstioIptables, cfg.Unapplied, nil)
 	if err := capture.Run(ctx, cfg, log, capture.Env{Out: stdout}); err != nil {
 		log.Error("failed", "err", err)
 		if errors.Is(err, capture.ErrValidation) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/cni"
 	"github.com/skiff-mesh/skiff/pkg/cni/repair"
+	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
 
 // Flags is install-cni's command line: the installer's Config and the
@@ -25,6 +27,12 @@ type Flags struct {
 	MetricsAddr string
 	// Repair is the race repair controller's settings (Istio's REPAIR_*).
 	Repair repair.Config
+	// LogLevel and LogJSON are install-cni's own log, from Istio's
+	// --log_output_level and --log_as_json.
+	LogLevel slog.Level
+	LogJSON  bool
+	// Unapplied lists the Istio logging flags given that change nothing.
+	Unapplied []string
 }
 
 // ParseFlags parses install-cni's arguments (Istio's flag names). Each flag's
@@ -69,9 +77,15 @@ func ParseFlags(args []string, lookupEnv func(string) (string, bool), usage io.W
 	if err := errors.Join(env.errs...); err != nil {
 		return f, err
 	}
+	logs := logflags.Register(fs, "default:info")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
+	lvl, err := logs.Level()
+	if err != nil {
+		return f, err
+	}
+	f.LogLevel, f.LogJSON, f.Unapplied = lvl, logs.JSON(), logs.Unapplied()
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
