@@ -239,8 +239,8 @@ func TestSupportTableResolves(t *testing.T) {
 		model.KindVirtualService:  (&apinet.VirtualService{}).ProtoReflect().Descriptor(),
 		model.KindDestinationRule: (&apinet.DestinationRule{}).ProtoReflect().Descriptor(),
 		model.KindSidecar:         (&apinet.Sidecar{}).ProtoReflect().Descriptor(),
-		KindAuthorizationPolicy:   (&apisec.AuthorizationPolicy{}).ProtoReflect().Descriptor(),
-		KindRequestAuthentication: (&apisec.RequestAuthentication{}).ProtoReflect().Descriptor(),
+		model.KindAuthorizationPolicy:   (&apisec.AuthorizationPolicy{}).ProtoReflect().Descriptor(),
+		model.KindRequestAuthentication: (&apisec.RequestAuthentication{}).ProtoReflect().Descriptor(),
 	}
 	for _, r := range Untranslated {
 		d, ok := descs[r.Kind]

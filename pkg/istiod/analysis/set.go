@@ -3,7 +3,6 @@ package analysis
 import (
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
-	security "istio.io/client-go/pkg/apis/security/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
@@ -21,10 +20,6 @@ const RootNamespace = "istio-system"
 // analyze see.
 type Set struct {
 	model.Inputs
-	// The security kinds.
-	PeerAuthentications    []*security.PeerAuthentication
-	AuthorizationPolicies  []*security.AuthorizationPolicy
-	RequestAuthentications []*security.RequestAuthentication
 	// Gateways, when non-nil, are all the Gateways there are: gateway
 	// references of VirtualServices are checked against them. Nil means
 	// unknown (istiod does not read Gateways), and references are not
@@ -77,21 +72,16 @@ func (s *Set) objects() []object {
 		out = append(out, object{key: key(model.KindSidecar, o.ObjectMeta), spec: &o.Spec, selector: sel, scoped: true})
 	}
 	for _, o := range s.PeerAuthentications {
-		out = append(out, object{key: key(KindPeerAuthentication, o.ObjectMeta), spec: &o.Spec, selector: o.Spec.GetSelector().GetMatchLabels(), scoped: true})
+		out = append(out, object{key: key(model.KindPeerAuthentication, o.ObjectMeta), spec: &o.Spec, selector: o.Spec.GetSelector().GetMatchLabels(), scoped: true})
 	}
 	for _, o := range s.AuthorizationPolicies {
-		out = append(out, object{key: key(KindAuthorizationPolicy, o.ObjectMeta), spec: &o.Spec, selector: o.Spec.GetSelector().GetMatchLabels(), scoped: true})
+		out = append(out, object{key: key(model.KindAuthorizationPolicy, o.ObjectMeta), spec: &o.Spec, selector: o.Spec.GetSelector().GetMatchLabels(), scoped: true})
 	}
 	for _, o := range s.RequestAuthentications {
-		out = append(out, object{key: key(KindRequestAuthentication, o.ObjectMeta), spec: &o.Spec, selector: o.Spec.GetSelector().GetMatchLabels(), scoped: true})
+		out = append(out, object{key: key(model.KindRequestAuthentication, o.ObjectMeta), spec: &o.Spec, selector: o.Spec.GetSelector().GetMatchLabels(), scoped: true})
 	}
 	return out
 }
 
-// The security kinds (model names only the kinds istiod reads today).
-const (
-	KindPeerAuthentication    model.Kind = "PeerAuthentication"
-	KindAuthorizationPolicy   model.Kind = "AuthorizationPolicy"
-	KindRequestAuthentication model.Kind = "RequestAuthentication"
-	KindGateway               model.Kind = "Gateway"
-)
+// KindGateway is the Gateway kind (istiod does not read it).
+const KindGateway model.Kind = "Gateway"

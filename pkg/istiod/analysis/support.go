@@ -79,7 +79,7 @@ var Untranslated = concat(
 	policyRules(Envoy, "loadBalancer.localityLbSetting", nil, "endpoints are balanced without locality preference or failover"),
 	rules(model.KindSidecar, Envoy, Warning, "ignored: inbound listeners are built as if it were unset",
 		"spec.ingress"),
-	[]Rule{{Kind: KindAuthorizationPolicy, Field: "spec.action", Values: []string{"CUSTOM"}, Proxy: Envoy, Level: Error,
+	[]Rule{{Kind: model.KindAuthorizationPolicy, Field: "spec.action", Values: []string{"CUSTOM"}, Proxy: Envoy, Level: Error,
 		Effect: "the policy is not enforced: no request is sent to the external authorizer"}},
 
 	// Proxyless gRPC.
@@ -106,11 +106,11 @@ var Untranslated = concat(
 	),
 	policyRules(Proxyless, "tls.mode", []string{"SIMPLE", "MUTUAL"}, "grpc-go supports ISTIO_MUTUAL and DISABLE only; the cluster is sent without this TLS setting"),
 	rules(model.KindSidecar, Proxyless, Warning, "proxyless workloads are sent the whole mesh, unscoped", "spec"),
-	[]Rule{{Kind: KindAuthorizationPolicy, Field: "spec.action", Values: []string{"AUDIT"}, Proxy: Proxyless, Level: Warning,
+	[]Rule{{Kind: model.KindAuthorizationPolicy, Field: "spec.action", Values: []string{"AUDIT"}, Proxy: Proxyless, Level: Warning,
 		Effect: "grpc-go does not audit; requests are not logged by this policy"}},
-	[]Rule{{Kind: KindAuthorizationPolicy, Field: "spec.action", Values: []string{"CUSTOM"}, Proxy: Proxyless, Level: Error,
+	[]Rule{{Kind: model.KindAuthorizationPolicy, Field: "spec.action", Values: []string{"CUSTOM"}, Proxy: Proxyless, Level: Error,
 		Effect: "the policy is not enforced: no request is sent to the external authorizer"}},
-	rules(KindRequestAuthentication, Proxyless, Error, "JWTs are not validated for proxyless workloads: this policy is not enforced for them", "spec"),
+	rules(model.KindRequestAuthentication, Proxyless, Error, "JWTs are not validated for proxyless workloads: this policy is not enforced for them", "spec"),
 )
 
 func concat[T any](parts ...[]T) []T {
