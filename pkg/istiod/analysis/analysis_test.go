@@ -236,9 +236,9 @@ spec: {servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["*"]}]
 // names a field of its kind.
 func TestSupportTableResolves(t *testing.T) {
 	descs := map[model.Kind]protoreflect.MessageDescriptor{
-		model.KindVirtualService:  (&apinet.VirtualService{}).ProtoReflect().Descriptor(),
-		model.KindDestinationRule: (&apinet.DestinationRule{}).ProtoReflect().Descriptor(),
-		model.KindSidecar:         (&apinet.Sidecar{}).ProtoReflect().Descriptor(),
+		model.KindVirtualService:        (&apinet.VirtualService{}).ProtoReflect().Descriptor(),
+		model.KindDestinationRule:       (&apinet.DestinationRule{}).ProtoReflect().Descriptor(),
+		model.KindSidecar:               (&apinet.Sidecar{}).ProtoReflect().Descriptor(),
 		model.KindAuthorizationPolicy:   (&apisec.AuthorizationPolicy{}).ProtoReflect().Descriptor(),
 		model.KindRequestAuthentication: (&apisec.RequestAuthentication{}).ProtoReflect().Descriptor(),
 	}
