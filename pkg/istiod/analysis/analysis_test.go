@@ -274,3 +274,34 @@ func TestReporterLogsOnce(t *testing.T) {
 		t.Errorf("IST0101 logged %d times, want 2 (once, then again after it went away):\n%s", n, buf.String())
 	}
 }
+
+func TestForObject(t *testing.T) {
+	in := &Set{}
+	if errs := in.AddYAML("in", []byte(reviewsSvc+"---\n"+envoyPod+"---\n"+`
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews, namespace: default}
+spec: {hosts: [reviews], http: [{route: [{destination: {host: reviews}}]}]}
+`), "default"); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	// An update of the VirtualService to a missing host: the old version
+	// does not count, and nothing about other objects is returned.
+	raw := []byte(`{"apiVersion":"networking.istio.io/v1","kind":"VirtualService","metadata":{"name":"reviews"},
+		"spec":{"hosts":["reviews"],"http":[{"route":[{"destination":{"host":"ratings"}}]}]}}`)
+	k, ms, err := ForObject(&in.Inputs, raw, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Warning())
+	}
+	want := []string{`IST0101 spec.http[0].route[0].destination.host: Referenced host not found: "ratings"`}
+	if k.String() != "VirtualService default/reviews" || !cmp.Equal(got, want) {
+		t.Errorf("got %s %q, want %q", k, got, want)
+	}
+	if len(in.VirtualServices) != 1 || in.VirtualServices[0].Spec.Http[0].Route[0].Destination.Host != "reviews" {
+		t.Errorf("inputs modified: %v", in.VirtualServices)
+	}
+}
