@@ -41,9 +41,15 @@ func (b *envoyCluster) isH2() bool {
 	return b.http.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
 }
 
-// finish stores the protocol options in the cluster.
+// finish stores the protocol options in the cluster; Envoy requires an
+// upstream protocol in them, HTTP/1.1 unless one was chosen.
 func (b *envoyCluster) finish() *clusterv3.Cluster {
 	if b.http != nil {
+		if b.http.UpstreamProtocolOptions == nil {
+			b.http.UpstreamProtocolOptions = &httpv3.HttpProtocolOptions_ExplicitHttpConfig_{ExplicitHttpConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig{
+				ProtocolConfig: &httpv3.HttpProtocolOptions_ExplicitHttpConfig_HttpProtocolOptions{HttpProtocolOptions: &corev3.Http1ProtocolOptions{}},
+			}}
+		}
 		b.c.TypedExtensionProtocolOptions = map[string]*anypb.Any{httpOptionsKey: mustAny(b.http)}
 	}
 	return b.c
