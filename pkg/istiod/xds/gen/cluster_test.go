@@ -435,4 +435,3 @@ func TestUnhonouredPolicy(t *testing.T) {
 		})
 	}
 }
-
