@@ -40,7 +40,9 @@ func TestParse(t *testing.T) {
 				return m.GetDefaultConfig().GetDiscoveryAddress() == "istiod.mesh.svc:15012" && m.GetDefaultConfig().GetProxyAdminPort() == 15000
 			}},
 		{name: "trust domain aliases add up", doc: "trustDomainAliases: [b.org, a.org]\n",
-			check: func(m *meshconfig.MeshConfig) bool { return strings.Join(m.GetTrustDomainAliases(), ",") == "a.org,b.org" }},
+			check: func(m *meshconfig.MeshConfig) bool {
+				return strings.Join(m.GetTrustDomainAliases(), ",") == "a.org,b.org"
+			}},
 		{name: "durations in Istio's spelling", doc: "connectTimeout: 5s\ndefaultConfig: {drainDuration: 10s}\n",
 			check: func(m *meshconfig.MeshConfig) bool {
 				return m.GetConnectTimeout().AsDuration().Seconds() == 5 && m.GetDefaultConfig().GetDrainDuration().AsDuration().Seconds() == 10
