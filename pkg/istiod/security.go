@@ -106,7 +106,7 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 		}
 	}()
 	if cc.Client != nil {
-		go leader.Or(sec.Leader).Run(ctx, leader.NamespaceController, func(ctx context.Context) {
+		leader.Or(sec.Leader).Go(ctx, leader.NamespaceController, func(ctx context.Context) {
 			if err := authority.PublishConfigMaps(ctx); err != nil && ctx.Err() == nil {
 				log.Error("root certificate publisher stopped", "err", err)
 			}

@@ -103,7 +103,7 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 	if _, err := webhook.NewConfigurationPatcher(o); err != nil {
 		return err
 	}
-	go leader.Or(p.Leader).Run(ctx, leader.PerRevision(leader.ValidationController, p.Revision), func(ctx context.Context) {
+	leader.Or(p.Leader).Go(ctx, leader.PerRevision(leader.ValidationController, p.Revision), func(ctx context.Context) {
 		// A patcher runs once: each term has its own, which reconciles
 		// every configuration as its informers sync.
 		patcher, err := webhook.NewConfigurationPatcher(o)

@@ -48,14 +48,16 @@ func New(client kubernetes.Interface, cfg Config, log *slog.Logger) Elector {
 	return NewKube(client, cfg, log)
 }
 
-// Wait returns when every Run has returned, so that a stopping process
+// Wait returns when every campaign has ended, so that a stopping process
 // exits only once its leases are released.
 func (k *Kube) Wait() { k.wg.Wait() }
 
-// Run campaigns for the lease name (see Elector).
-func (k *Kube) Run(ctx context.Context, name string, fn func(ctx context.Context)) {
-	k.wg.Add(1)
-	defer k.wg.Done()
+// Go campaigns for the lease name (see Elector).
+func (k *Kube) Go(ctx context.Context, name string, fn func(ctx context.Context)) {
+	k.wg.Go(func() { k.campaign(ctx, name, fn) })
+}
+
+func (k *Kube) campaign(ctx context.Context, name string, fn func(ctx context.Context)) {
 	log := k.log.With("lease", k.cfg.Namespace+"/"+name)
 	for ctx.Err() == nil {
 		if err := k.term(ctx, name, log, fn); err != nil {

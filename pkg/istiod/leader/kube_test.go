@@ -80,9 +80,10 @@ func startCandidates(t *testing.T, env *kubetest.Env, lease string, s *singleton
 		ctx, cancel := context.WithCancel(context.Background())
 		e := leader.NewKube(env.Client, leader.Config{Enabled: true, Namespace: "istio-system", Identity: id, LeaseDuration: 2 * time.Second}, log)
 		c := &candidate{id: id, cancel: cancel, done: make(chan struct{})}
+		e.Go(ctx, lease, s.fn(id))
 		go func() {
 			defer close(c.done)
-			e.Run(ctx, lease, s.fn(id))
+			e.Wait()
 		}()
 		t.Cleanup(func() { cancel(); <-c.done })
 		out[id] = c
@@ -107,9 +108,9 @@ func TestKubeElection(t *testing.T) {
 
 	t.Run("a stopped leader hands over at once", func(t *testing.T) {
 		cands[first].cancel()
-		<-cands[first].done // Run returns once the singleton stopped and the lease is released
+		<-cands[first].done // Wait returns once the singleton stopped and the lease is released
 		if s.runner() == first {
-			t.Fatalf("%s still runs the singleton after Run returned", first)
+			t.Fatalf("%s still runs the singleton after Wait returned", first)
 		}
 		var next string
 		polltest.Within(t, 5*time.Second, "another candidate leads", func() bool {
@@ -159,12 +160,8 @@ func TestKubeSingletonReturns(t *testing.T) {
 	e := leader.NewKube(env.Client, leader.Config{Enabled: true, Namespace: "istio-system", Identity: "only", LeaseDuration: 2 * time.Second}, nil)
 	runCtx, cancel := context.WithCancel(context.Background())
 	terms := make(chan struct{}, 10)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.Run(runCtx, "test-returns", func(context.Context) { terms <- struct{}{} })
-	}()
-	t.Cleanup(func() { cancel(); e.Wait(); <-done })
+	e.Go(runCtx, "test-returns", func(context.Context) { terms <- struct{}{} })
+	t.Cleanup(func() { cancel(); e.Wait() })
 	for i := range 2 {
 		select {
 		case <-terms:

@@ -38,15 +38,16 @@ func PerRevision(name, revision string) string {
 
 // Elector runs singletons while this process holds their lease.
 type Elector interface {
-	// Run campaigns for the lease name until ctx ends. Each time this
-	// process becomes the leader it calls fn with a context that ends when
-	// leadership ends (lost, or ctx ended); fn must stop writing and return
-	// then, and Run does not campaign again until it has. When fn returns
-	// while still leading, the lease is given up and Run campaigns again.
-	// Run returns once ctx has ended and fn has returned.
-	Run(ctx context.Context, name string, fn func(ctx context.Context))
-	// Wait returns once every Run has returned (its leases released), so
-	// that a stopping process exits after handing over.
+	// Go campaigns for the lease name in the background until ctx ends.
+	// Each time this process becomes the leader it calls fn with a context
+	// that ends when leadership ends (lost, or ctx ended); fn must stop
+	// writing and return then, and the campaign does not resume until it
+	// has. When fn returns while still leading, the lease is given up and
+	// the campaign resumes.
+	Go(ctx context.Context, name string, fn func(ctx context.Context))
+	// Wait returns once the campaigns Go started have ended (ctx ended, fn
+	// returned, the lease released), so that a stopping process exits
+	// after handing over.
 	Wait()
 }
 
@@ -56,10 +57,10 @@ type Always struct{}
 
 var _ Elector = Always{}
 
-// Run calls fn(ctx).
-func (Always) Run(ctx context.Context, _ string, fn func(ctx context.Context)) { fn(ctx) }
+// Go runs fn(ctx) in a goroutine.
+func (Always) Go(ctx context.Context, _ string, fn func(ctx context.Context)) { go fn(ctx) }
 
-// Wait returns at once: Always holds no lease.
+// Wait returns at once: Always holds no lease to hand over.
 func (Always) Wait() {}
 
 // Or returns e, or Always when e is nil.
