@@ -12,7 +12,6 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 	apinet "istio.io/api/networking/v1alpha3"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 
@@ -77,12 +76,15 @@ func withClientTLS(c *clusterv3.Cluster, dr *networking.DestinationRule, subset 
 	}}
 }
 
-// grpcInboundListener is the listener a proxyless gRPC server serves with:
-// its address, one filter chain whose routes accept every call, and mutual
-// TLS required when a DestinationRule for a service this workload backs asks
-// clients for ISTIO_MUTUAL on this port (so both sides agree). Without that
-// the server accepts plaintext.
-func grpcInboundListener(pc *model.PushContext, sc *model.Scope, p *model.Proxy, name string) *listenerv3.Listener {
+// grpcInboundListener is the listener a proxyless gRPC server serves with,
+// as Istio's grpcgen builds it: its address, and one filter chain
+// ("inbound-mtls" with a DownstreamTlsContext requiring client
+// certificates, or "inbound-plaintext") chosen by the PeerAuthentication
+// mode of the port (see grpcServerMode), whose connection manager runs the
+// workload's AuthorizationPolicies as RBAC filters (DENY, then ALLOW) and
+// accepts every call. RequestAuthentication is not enforced: grpc-go has
+// no JWT filter.
+func grpcInboundListener(pc *model.PushContext, _ *model.Scope, p *model.Proxy, name string) *listenerv3.Listener {
 	host, portStr, err := net.SplitHostPort(strings.TrimPrefix(name, GRPCInboundPrefix))
 	if err != nil {
 		return nil
@@ -91,28 +93,35 @@ func grpcInboundListener(pc *model.PushContext, sc *model.Scope, p *model.Proxy,
 	if err != nil {
 		return nil
 	}
+	w := workloadOf(pc, p)
+	for _, ra := range pc.Security.RequestAuthenticationsFor(w) {
+		reportOnce("RequestAuthentication is not enforced for proxyless gRPC servers (grpc-go has no JWT filter)",
+			"policy", ra.Namespace+"/"+ra.Name, "proxy", p.ID)
+	}
+	mode := grpcServerMode(pc.Security.EffectiveMTLS(w), w.Labels, uint32(port))
+	suffix := "plaintext"
+	if mode == model.MTLSStrict {
+		suffix = "mtls"
+	}
+	filters := append(rbacHTTPFilters(grpcHTTP, pc.Security.AuthorizationPoliciesFor(w)), routerFilter())
 	hcm := &hcmv3.HttpConnectionManager{
+		// grpc-go ignores the stat prefix; Envoy's schema requires one.
 		StatPrefix: "inbound_" + portStr,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
-			Name: "inbound|" + portStr,
-			VirtualHosts: []*routev3.VirtualHost{{Name: "inbound|" + portStr, Domains: []string{"*"}, Routes: []*routev3.Route{{
+			Name: "inbound",
+			VirtualHosts: []*routev3.VirtualHost{{Domains: []string{"*"}, Routes: []*routev3.Route{{
 				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 				Action: &routev3.Route_NonForwardingAction{NonForwardingAction: &routev3.NonForwardingAction{}},
 			}}}},
 		}},
-		HttpFilters: []*hcmv3.HttpFilter{routerFilter()},
+		HttpFilters: filters,
 	}
 	chain := &listenerv3.FilterChain{
-		Name:    "inbound|" + portStr,
-		Filters: []*listenerv3.Filter{{Name: "envoy.filters.network.http_connection_manager", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)}}},
+		Name:    "inbound-" + suffix,
+		Filters: []*listenerv3.Filter{{Name: "inbound-hcm" + suffix, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)}}},
 	}
-	if mtlsInbound(pc, sc, p, uint16(port)) {
-		chain.TransportSocket = &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{
-			TypedConfig: mustAny(&tlsv3.DownstreamTlsContext{
-				CommonTlsContext:         providerTLSContext(false),
-				RequireClientCertificate: wrapperspb.Bool(true),
-			}),
-		}}
+	if mode == model.MTLSStrict {
+		chain.TransportSocket = downstreamTLS(providerTLSContext(false))
 	}
 	return &listenerv3.Listener{
 		Name: name,
@@ -120,35 +129,4 @@ func grpcInboundListener(pc *model.PushContext, sc *model.Scope, p *model.Proxy,
 			Address: host, PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: uint32(port)}}}},
 		FilterChains: []*listenerv3.FilterChain{chain},
 	}
-}
-
-// mtlsInbound reports whether clients of a service backed by the proxy's
-// workload on port are told to use ISTIO_MUTUAL.
-func mtlsInbound(pc *model.PushContext, sc *model.Scope, p *model.Proxy, port uint16) bool {
-	for host, eps := range pc.Endpoints {
-		for _, ep := range eps {
-			if ep.Address != p.IP || ep.Port != port {
-				continue
-			}
-			dr := sc.DestinationRule[host]
-			if istioMutual(dr, "") {
-				return true
-			}
-			for _, s := range subsetsOf(dr) {
-				if matches(s.GetLabels(), ep.Labels) && istioMutual(dr, s.GetName()) {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-func matches(selector, labels map[string]string) bool {
-	for k, v := range selector {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
 }

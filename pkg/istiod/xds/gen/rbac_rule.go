@@ -1,0 +1,330 @@
+package gen
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rbacv3 "github.com/envoyproxy/go-control-plane/envoy/config/rbac/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+	apisec "istio.io/api/security/v1beta1"
+)
+
+// An AuthorizationPolicy rule becomes one RBAC policy: its permissions
+// ("to", one per operation) and principals ("from", one per source) are
+// each an AND of conditions, a condition an OR of its values (not-values
+// an OR under a NOT), and the rule's "when" conditions join the AND of
+// every source or operation, as Istio renders them.
+
+// errHTTPOnly marks a condition a TCP filter cannot check.
+var errHTTPOnly = errors.New("HTTP only")
+
+// errUnsupported marks an attribute Skiff cannot render (JWT claims need
+// Istio's own authn filter metadata).
+var errUnsupported = errors.New("not supported")
+
+// cond is one condition: a key, its values and not-values, and how one
+// value is rendered (perm for "to" keys, prin for "from" keys).
+type cond struct {
+	key          string
+	values, nots []string
+	perm         func(v string, tcp bool) (*rbacv3.Permission, error)
+	prin         func(v string, tcp bool) (*rbacv3.Principal, error)
+}
+
+// ruleConds splits a rule's "when" conditions into permission and
+// principal conditions (in "when" order); an unknown key fails the rule.
+func ruleConds(r *apisec.Rule, policyNS string) (perms, prins []cond, err error) {
+	for _, w := range r.GetWhen() {
+		k, vs, nvs := w.GetKey(), w.GetValues(), w.GetNotValues()
+		switch {
+		case k == "destination.ip":
+			perms = append(perms, cond{key: k, values: vs, nots: nvs, perm: destIP})
+		case k == "destination.port":
+			perms = append(perms, cond{key: k, values: vs, nots: nvs, perm: destPort})
+		case k == "source.ip":
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: directRemoteIP})
+		case k == "remote.ip":
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: remoteIP})
+		case k == "source.namespace":
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: sourceNamespace})
+		case k == "source.principal":
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: sourcePrincipal})
+		case k == "source.serviceAccount":
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: serviceAccount(policyNS)})
+		case strings.HasPrefix(k, "request.headers"):
+			name, ok := bracketed(strings.TrimPrefix(k, "request.headers"))
+			if !ok {
+				return nil, nil, fmt.Errorf("when key %q: want request.headers[NAME]", k)
+			}
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: func(v string, tcp bool) (*rbacv3.Principal, error) {
+				if tcp {
+					return nil, errHTTPOnly
+				}
+				return &rbacv3.Principal{Identifier: &rbacv3.Principal_Header{Header: headerMatch(name, v, false)}}, nil
+			}})
+		case strings.HasPrefix(k, "request.auth.") || k == "source.trustDomain" || k == "connection.sni" || strings.HasPrefix(k, "experimental.envoy.filters."):
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: func(string, bool) (*rbacv3.Principal, error) { return nil, errUnsupported }})
+		default:
+			return nil, nil, fmt.Errorf("when key %q: unknown attribute", k)
+		}
+	}
+	return perms, prins, nil
+}
+
+// buildRule renders one rule; an error means the rule matches nothing it
+// could not check: for ALLOW the rule is dropped (allowing less), for DENY
+// and AUDIT only the failing condition is (denying more).
+func buildRule(r *apisec.Rule, policyNS string, tcp, strict bool) (*rbacv3.Policy, error) {
+	whenPerms, whenPrins, err := ruleConds(r, policyNS)
+	if err != nil {
+		return nil, err
+	}
+	pol := &rbacv3.Policy{}
+	for _, to := range r.GetTo() {
+		o := to.GetOperation()
+		cs := []cond{
+			{key: "hosts", values: o.GetHosts(), nots: o.GetNotHosts(), perm: host},
+			{key: "methods", values: o.GetMethods(), nots: o.GetNotMethods(), perm: method},
+			{key: "paths", values: o.GetPaths(), nots: o.GetNotPaths(), perm: path},
+			{key: "ports", values: o.GetPorts(), nots: o.GetNotPorts(), perm: destPort},
+		}
+		p, err := andPermissions(append(cs, whenPerms...), tcp, strict)
+		if err != nil {
+			return nil, err
+		}
+		pol.Permissions = append(pol.Permissions, p)
+	}
+	if len(r.GetTo()) == 0 {
+		p, err := andPermissions(whenPerms, tcp, strict)
+		if err != nil {
+			return nil, err
+		}
+		pol.Permissions = append(pol.Permissions, p)
+	}
+	for _, from := range r.GetFrom() {
+		s := from.GetSource()
+		cs := []cond{
+			{key: "principals", values: s.GetPrincipals(), nots: s.GetNotPrincipals(), prin: sourcePrincipal},
+			{key: "requestPrincipals", values: s.GetRequestPrincipals(), nots: s.GetNotRequestPrincipals(), prin: func(string, bool) (*rbacv3.Principal, error) { return nil, errUnsupported }},
+			{key: "serviceAccounts", values: s.GetServiceAccounts(), nots: s.GetNotServiceAccounts(), prin: serviceAccount(policyNS)},
+			{key: "namespaces", values: s.GetNamespaces(), nots: s.GetNotNamespaces(), prin: sourceNamespace},
+			{key: "remoteIpBlocks", values: s.GetRemoteIpBlocks(), nots: s.GetNotRemoteIpBlocks(), prin: remoteIP},
+			{key: "ipBlocks", values: s.GetIpBlocks(), nots: s.GetNotIpBlocks(), prin: directRemoteIP},
+		}
+		p, err := andPrincipals(append(cs, whenPrins...), tcp, strict)
+		if err != nil {
+			return nil, err
+		}
+		pol.Principals = append(pol.Principals, p)
+	}
+	if len(r.GetFrom()) == 0 {
+		p, err := andPrincipals(whenPrins, tcp, strict)
+		if err != nil {
+			return nil, err
+		}
+		pol.Principals = append(pol.Principals, p)
+	}
+	return pol, nil
+}
+
+func andPermissions(cs []cond, tcp, strict bool) (*rbacv3.Permission, error) {
+	var and []*rbacv3.Permission
+	for _, c := range cs {
+		for i, vals := range [][]string{c.values, c.nots} {
+			var or []*rbacv3.Permission
+			for _, v := range vals {
+				p, err := c.perm(v, tcp)
+				if err != nil {
+					if strict {
+						return nil, fmt.Errorf("%s %q: %w", c.key, v, err)
+					}
+					continue
+				}
+				or = append(or, p)
+			}
+			if len(or) == 0 {
+				continue
+			}
+			p := &rbacv3.Permission{Rule: &rbacv3.Permission_OrRules{OrRules: &rbacv3.Permission_Set{Rules: or}}}
+			if i == 1 {
+				p = &rbacv3.Permission{Rule: &rbacv3.Permission_NotRule{NotRule: p}}
+			}
+			and = append(and, p)
+		}
+	}
+	if len(and) == 0 {
+		and = []*rbacv3.Permission{{Rule: &rbacv3.Permission_Any{Any: true}}}
+	}
+	return &rbacv3.Permission{Rule: &rbacv3.Permission_AndRules{AndRules: &rbacv3.Permission_Set{Rules: and}}}, nil
+}
+
+func andPrincipals(cs []cond, tcp, strict bool) (*rbacv3.Principal, error) {
+	var and []*rbacv3.Principal
+	for _, c := range cs {
+		for i, vals := range [][]string{c.values, c.nots} {
+			var or []*rbacv3.Principal
+			for _, v := range vals {
+				p, err := c.prin(v, tcp)
+				if err != nil {
+					if strict {
+						return nil, fmt.Errorf("%s %q: %w", c.key, v, err)
+					}
+					continue
+				}
+				or = append(or, p)
+			}
+			if len(or) == 0 {
+				continue
+			}
+			p := &rbacv3.Principal{Identifier: &rbacv3.Principal_OrIds{OrIds: &rbacv3.Principal_Set{Ids: or}}}
+			if i == 1 {
+				p = &rbacv3.Principal{Identifier: &rbacv3.Principal_NotId{NotId: p}}
+			}
+			and = append(and, p)
+		}
+	}
+	if len(and) == 0 {
+		and = []*rbacv3.Principal{{Identifier: &rbacv3.Principal_Any{Any: true}}}
+	}
+	return &rbacv3.Principal{Identifier: &rbacv3.Principal_AndIds{AndIds: &rbacv3.Principal_Set{Ids: and}}}, nil
+}
+
+// bracketed returns NAME from "[NAME]".
+func bracketed(s string) (string, bool) {
+	if len(s) < 3 || s[0] != '[' || s[len(s)-1] != ']' {
+		return "", false
+	}
+	return s[1 : len(s)-1], true
+}
+
+// stringMatch renders Istio's value forms: "*" any non-empty value,
+// "*x" a suffix, "x*" a prefix, else exact; prefix is prepended.
+func stringMatch(v, prefix string, ignoreCase bool) *matcherv3.StringMatcher {
+	switch {
+	case v == "*":
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: ".+"}}}
+	case strings.HasPrefix(v, "*") && prefix != "":
+		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{
+			Regex: prefix + ".*" + regexp.QuoteMeta(v[1:])}}}
+	case strings.HasPrefix(v, "*"):
+		return &matcherv3.StringMatcher{IgnoreCase: ignoreCase, MatchPattern: &matcherv3.StringMatcher_Suffix{Suffix: v[1:]}}
+	case strings.HasSuffix(v, "*"):
+		return &matcherv3.StringMatcher{IgnoreCase: ignoreCase, MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: prefix + v[:len(v)-1]}}
+	}
+	return &matcherv3.StringMatcher{IgnoreCase: ignoreCase, MatchPattern: &matcherv3.StringMatcher_Exact{Exact: prefix + v}}
+}
+
+// headerMatch matches a header: "*" means present.
+func headerMatch(name, v string, ignoreCase bool) *routev3.HeaderMatcher {
+	if v == "*" {
+		return &routev3.HeaderMatcher{Name: name, HeaderMatchSpecifier: &routev3.HeaderMatcher_PresentMatch{PresentMatch: true}}
+	}
+	return &routev3.HeaderMatcher{Name: name, HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: stringMatch(v, "", ignoreCase)}}
+}
+
+func authenticated(m *matcherv3.StringMatcher) *rbacv3.Principal {
+	return &rbacv3.Principal{Identifier: &rbacv3.Principal_Authenticated_{Authenticated: &rbacv3.Principal_Authenticated{PrincipalName: m}}}
+}
+
+func regex(r string) *matcherv3.StringMatcher {
+	return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: r}}}
+}
+
+// sourcePrincipal matches the peer certificate's URI SAN: a value
+// "td/ns/NS/sa/SA" is spiffe://td/ns/NS/sa/SA.
+func sourcePrincipal(v string, _ bool) (*rbacv3.Principal, error) {
+	return authenticated(stringMatch(v, "spiffe://", false)), nil
+}
+
+// sourceNamespace matches identities in a namespace ("*" wildcards).
+func sourceNamespace(v string, _ bool) (*rbacv3.Principal, error) {
+	parts := strings.Split(v, "*")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return authenticated(regex(".*/ns/" + strings.Join(parts, ".*") + "/.*")), nil
+}
+
+// serviceAccount matches "ns/sa", or "sa" in the policy's namespace.
+func serviceAccount(policyNS string) func(string, bool) (*rbacv3.Principal, error) {
+	return func(v string, _ bool) (*rbacv3.Principal, error) {
+		ns, sa, ok := strings.Cut(v, "/")
+		if !ok {
+			ns, sa = policyNS, v
+		}
+		return authenticated(regex(fmt.Sprintf("spiffe://.+/ns/%s/(.+/|)sa/%s(/.+)?", regexp.QuoteMeta(ns), regexp.QuoteMeta(sa)))), nil
+	}
+}
+
+func cidrRange(v string) (*corev3.CidrRange, error) {
+	pfx, err := netip.ParsePrefix(v)
+	if err != nil {
+		a, aerr := netip.ParseAddr(v)
+		if aerr != nil {
+			return nil, fmt.Errorf("not an IP address or CIDR: %w", err)
+		}
+		pfx = netip.PrefixFrom(a, a.BitLen())
+	}
+	return &corev3.CidrRange{AddressPrefix: pfx.Addr().String(), PrefixLen: wrapperspb.UInt32(uint32(pfx.Bits()))}, nil
+}
+
+func directRemoteIP(v string, _ bool) (*rbacv3.Principal, error) {
+	c, err := cidrRange(v)
+	if err != nil {
+		return nil, err
+	}
+	return &rbacv3.Principal{Identifier: &rbacv3.Principal_DirectRemoteIp{DirectRemoteIp: c}}, nil
+}
+
+func remoteIP(v string, _ bool) (*rbacv3.Principal, error) {
+	c, err := cidrRange(v)
+	if err != nil {
+		return nil, err
+	}
+	return &rbacv3.Principal{Identifier: &rbacv3.Principal_RemoteIp{RemoteIp: c}}, nil
+}
+
+func destIP(v string, _ bool) (*rbacv3.Permission, error) {
+	c, err := cidrRange(v)
+	if err != nil {
+		return nil, err
+	}
+	return &rbacv3.Permission{Rule: &rbacv3.Permission_DestinationIp{DestinationIp: c}}, nil
+}
+
+func destPort(v string, _ bool) (*rbacv3.Permission, error) {
+	n, err := strconv.ParseUint(v, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("not a port: %w", err)
+	}
+	return &rbacv3.Permission{Rule: &rbacv3.Permission_DestinationPort{DestinationPort: uint32(n)}}, nil
+}
+
+func host(v string, tcp bool) (*rbacv3.Permission, error) {
+	if tcp {
+		return nil, errHTTPOnly
+	}
+	return &rbacv3.Permission{Rule: &rbacv3.Permission_Header{Header: headerMatch(":authority", v, true)}}, nil
+}
+
+func method(v string, tcp bool) (*rbacv3.Permission, error) {
+	if tcp {
+		return nil, errHTTPOnly
+	}
+	return &rbacv3.Permission{Rule: &rbacv3.Permission_Header{Header: headerMatch(":method", v, false)}}, nil
+}
+
+func path(v string, tcp bool) (*rbacv3.Permission, error) {
+	if tcp {
+		return nil, errHTTPOnly
+	}
+	return &rbacv3.Permission{Rule: &rbacv3.Permission_UrlPath{UrlPath: &matcherv3.PathMatcher{
+		Rule: &matcherv3.PathMatcher_Path{Path: stringMatch(v, "", false)}}}}, nil
+}
