@@ -3,8 +3,29 @@ package model
 import (
 	"strings"
 
+	apinet "istio.io/api/networking/v1alpha3"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 )
+
+// OutboundMode is what proxies do with traffic to destinations outside the
+// registry (Istio's outboundTrafficPolicy.mode).
+type OutboundMode int
+
+// The outbound traffic policy modes.
+const (
+	// OutboundAllowAny forwards unknown destinations (PassthroughCluster).
+	OutboundAllowAny OutboundMode = iota
+	// OutboundRegistryOnly drops them (BlackHoleCluster).
+	OutboundRegistryOnly
+)
+
+// String returns Istio's name of the mode.
+func (m OutboundMode) String() string {
+	if m == OutboundRegistryOnly {
+		return "REGISTRY_ONLY"
+	}
+	return "ALLOW_ANY"
+}
 
 // Scope is what one class of proxies sees: the services their Sidecar (or,
 // without one, exportTo alone) makes visible, with the VirtualService and
@@ -23,12 +44,27 @@ type Scope struct {
 	VirtualService map[string]*networking.VirtualService
 	// DestinationRule maps a visible host to its DestinationRule.
 	DestinationRule map[string]*networking.DestinationRule
+	// OutboundPolicy is the Sidecar's outboundTrafficPolicy mode or, when
+	// the Sidecar sets none, the mesh's (see meshOutboundPolicy).
+	OutboundPolicy OutboundMode
+	// EgressProxy is where ALLOW_ANY sends unknown destinations instead of
+	// passing them through (the Sidecar's egressProxy), or nil.
+	EgressProxy *apinet.Destination
 
-	visible map[string]bool
+	visible map[string]*Service
 }
 
 // Visible reports whether host is in the scope.
-func (s *Scope) Visible(host string) bool { return s.visible[host] }
+func (s *Scope) Visible(host string) bool { return s.visible[host] != nil }
+
+// Service returns the visible service of host as the scope sees it (only
+// the ports its Sidecar's egress listeners admit), or nil.
+func (s *Scope) Service(host string) *Service { return s.visible[host] }
+
+// meshOutboundPolicy is the mesh-wide outbound traffic policy. HOOK: istiod
+// reads no mesh config yet, so it is Istio's default, ALLOW_ANY; the mesh
+// config's outboundTrafficPolicy.mode belongs here once it is read.
+func (pc *PushContext) meshOutboundPolicy() OutboundMode { return OutboundAllowAny }
 
 // scopes caches the scope of each namespace and Sidecar ("ns/name"):
 // scopes are built from configuration alone.
@@ -60,23 +96,27 @@ func (pc *PushContext) sidecarFor(p *Proxy) *networking.Sidecar {
 }
 
 func (pc *PushContext) buildScope(key, ns string, sc *networking.Sidecar) *Scope {
-	s := &Scope{Key: key, Namespace: ns, Sidecar: sc, visible: map[string]bool{},
+	s := &Scope{Key: key, Namespace: ns, Sidecar: sc, visible: map[string]*Service{}, OutboundPolicy: pc.meshOutboundPolicy(),
 		VirtualService: map[string]*networking.VirtualService{}, DestinationRule: map[string]*networking.DestinationRule{}}
-	var egress []string
-	if sc != nil {
-		for _, l := range sc.Spec.GetEgress() {
-			egress = append(egress, l.GetHosts()...)
+	if otp := sidecarOutbound(sc); otp != nil {
+		s.OutboundPolicy = OutboundAllowAny
+		if otp.GetMode() == apinet.OutboundTrafficPolicy_REGISTRY_ONLY {
+			s.OutboundPolicy = OutboundRegistryOnly
 		}
+		s.EgressProxy = otp.GetEgressProxy()
 	}
+	eg := newEgress(sc)
 	for _, svc := range pc.Services {
 		if !svc.VisibleTo(ns) {
 			continue
 		}
-		if sc != nil && !egressAllows(egress, sc.Namespace, svc) {
-			continue
+		if sc != nil {
+			if svc = eg.admit(svc); svc == nil {
+				continue
+			}
 		}
 		s.Services = append(s.Services, svc)
-		s.visible[svc.Hostname] = true
+		s.visible[svc.Hostname] = svc
 	}
 	for _, svc := range s.Services {
 		for _, vs := range pc.VirtualServices {

@@ -111,7 +111,7 @@ func lookupTarget(pc *model.PushContext, sc *model.Scope, target string) (*model
 		return nil, 0
 	}
 	for _, h := range []string{host, model.ResolveHost(host, sc.Namespace), host + ".svc." + model.DefaultDomain} {
-		if svc := pc.ServiceByHost[h]; svc != nil && sc.Visible(h) {
+		if svc := sc.Service(h); svc != nil {
 			if _, ok := svc.Port(uint16(n)); ok {
 				return svc, uint16(n)
 			}
@@ -155,7 +155,7 @@ func grpcCluster(pc *model.PushContext, sc *model.Scope, name string) proto.Mess
 	if !ok || !sc.Visible(host) {
 		return nil
 	}
-	svc := pc.ServiceByHost[host]
+	svc := sc.Service(host)
 	sp, ok := svc.Port(port)
 	if !ok {
 		return nil

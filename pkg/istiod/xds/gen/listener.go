@@ -72,8 +72,11 @@ func tcpFilter(cluster string) *listenerv3.Filter {
 // outboundListeners builds virtualOutbound and the per-port listeners for
 // the services of a scope: HTTP ports share 0.0.0.0_PORT (routes by port
 // name over RDS), reached from virtualOutbound through use_original_dst;
-// TCP ports with a VIP get VIP_PORT and a filter chain in virtualOutbound.
+// TCP and TLS ports with a VIP get VIP_PORT (their tcp / tls routes) and a
+// filter chain in virtualOutbound; destinations nothing matches go where
+// the scope's outbound traffic policy says.
 func outboundListeners(sc *model.Scope) []*listenerv3.Listener {
+	b := &routeBuilder{scope: sc}
 	var perPort []*listenerv3.Listener
 	httpPorts := map[uint16]bool{}
 	seen := map[string]bool{}
@@ -96,22 +99,28 @@ func outboundListeners(sc *model.Scope) []*listenerv3.Listener {
 				}
 				continue // reached from virtualOutbound through use_original_dst
 			}
+			opaque := b.opaqueChains(svc, p)
 			for _, vip := range svc.Addresses {
 				key := fmt.Sprintf("%s_%d", vip, p.Port)
 				if seen[key] {
 					continue
 				}
 				seen[key] = true
-				f := tcpFilter(model.ClusterName(p.Port, "", svc.Hostname))
-				perPort = append(perPort, &listenerv3.Listener{
+				l := &listenerv3.Listener{
 					Name: key, Address: address(vip, p.Port), BindToPort: wrapperspb.Bool(false),
 					TrafficDirection: corev3.TrafficDirection_OUTBOUND,
-					FilterChains:     []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{f}}},
-				})
+					FilterChains:     opaque,
+				}
+				if needsTLSInspector(opaque) {
+					l.ListenerFilters = []*listenerv3.ListenerFilter{tlsInspector()}
+				}
+				perPort = append(perPort, l)
+				// virtualOutbound hands connections to VIP_PORT (use_original_dst);
+				// its own chain for the VIP takes the first route.
 				chains = append(chains, &listenerv3.FilterChain{
 					Name:             key,
 					FilterChainMatch: &listenerv3.FilterChainMatch{PrefixRanges: []*corev3.CidrRange{cidr(vip)}, DestinationPort: wrapperspb.UInt32(uint32(p.Port))},
-					Filters:          []*listenerv3.Filter{f},
+					Filters:          opaque[0].Filters,
 				})
 			}
 		}
@@ -123,7 +132,7 @@ func outboundListeners(sc *model.Scope) []*listenerv3.Listener {
 		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 		FilterChains:     chains,
 		DefaultFilterChain: &listenerv3.FilterChain{Name: "PassthroughFilterChain",
-			Filters: []*listenerv3.Filter{tcpFilter(PassthroughCluster)}},
+			Filters: []*listenerv3.Filter{tcpFilter(outboundCatchAll(sc))}},
 	}
 	return append([]*listenerv3.Listener{vo}, perPort...)
 }

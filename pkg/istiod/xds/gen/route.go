@@ -25,8 +25,8 @@ type routeBuilder struct {
 
 // clusterExists reports whether an outbound cluster is generated in scope.
 func (b *routeBuilder) clusterExists(port uint16, subset, host string) bool {
-	svc := b.pc.ServiceByHost[host]
-	if svc == nil || !b.scope.Visible(host) {
+	svc := b.scope.Service(host)
+	if svc == nil {
 		return false
 	}
 	if _, ok := svc.Port(port); !ok {
@@ -45,7 +45,7 @@ func (b *routeBuilder) destination(d *apinet.Destination, vsNS string, svc *mode
 	if p == 0 {
 		p = port
 		if host != svc.Hostname {
-			if dst := b.pc.ServiceByHost[host]; dst != nil && len(dst.Ports) == 1 {
+			if dst := b.scope.Service(host); dst != nil && len(dst.Ports) == 1 {
 				p = dst.Ports[0].Port
 			}
 		}
