@@ -8,17 +8,15 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"strings"
 	"time"
 
-	"github.com/miekg/dns"
 )
 
-// exchangeTCP sends packed, the wire form of req, to server over a new TCP
-// connection and returns the answer if its ID and question match. ctx
+// exchangeTCP sends the query packed to server over a new TCP connection
+// and returns the answer's wire form if its ID and question match. ctx
 // bounds the whole exchange and interrupts it when cancelled. It serves
 // the rare retry of a truncated UDP answer, so the connection is not kept.
-func exchangeTCP(ctx context.Context, server netip.AddrPort, packed []byte, req *dns.Msg) (*dns.Msg, error) {
+func exchangeTCP(ctx context.Context, server netip.AddrPort, packed []byte) ([]byte, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", server.String())
 	if err != nil {
@@ -30,7 +28,7 @@ func exchangeTCP(ctx context.Context, server netip.AddrPort, packed []byte, req 
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	r, err := roundTripTCP(conn, packed, req)
+	r, err := roundTripTCP(conn, packed)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -40,7 +38,11 @@ func exchangeTCP(ctx context.Context, server netip.AddrPort, packed []byte, req 
 	return r, nil
 }
 
-func roundTripTCP(conn net.Conn, packed []byte, req *dns.Msg) (*dns.Msg, error) {
+func roundTripTCP(conn net.Conn, packed []byte) ([]byte, error) {
+	id, question, err := queryKey(packed)
+	if err != nil {
+		return nil, err
+	}
 	frame := make([]byte, 2+len(packed))
 	binary.BigEndian.PutUint16(frame, uint16(len(packed)))
 	copy(frame[2:], packed)
@@ -55,25 +57,8 @@ func roundTripTCP(conn net.Conn, packed []byte, req *dns.Msg) (*dns.Msg, error) 
 	if _, err := io.ReadFull(conn, body); err != nil {
 		return nil, err
 	}
-	r := new(dns.Msg)
-	if err := r.Unpack(body); err != nil {
-		return nil, fmt.Errorf("unpack answer: %w", err)
-	}
-	if !answers(r, req) {
+	if len(body) < headerLen || !answersQuery(body, id, question) {
 		return nil, errors.New("answer does not match the query")
 	}
-	return r, nil
-}
-
-// answers reports whether r is a response to req: same ID and question.
-// An error response may omit the question.
-func answers(r, req *dns.Msg) bool {
-	if !r.Response || r.Id != req.Id {
-		return false
-	}
-	if len(r.Question) == 0 {
-		return r.Rcode != dns.RcodeSuccess
-	}
-	a, b := r.Question[0], req.Question[0]
-	return len(r.Question) == 1 && a.Qtype == b.Qtype && a.Qclass == b.Qclass && strings.EqualFold(a.Name, b.Name)
+	return body, nil
 }

@@ -2,6 +2,7 @@ package dnsproxy
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -86,29 +87,27 @@ func upstreamQuery(q dns.Question, rd, cd, do bool, udpSize uint16) *dns.Msg {
 	return m
 }
 
-// forward returns an upstream's answer to m. When every upstream fails it
-// returns the last failure answer (e.g. SERVFAIL) if there was one, else an
-// error; either way within f.timeout.
-func (f *forwarder) forward(ctx context.Context, m *dns.Msg) (*dns.Msg, error) {
+// forward returns the wire form of an upstream's answer to the query
+// packed. When every upstream fails it returns the last failure answer
+// (e.g. SERVFAIL) if there was one, else an error; either way within
+// f.timeout.
+func (f *forwarder) forward(ctx context.Context, packed []byte) ([]byte, error) {
 	if len(f.ups) == 0 {
 		return nil, errNoUpstream
-	}
-	packed, err := m.Pack()
-	if err != nil {
-		return nil, fmt.Errorf("pack upstream query: %w", err)
 	}
 	// Keep a little of the budget for answering the client, so its
 	// SERVFAIL arrives within the configured timeout. Deadlines, not
 	// derived contexts: this is the path of every forwarded query.
 	deadline := time.Now().Add(f.timeout - min(f.timeout/20, 100*time.Millisecond))
-	var last *dns.Msg
+	var last []byte
 	var lastErr error
 	for range f.attempts {
-		var r *dns.Msg
+		var r []byte
+		var err error
 		if f.parallel {
-			r, err = f.race(ctx, deadline, m, packed)
+			r, err = f.race(ctx, deadline, packed)
 		} else {
-			r, err = f.serial(ctx, deadline, m, packed)
+			r, err = f.serial(ctx, deadline, packed)
 		}
 		if err == nil {
 			return r, nil
@@ -136,14 +135,14 @@ func (f *forwarder) attemptDeadline(deadline time.Time) time.Time {
 }
 
 // serial tries each upstream in turn, healthy ones first, until deadline.
-func (f *forwarder) serial(ctx context.Context, deadline time.Time, m *dns.Msg, packed []byte) (*dns.Msg, error) {
-	var last *dns.Msg
+func (f *forwarder) serial(ctx context.Context, deadline time.Time, packed []byte) ([]byte, error) {
+	var last []byte
 	var lastErr error
 	for _, u := range f.order() {
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			break
 		}
-		r, err := f.try(ctx, f.attemptDeadline(deadline), u, m, packed)
+		r, err := f.try(ctx, f.attemptDeadline(deadline), u, packed)
 		if err == nil {
 			return r, nil
 		}
@@ -162,22 +161,22 @@ func (f *forwarder) serial(ctx context.Context, deadline time.Time, m *dns.Msg, 
 
 // race asks every upstream at once and returns the first good answer,
 // after the others have been cancelled and have returned.
-func (f *forwarder) race(ctx context.Context, deadline time.Time, m *dns.Msg, packed []byte) (*dns.Msg, error) {
+func (f *forwarder) race(ctx context.Context, deadline time.Time, packed []byte) ([]byte, error) {
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	adl := f.attemptDeadline(deadline)
-	type result struct {
-		r   *dns.Msg
+	type outcome struct {
+		r   []byte
 		err error
 	}
-	results := make(chan result, len(f.ups))
+	results := make(chan outcome, len(f.ups))
 	for _, u := range f.ups {
 		go func() {
-			r, err := f.try(actx, adl, u, m, packed)
-			results <- result{r, err}
+			r, err := f.try(actx, adl, u, packed)
+			results <- outcome{r, err}
 		}()
 	}
-	var win, last *dns.Msg
+	var win, last []byte
 	var lastErr error
 	for range f.ups {
 		res := <-results
@@ -201,14 +200,14 @@ func (f *forwarder) race(ctx context.Context, deadline time.Time, m *dns.Msg, pa
 // try asks one upstream over UDP, then over TCP if the answer was truncated,
 // until deadline or until ctx is cancelled. A failure rcode returns the
 // answer together with errRcode.
-func (f *forwarder) try(ctx context.Context, deadline time.Time, u *upstream, m *dns.Msg, packed []byte) (*dns.Msg, error) {
+func (f *forwarder) try(ctx context.Context, deadline time.Time, u *upstream, packed []byte) ([]byte, error) {
 	start := time.Now()
 	u.reqUDP.Inc()
-	r, err := u.udp.exchange(ctx, deadline, packed, m)
-	if err == nil && r.Truncated {
+	r, err := u.udp.exchange(ctx, deadline, packed)
+	if err == nil && binary.BigEndian.Uint16(r[2:])&flagTC != 0 {
 		u.reqTCP.Inc()
 		tctx, cancel := context.WithDeadline(ctx, deadline)
-		r, err = exchangeTCP(tctx, u.addr, packed, m)
+		r, err = exchangeTCP(tctx, u.addr, packed)
 		cancel()
 	}
 	if err != nil {
@@ -220,10 +219,10 @@ func (f *forwarder) try(ctx context.Context, deadline time.Time, u *upstream, m 
 		return nil, err
 	}
 	u.duration.Observe(time.Since(start).Seconds())
-	switch r.Rcode {
+	switch rcode := int(r[3] & 0x0f); rcode {
 	case dns.RcodeServerFailure, dns.RcodeRefused, dns.RcodeNotImplemented, dns.RcodeFormatError:
-		u.failures.WithLabelValues("rcode_" + dns.RcodeToString[r.Rcode]).Inc()
-		return r, fmt.Errorf("%s: %w %s", u.addr, errRcode, dns.RcodeToString[r.Rcode])
+		u.failures.WithLabelValues("rcode_" + dns.RcodeToString[rcode]).Inc()
+		return r, fmt.Errorf("%s: %w %s", u.addr, errRcode, dns.RcodeToString[rcode])
 	}
 	u.badUntil.Store(0)
 	return r, nil

@@ -3,6 +3,7 @@ package dnsproxy
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"time"
 
@@ -130,11 +131,22 @@ func (s *Server) resolve(ctx context.Context, req *dns.Msg) *dns.Msg {
 		}
 	}
 	v, err, shared := s.fwd.flight.Do(ckey, func() (any, error) {
-		r, err := s.fwd.forward(ctx, upstreamQuery(lq, req.RecursionDesired, cd, do, size))
-		if err == nil && cacheable {
+		packed, err := upstreamQuery(lq, req.RecursionDesired, cd, do, size).Pack()
+		if err != nil {
+			return nil, fmt.Errorf("pack upstream query: %w", err)
+		}
+		wire, err := s.fwd.forward(ctx, packed)
+		if err != nil {
+			return nil, err
+		}
+		r := new(dns.Msg)
+		if err := r.Unpack(wire); err != nil {
+			return nil, fmt.Errorf("unpack upstream answer: %w", err)
+		}
+		if cacheable {
 			s.cache.put([]byte(ckey), r, s.now())
 		}
-		return r, err
+		return r, nil
 	})
 	if err != nil {
 		s.log.Debug("forwarding failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)

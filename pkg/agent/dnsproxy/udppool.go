@@ -1,7 +1,9 @@
 package dnsproxy
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -9,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/miekg/dns"
 )
 
 // The pool's shape. A socket answers for its random source port for at most
@@ -57,32 +58,37 @@ type udpSock struct {
 
 // waiter is one query waiting for its answer.
 type waiter struct {
-	req *dns.Msg
-	ch  chan result // buffered: the reader never blocks
+	id       uint16
+	question []byte      // the query's question section, as sent
+	ch       chan result // buffered: the reader never blocks
 }
 
-// result is what a waiter receives.
+// result is what a waiter receives: the answer's wire form, or an error.
 type result struct {
-	r   *dns.Msg
-	err error
+	wire []byte
+	err  error
 }
 
 func newUDPPool(server netip.AddrPort) *udpPool {
 	return &udpPool{server: server, size: poolSockets, maxUses: sockMaxUses, maxAge: sockMaxAge, now: time.Now}
 }
 
-// exchange sends packed, the wire form of req, and returns the answer whose
-// ID and question match req, waiting until deadline or until ctx ends.
-func (p *udpPool) exchange(ctx context.Context, deadline time.Time, packed []byte, req *dns.Msg) (*dns.Msg, error) {
-	r, err := p.roundTrip(ctx, deadline, packed, req)
+// exchange sends the query packed and returns the wire form of the answer
+// whose ID and question match it, waiting until deadline or until ctx ends.
+func (p *udpPool) exchange(ctx context.Context, deadline time.Time, packed []byte) ([]byte, error) {
+	r, err := p.roundTrip(ctx, deadline, packed)
 	if err != nil {
 		return nil, fmt.Errorf("exchange with %s over udp: %w", p.server, err)
 	}
 	return r, nil
 }
 
-func (p *udpPool) roundTrip(ctx context.Context, deadline time.Time, packed []byte, req *dns.Msg) (*dns.Msg, error) {
-	s, w, err := p.register(req)
+func (p *udpPool) roundTrip(ctx context.Context, deadline time.Time, packed []byte) ([]byte, error) {
+	id, question, err := queryKey(packed)
+	if err != nil {
+		return nil, err
+	}
+	s, w, err := p.register(id, question)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +101,7 @@ func (p *udpPool) roundTrip(ctx context.Context, deadline time.Time, packed []by
 	defer t.Stop()
 	select {
 	case res := <-w.ch:
-		return res.r, res.err
+		return res.wire, res.err
 	case <-t.C:
 		return nil, context.DeadlineExceeded
 	case <-ctx.Done():
@@ -103,10 +109,10 @@ func (p *udpPool) roundTrip(ctx context.Context, deadline time.Time, packed []by
 	}
 }
 
-// register picks a socket for req, opening or rotating one as needed, and
-// records req as waiting on it.
-func (p *udpPool) register(req *dns.Msg) (*udpSock, *waiter, error) {
-	w := &waiter{req: req, ch: make(chan result, 1)}
+// register picks a socket for the query with id and question, opening or
+// rotating one as needed, and records the query as waiting on it.
+func (p *udpPool) register(id uint16, question []byte) (*udpSock, *waiter, error) {
+	w := &waiter{id: id, question: question, ch: make(chan result, 1)}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -179,7 +185,7 @@ func (s *udpSock) add(w *waiter, now time.Time) bool {
 		return false
 	}
 	s.uses++
-	s.pending[w.req.Id] = append(s.pending[w.req.Id], w)
+	s.pending[w.id] = append(s.pending[w.id], w)
 	return true
 }
 
@@ -187,7 +193,7 @@ func (s *udpSock) add(w *waiter, now time.Time) bool {
 func (s *udpSock) unregister(w *waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ws := s.pending[w.req.Id]
+	ws := s.pending[w.id]
 	for i, x := range ws {
 		if x == w {
 			ws = append(ws[:i], ws[i+1:]...)
@@ -195,9 +201,9 @@ func (s *udpSock) unregister(w *waiter) {
 		}
 	}
 	if len(ws) == 0 {
-		delete(s.pending, w.req.Id)
+		delete(s.pending, w.id)
 	} else {
-		s.pending[w.req.Id] = ws
+		s.pending[w.id] = ws
 	}
 	s.closeIfIdleLocked()
 }
@@ -251,24 +257,22 @@ func (s *udpSock) read() {
 			s.fail(err) // e.g. connection refused: the upstream is not there
 			continue    // the retired socket closes once its waiters leave
 		}
-		if n < 12 {
+		if n < headerLen {
 			continue
 		}
-		r := new(dns.Msg)
-		if r.Unpack(buf[:n]) != nil {
-			continue
-		}
-		s.deliver(r)
+		s.deliver(buf[:n])
 	}
 }
 
-func (s *udpSock) deliver(r *dns.Msg) {
+// deliver hands a copy of resp to the query it answers, if one waits.
+func (s *udpSock) deliver(resp []byte) {
+	id := binary.BigEndian.Uint16(resp)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, w := range s.pending[r.Id] {
-		if answers(r, w.req) {
+	for _, w := range s.pending[id] {
+		if answersQuery(resp, id, w.question) {
 			select {
-			case w.ch <- result{r: r}:
+			case w.ch <- result{wire: bytes.Clone(resp)}:
 			default:
 			}
 			return

@@ -29,6 +29,16 @@ func poolQuery(name string) (*dns.Msg, []byte) {
 	return m, b
 }
 
+// poolExchange is exchange with the answer unpacked.
+func poolExchange(ctx context.Context, p *udpPool, deadline time.Time, b []byte) (*dns.Msg, error) {
+	wire, err := p.exchange(ctx, deadline, b)
+	if err != nil {
+		return nil, err
+	}
+	r := new(dns.Msg)
+	return r, r.Unpack(wire)
+}
+
 func TestPoolConcurrentQueriesShareSockets(t *testing.T) {
 	up := startPortUpstream(t)
 	p := newUDPPool(up.Addr)
@@ -38,8 +48,8 @@ func TestPoolConcurrentQueriesShareSockets(t *testing.T) {
 	for i := range 200 {
 		wg.Go(func() {
 			name := dns.Fqdn(string(rune('a'+i%26)) + ".pool.example")
-			m, b := poolQuery(name)
-			r, err := p.exchange(context.Background(), time.Now().Add(5*time.Second), b, m)
+			_, b := poolQuery(name)
+			r, err := poolExchange(context.Background(), p, time.Now().Add(5*time.Second), b)
 			if err == nil && (r.Question[0].Name != name || len(r.Answer) != 1) {
 				err = errors.New("answer for another question: " + r.Question[0].Name)
 			}
@@ -64,8 +74,8 @@ func TestPoolRotatesSockets(t *testing.T) {
 	p.size, p.maxUses = 1, 3
 	defer p.close()
 	for range 9 {
-		m, b := poolQuery("rotate.example.")
-		if _, err := p.exchange(t.Context(), soon(), b, m); err != nil {
+		_, b := poolQuery("rotate.example.")
+		if _, err := p.exchange(t.Context(), soon(), b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,12 +85,12 @@ func TestPoolRotatesSockets(t *testing.T) {
 
 	clock := time.Now()
 	p.maxUses, p.now = 1000, func() time.Time { return clock }
-	m, b := poolQuery("age.example.")
-	if _, err := p.exchange(t.Context(), soon(), b, m); err != nil {
+	_, b := poolQuery("age.example.")
+	if _, err := p.exchange(t.Context(), soon(), b); err != nil {
 		t.Fatal(err)
 	}
 	clock = clock.Add(sockMaxAge)
-	if _, err := p.exchange(t.Context(), soon(), b, m); err != nil {
+	if _, err := p.exchange(t.Context(), soon(), b); err != nil {
 		t.Fatal(err)
 	}
 	if n := up.sourcePorts(); n != 4 {
@@ -91,9 +101,9 @@ func TestPoolRotatesSockets(t *testing.T) {
 func TestPoolCloseFailsWaiters(t *testing.T) {
 	p := newUDPPool(blackhole(t))
 	errc := make(chan error, 1)
-	m, b := poolQuery("hang.example.")
+	_, b := poolQuery("hang.example.")
 	go func() {
-		_, err := p.exchange(context.Background(), time.Now().Add(time.Minute), b, m)
+		_, err := p.exchange(context.Background(), time.Now().Add(time.Minute), b)
 		errc <- err
 	}()
 	polltest.Until(t, "the query on a socket", func() bool {
@@ -105,7 +115,7 @@ func TestPoolCloseFailsWaiters(t *testing.T) {
 	if err := <-errc; !errors.Is(err, errPoolClosed) {
 		t.Fatalf("waiter got %v, want errPoolClosed", err)
 	}
-	if _, err := p.exchange(t.Context(), soon(), b, m); !errors.Is(err, errPoolClosed) {
+	if _, err := p.exchange(t.Context(), soon(), b); !errors.Is(err, errPoolClosed) {
 		t.Fatalf("exchange after close: %v", err)
 	}
 }
@@ -114,8 +124,8 @@ func TestPoolRefusedUpstreamFailsFast(t *testing.T) {
 	addr := freeUDPPort(t, randomLoopback()) // nothing listens: ICMP port unreachable
 	p := newUDPPool(addr)
 	defer p.close()
-	m, b := poolQuery("refused.example.")
-	_, err := p.exchange(t.Context(), time.Now().Add(10*time.Second), b, m)
+	_, b := poolQuery("refused.example.")
+	_, err := p.exchange(t.Context(), time.Now().Add(10*time.Second), b)
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want a refusal, got %v", err)
 	}
@@ -130,8 +140,8 @@ func soon() time.Time { return time.Now().Add(10 * time.Second) }
 func TestPoolDeadline(t *testing.T) {
 	p := newUDPPool(blackhole(t))
 	defer p.close()
-	m, b := poolQuery("silent.example.")
-	_, err := p.exchange(t.Context(), time.Now().Add(50*time.Millisecond), b, m)
+	_, b := poolQuery("silent.example.")
+	_, err := p.exchange(t.Context(), time.Now().Add(50*time.Millisecond), b)
 	if !errors.Is(err, context.DeadlineExceeded) || failureReason(err) != "timeout" {
 		t.Fatalf("silent upstream: %v, want a timeout", err)
 	}

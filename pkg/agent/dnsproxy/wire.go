@@ -203,3 +203,50 @@ func walkRRs(msg []byte) ([]rrSpan, error) {
 	}
 	return spans, nil
 }
+
+// queryKey returns the ID and the question section of a packed query with
+// one question, for matching its answer.
+func queryKey(packed []byte) (uint16, []byte, error) {
+	if len(packed) < headerLen || binary.BigEndian.Uint16(packed[4:]) != 1 {
+		return 0, nil, errors.New("query: want one question")
+	}
+	end, err := skipName(packed, headerLen)
+	if err != nil || end+4 > len(packed) {
+		return 0, nil, errShortMsg
+	}
+	return binary.BigEndian.Uint16(packed), packed[headerLen : end+4], nil
+}
+
+// answersQuery reports whether resp is a response with id to the question
+// (a query's question section): the same name, ignoring ASCII case, type
+// and class. An error response may omit the question.
+func answersQuery(resp []byte, id uint16, question []byte) bool {
+	if len(resp) < headerLen || binary.BigEndian.Uint16(resp) != id || resp[2]&0x80 == 0 {
+		return false
+	}
+	switch binary.BigEndian.Uint16(resp[4:]) {
+	case 0:
+		return resp[3]&0x0f != 0
+	case 1:
+	default:
+		return false
+	}
+	if len(resp) < headerLen+len(question) {
+		return false
+	}
+	got := resp[headerLen : headerLen+len(question)]
+	nameLen := len(question) - 4
+	for i := range nameLen {
+		a, b := got[i], question[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return string(got[nameLen:]) == string(question[nameLen:])
+}
