@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"time"
-
 )
 
 // exchangeTCP sends the query packed to server over a new TCP connection

@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"sync"
 	"time"
-
 )
 
 // The pool's shape. A socket answers for its random source port for at most
