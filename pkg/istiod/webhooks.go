@@ -2,21 +2,34 @@ package istiod
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
+	"net"
+	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/skiff-mesh/skiff/pkg/httpserver"
+	"github.com/skiff-mesh/skiff/pkg/istiod/analysis"
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject/configmap"
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/validation"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
 )
@@ -38,6 +51,15 @@ type Webhooks struct {
 	// default); empty means $REVISION, else the starting configuration's
 	// revision value.
 	Revision string
+	// DenyMissingHosts makes the validation webhook refuse an object that
+	// references a host that does not exist (IST0101) instead of admitting
+	// it with a warning (the default: configuration is often applied
+	// before its Service).
+	DenyMissingHosts bool
+	// Inputs, when set, is the mesh the validation webhook analyzes an
+	// admitted object against (istiod passes its registry's Inputs); nil:
+	// the webhooks read the cluster (or the config directory) themselves.
+	Inputs func() *model.Inputs
 }
 
 // SyncTimeout bounds how long the webhooks wait, in Kubernetes mode, for
@@ -68,6 +90,8 @@ func (w *Webhooks) register(fs *pflag.FlagSet) {
 	fs.StringVar(&w.Addr, "webhookAddr", ":15017", "HTTPS address of the injection and validation webhooks (empty disables)")
 	fs.StringVar(&w.InjectConfig, "injectConfig", "./var/lib/istio/inject/config", "injection template and policy (the injector ConfigMap's config)")
 	fs.StringVar(&w.InjectValues, "injectValues", "./var/lib/istio/inject/values", "injection values (the injector ConfigMap's values)")
+	fs.BoolVar(&w.DenyMissingHosts, "validationDenyMissingHosts", w.DenyMissingHosts,
+		"refuse Istio config that references a host that does not exist (IST0101), instead of admitting it with a warning (VALIDATION_DENY_MISSING_HOSTS)")
 }
 
 // StartWebhooks serves the webhooks with a certificate from the CA until ctx
@@ -132,7 +156,20 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		})
 		wg.Go(func() { subsets.Run(ctx) })
 	}
+	if w.Inputs == nil {
+		reg, err := newRegistry(ctx, cfg, log.With("component", "webhook-registry"))
+		if err != nil {
+			return nil, err
+		}
+		wg.Go(func() {
+			if err := reg.Run(ctx, func() {}); err != nil && ctx.Err() == nil {
+				log.Error("webhook registry stopped", "err", err)
+			}
+		})
+		w.Inputs = reg.Inputs
+	}
 	srv := webhook.New(webhook.Options{Injector: inj, Validator: v, Log: log})
+	h := &analyzed{next: srv, inputs: w.Inputs, deny: w.DenyMissingHosts, log: log.With("component", "webhook")}
 	wg.Go(func() {
 		if synced != nil {
 			select {
@@ -143,7 +180,7 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 				log.Warn("injector ConfigMap not read yet; serving the webhooks with the starting configuration", "after", SyncTimeout)
 			}
 		}
-		if err := srv.ListenAndServe(ctx, w.Addr, authority.ServerTLSConfig()); err != nil && ctx.Err() == nil {
+		if err := h.listenAndServe(ctx, w.Addr, authority.ServerTLSConfig()); err != nil && ctx.Err() == nil {
 			log.Error("webhooks stopped", "err", err)
 		}
 	})
@@ -152,6 +189,103 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		close(done)
 	}()
 	return done, nil
+}
+
+// analyzed is the webhooks' handler: the webhook server's, with the
+// analysis messages about each object the validation webhook admits added
+// to its answer as warnings, or, with deny, a refusal for references to
+// missing hosts.
+type analyzed struct {
+	next   *webhook.Server
+	inputs func() *model.Inputs
+	deny   bool
+	log    *slog.Logger
+}
+
+func (a *analyzed) listenAndServe(ctx context.Context, addr string, tlsConfig *tls.Config) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("webhook server: %w", err)
+	}
+	a.log.Info("serving webhooks", "addr", l.Addr().String())
+	srv := &http.Server{
+		Handler: a, TLSConfig: tlsConfig.Clone(),
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	if err := httpserver.Serve(ctx, srv, l, 5*time.Second); err != nil {
+		return fmt.Errorf("webhook server: %w", err)
+	}
+	return nil
+}
+
+// ServeHTTP answers /validate reviews itself (through the webhook
+// server's Review) and hands everything else, including requests Review
+// would refuse, to the webhook server.
+func (a *analyzed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if r.URL.Path != webhook.ValidatePath || r.Method != http.MethodPost || mt != "application/json" {
+		a.next.Handler().ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, webhook.DefaultMaxRequestBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body over %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "read request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	code, out := a.next.Review(webhook.ValidatePath, body)
+	if code == http.StatusOK {
+		out = a.amend(body, out)
+		w.Header().Set("Content-Type", "application/json")
+	} else {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write(out)
+}
+
+// amend adds the analysis of the request's object to an admitting answer.
+func (a *analyzed) amend(body, out []byte) []byte {
+	rev, err := webhook.ParseReview(body)
+	if err != nil {
+		return out
+	}
+	var ans admissionv1.AdmissionReview
+	if err := json.Unmarshal(out, &ans); err != nil || ans.Response == nil || !ans.Response.Allowed {
+		return out
+	}
+	req := rev.Request
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return out
+	}
+	k, msgs, err := analysis.ForObject(a.inputs(), req.Object.Raw, req.Namespace)
+	if err != nil || len(msgs) == 0 {
+		return out
+	}
+	var missing []string
+	for _, m := range msgs {
+		if a.deny && m.Type == analysis.ReferencedResourceNotFound {
+			missing = append(missing, m.Field+": "+m.Text)
+		}
+		ans.Response.Warnings = append(ans.Response.Warnings, m.Warning())
+	}
+	if len(missing) > 0 {
+		a.log.Info("refused config", "kind", k.Kind, "namespace", k.Namespace, "name", k.Name, "err", strings.Join(missing, "; "))
+		ans.Response.Allowed = false
+		ans.Response.Warnings = nil
+		ans.Response.Result = &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusBadRequest, Reason: metav1.StatusReasonBadRequest,
+			Message: fmt.Sprintf("configuration is invalid: %s: %s", k, strings.Join(missing, "; "))}
+	}
+	b, err := json.Marshal(&ans)
+	if err != nil {
+		return out
+	}
+	return b
 }
 
 func restConfig(cfg Config) (*rest.Config, error) {

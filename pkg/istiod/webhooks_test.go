@@ -11,7 +11,16 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apinet "istio.io/api/networking/v1alpha3"
+	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	"k8s.io/client-go/rest"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +32,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
+	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
@@ -167,4 +177,138 @@ func TestWebhooksFollowInjectorConfigMap(t *testing.T) {
 	if got.Annotations["example.com/generation"] != "second" || len(got.Spec.InitContainers) != 0 {
 		t.Errorf("annotations %v, init containers %d", got.Annotations, len(got.Spec.InitContainers))
 	}
+}
+
+// warnings records the Warning headers the API server sends a client.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// startValidation serves istiod's webhooks in Kubernetes mode, registers
+// the validating webhook with the API server and waits until it refuses
+// an invalid VirtualService. It returns an Istio client whose warnings are
+// recorded, and a namespace to create objects in.
+func startValidation(t *testing.T, deny bool) (*kubetest.Env, context.Context, istioclient.Interface, *warnings, string) {
+	env, ctx := crdtest.Start(t)
+	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), ServingDNSNames: []string{"localhost"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	w := istiod.Webhooks{Addr: addr, InjectConfig: filepath.Join(dir, "config"), InjectValues: filepath.Join(dir, "values"), DenyMissingHosts: deny}
+	wctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	stopped, err := istiod.ServeWebhooks(wctx, istiod.Config{Kubeconfig: env.Kubeconfig}, w, authority, log)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-stopped
+	})
+	_, port, _ := net.SplitHostPort(addr)
+	opts := webhook.ConfigurationOptions{URL: "https://localhost:" + port, CABundle: authority.RootCertPEM()}
+	if _, err := env.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, webhook.ValidatingConfiguration(opts), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := fmt.Sprintf("shop-%d", time.Now().UnixNano())
+	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rc := rest.CopyConfig(env.Config)
+	rec := &warnings{}
+	rc.WarningHandler = rec
+	ic, err := istioclient.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	polltest.Until(t, "the validating webhook refusing a VirtualService without hosts", func() bool {
+		n++
+		vs := &networkingv1.VirtualService{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("probe-%d", n), Namespace: ns}}
+		_, err := ic.NetworkingV1().VirtualServices(ns).Create(ctx, vs, metav1.CreateOptions{})
+		return err != nil && strings.Contains(err.Error(), "at least one host required")
+	})
+	rec.take()
+	return env, ctx, ic, rec, ns
+}
+
+// routeTo is a VirtualService for host name that routes to host.
+func routeTo(ns, name, host string) *networkingv1.VirtualService {
+	return &networkingv1.VirtualService{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: apinet.VirtualService{Hosts: []string{name}, Http: []*apinet.HTTPRoute{{
+			Route: []*apinet.HTTPRouteDestination{{Destination: &apinet.Destination{Host: host}}}}}}}
+}
+
+// TestValidationWarnsOfMissingHost creates a VirtualService to a host that
+// does not exist through a real API server: it is admitted, and the client
+// gets the analysis message as a Warning header. Once the Service exists,
+// the same route comes with no warning.
+func TestValidationWarnsOfMissingHost(t *testing.T) {
+	env, ctx, ic, rec, ns := startValidation(t, false)
+	if _, err := ic.NetworkingV1().VirtualServices(ns).Create(ctx, routeTo(ns, "reviews", "ratings"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a route to a missing host must be admitted by default: %v", err)
+	}
+	want := []string{`IST0101 spec.http[0].route[0].destination.host: Referenced host not found: "ratings"`}
+	if got := rec.take(); !cmp.Equal(got, want) {
+		t.Errorf("warnings %q, want %q", got, want)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ratings", Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
+	if _, err := env.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	polltest.Until(t, "a route to the new Service admitted without warnings", func() bool {
+		n++
+		if _, err := ic.NetworkingV1().VirtualServices(ns).Create(ctx, routeTo(ns, fmt.Sprintf("again-%d", n), "ratings"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := rec.take()
+		if len(got) > 0 {
+			t.Logf("warnings: %q", got)
+		}
+		return len(got) == 0
+	})
+}
+
+// TestValidationDeniesMissingHost is the opt-in: with DenyMissingHosts the
+// same VirtualService is refused, and admitted once its Service exists.
+func TestValidationDeniesMissingHost(t *testing.T) {
+	env, ctx, ic, _, ns := startValidation(t, true)
+	_, err := ic.NetworkingV1().VirtualServices(ns).Create(ctx, routeTo(ns, "reviews", "ratings"), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), `spec.http[0].route[0].destination.host: Referenced host not found: "ratings"`) {
+		t.Fatalf("got %v, want a refusal naming the field and the host", err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ratings", Namespace: ns},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
+	if _, err := env.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	polltest.Until(t, "the route admitted once its Service exists", func() bool {
+		_, err := ic.NetworkingV1().VirtualServices(ns).Create(ctx, routeTo(ns, "reviews", "ratings"), metav1.CreateOptions{})
+		return err == nil
+	})
 }
