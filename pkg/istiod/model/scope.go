@@ -3,6 +3,7 @@ package model
 import (
 	"strings"
 
+	meshconfig "istio.io/api/mesh/v1alpha1"
 	apinet "istio.io/api/networking/v1alpha3"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 )
@@ -61,10 +62,19 @@ func (s *Scope) Visible(host string) bool { return s.visible[host] != nil }
 // the ports its Sidecar's egress listeners admit), or nil.
 func (s *Scope) Service(host string) *Service { return s.visible[host] }
 
-// meshOutboundPolicy is the mesh-wide outbound traffic policy. HOOK: istiod
-// reads no mesh config yet, so it is Istio's default, ALLOW_ANY; the mesh
-// config's outboundTrafficPolicy.mode belongs here once it is read.
+// meshOutboundPolicy is the mesh-wide outbound traffic policy. HOOK: the
+// push context carries no mesh config yet, so it is Istio's default,
+// ALLOW_ANY; once it does, this returns MeshOutboundMode(pc.Mesh).
 func (pc *PushContext) meshOutboundPolicy() OutboundMode { return OutboundAllowAny }
+
+// MeshOutboundMode is the outbound traffic policy of a mesh config (nil,
+// or no policy: ALLOW_ANY, Istio's default).
+func MeshOutboundMode(m *meshconfig.MeshConfig) OutboundMode {
+	if otp := m.GetOutboundTrafficPolicy(); otp != nil && otp.GetMode() == meshconfig.MeshConfig_OutboundTrafficPolicy_REGISTRY_ONLY {
+		return OutboundRegistryOnly
+	}
+	return OutboundAllowAny
+}
 
 // scopes caches the scope of each namespace and Sidecar ("ns/name"):
 // scopes are built from configuration alone.
