@@ -181,15 +181,29 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 	if err != nil {
 		return err
 	}
+	orig := pod.DeepCopy()
 	st, err := apply(pod, js, data.HoldApplicationUntilProxyStarts)
 	if err != nil {
 		return err
 	}
+	if err := recordOverrides(pod, orig, st); err != nil {
+		return err
+	}
+	adjustInitUser(pod, orig, mode)
+	// Then what Istio's injector does after rendering.
+	cluster, network := clusterInfo(pod, c.cfg.Values)
+	setClusterEnv(pod, cluster, network)
+	if !setsAnnotation(js, "prometheus.io/port") {
+		s.mergeMetrics(pod)
+	}
+	securePort(pod)
 	// A template may turn probe rewriting off (grpc-agent does: no Envoy
 	// owns the pod's traffic), as Istio rewrites after rendering.
 	if on, known := parseInject(pod.Annotations[annotation.SidecarRewriteAppHTTPProbers.Name]); on || !known {
+		addProbers(pod, probers)
 		rewriteProbes(&pod.Spec, rewrites, status)
 	}
+	pod.Spec.InitContainers = orderInit(pod.Spec.InitContainers)
 	st.Revision = s.revision
 	for _, k := range sortedKeys(c.cfg.InjectedAnnotations) {
 		pod.Annotations[k] = c.cfg.InjectedAnnotations[k]
@@ -200,6 +214,16 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 	}
 	pod.Annotations[annotation.SidecarStatus.Name] = string(sj)
 	return nil
+}
+
+// setsAnnotation reports whether a rendered fragment sets annotation k.
+func setsAnnotation(js []byte, k string) bool {
+	var f fragment
+	if json.Unmarshal(js, &f) != nil {
+		return false
+	}
+	_, ok := f.Metadata.Annotations[k]
+	return ok
 }
 
 // Config returns a copy of the current configuration.

@@ -158,6 +158,7 @@ func apply(pod *corev1.Pod, js []byte, hold bool) (*injected, error) {
 		return nil, err
 	}
 	st := &injected{InitContainers: []string{}, Containers: []string{}, Volumes: []string{}}
+	nativeMove(pod, inits)
 	if pod.Spec.InitContainers, st.InitContainers, err = mergeContainers(pod.Spec.InitContainers, inits, true); err != nil {
 		return nil, err
 	}
@@ -167,16 +168,31 @@ func apply(pod *corev1.Pod, js []byte, hold bool) (*injected, error) {
 	// The proxy goes last, so kubectl exec and logs default to the app, or
 	// first when the app waits for it (Istio orders them the same way).
 	pod.Spec.Containers = moveContainer(pod.Spec.Containers, "istio-proxy", hold)
-	have := map[string]bool{}
+	// The template's volumes come first, then the pod's others (the order
+	// of a strategic merge, as in Istio); a volume the pod names itself
+	// stays the pod's.
+	own := map[string]corev1.Volume{}
 	for _, v := range pod.Spec.Volumes {
-		have[v.Name] = true
+		own[v.Name] = v
 	}
+	var vols []corev1.Volume
+	added := map[string]bool{}
 	for _, v := range volumes {
 		st.Volumes = append(st.Volumes, v.Name)
-		if !have[v.Name] {
-			pod.Spec.Volumes = append(pod.Spec.Volumes, v)
+		if o, ok := own[v.Name]; ok {
+			v = o
+		}
+		if !added[v.Name] {
+			vols = append(vols, v)
+			added[v.Name] = true
 		}
 	}
+	for _, v := range pod.Spec.Volumes {
+		if !added[v.Name] {
+			vols = append(vols, v)
+		}
+	}
+	pod.Spec.Volumes = vols
 	// Any other spec field the template sets is merged strategically.
 	other := map[string]json.RawMessage{}
 	for k, v := range f.Spec {

@@ -89,8 +89,10 @@ func appProbes(pod *corev1.Pod, s *settings, status int, skip map[string]bool) (
 	}
 	probers := map[string]*prober{}
 	var out []probeRewrite
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	// Init containers' probes too (native sidecars have them), as Istio.
+	all := append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...)
+	for i := range all {
+		c := &all[i]
 		if skip[c.Name] {
 			continue
 		}
@@ -138,19 +140,31 @@ func appProbes(pod *corev1.Pod, s *settings, status int, skip map[string]bool) (
 // Containers are found by name: injection may have reordered them.
 func rewriteProbes(spec *corev1.PodSpec, rw []probeRewrite, status int) {
 	for _, r := range rw {
-		i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == r.container })
-		if i < 0 {
+		c := find(spec.Containers, r.container)
+		if c == nil {
+			c = find(spec.InitContainers, r.container)
+		}
+		if c == nil {
 			continue
 		}
-		c := &spec.Containers[i]
 		for _, p := range probesOf(c) {
 			if p.kind != r.kind || *p.probe == nil {
 				continue
 			}
 			np := (*p.probe).DeepCopy()
-			np.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-				Path: r.path, Port: intstr.FromInt32(int32(status)), Scheme: corev1.URISchemeHTTP,
-			}}
+			// As Istio: an HTTP probe keeps its host and headers (the
+			// agent speaks plain HTTP to the kubelet, so HTTPS becomes
+			// HTTP); any other becomes a plain GET.
+			if g := np.HTTPGet; g != nil {
+				g.Path, g.Port = r.path, intstr.FromInt32(int32(status))
+				if g.Scheme == corev1.URISchemeHTTPS {
+					g.Scheme = corev1.URISchemeHTTP
+				}
+			} else {
+				np.ProbeHandler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+					Path: r.path, Port: intstr.FromInt32(int32(status)),
+				}}
+			}
 			*p.probe = np
 		}
 	}
