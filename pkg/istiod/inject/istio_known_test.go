@@ -1,0 +1,136 @@
+package inject_test
+
+import (
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// known is how Skiff's injection of a case of Istio's test data differs
+// from Istio's expected output, and why.
+type known struct {
+	paths  []string
+	reason string
+}
+
+// knownDifferences lists, by expected output file, every case whose
+// injection differs from Istio's. A case not listed must match exactly;
+// a listed path that no longer differs fails the test too, so the table
+// says what is true.
+var knownDifferences = map[string]known{
+	// Skiff's pilot-agent learns a status port other than 15020 only from
+	// PROXY_CONFIG; Istio's also reads the pod's status.sidecar.istio.io/port
+	// from the downward API's annotations file, so Istio leaves it out.
+	"status_params.yaml.injected":              statusPortInProxyConfig,
+	"kubevirtInterfaces.yaml.injected":         statusPortInProxyConfig,
+	"reroute-virtual-interfaces.yaml.injected": statusPortInProxyConfig,
+	"status_annotations.yaml.injected":         statusPortInProxyConfig,
+	// Skiff's pilot-agent does not serve Istio's /app-lifecycle/ endpoints
+	// (prestopz, poststartz), so lifecycle hooks are not sent through it.
+	"hello-probes.yaml.injected":                       lifecycleHooks,
+	"hello-probes.proxyHoldsApplication.yaml.injected": lifecycleHooks,
+	// Istio's kube-inject writes a CronJob's injected pod metadata on
+	// spec.jobTemplate.metadata, not on the pod template (Istio's webhook
+	// test skips CronJob for this); Skiff's pod has it where it belongs.
+	"cronjob.yaml.injected":             cronJobMetadata,
+	"cronjob-old-version.yaml.injected": cronJobMetadata,
+	// Re-injecting a pod injected by an older version: Istio replaces what
+	// its sidecar.istio.io/status names (the old istio-proxy container,
+	// its volumes) and merges the old ISTIO_KUBE_APP_PROBERS; Skiff does
+	// not re-inject an injected pod's containers.
+	"merge-probers.yaml.injected": {reason: "re-injection", paths: []string{
+		"metadata.annotations[istio.io/rev]", "spec.containers[istio-proxy]",
+		"spec.containers[new].livenessProbe.httpGet.path", "spec.containers[new].livenessProbe.httpGet.port",
+		"spec.initContainers[istio-proxy]", "spec.volumes[istio-ca-crl]",
+	}},
+	// OpenShift: Istio runs the proxy as the top of the namespace's
+	// openshift.io/sa.scc.uid-range and supplemental-groups; Skiff's
+	// injector is not given the namespace and uses 1337.
+	"hello-openshift.yaml.injected":                  {reason: "openshift uid range", paths: openshiftIDs},
+	"hello-openshift-custom-injection.yaml.injected": {reason: "openshift uid range", paths: append([]string{"metadata.annotations[proxy.istio.io/overrides]"}, openshiftIDs...)},
+	// prometheus.istio.io/scrape-targets (several app metrics ports) is
+	// not read: ISTIO_PROMETHEUS_ANNOTATIONS carries only scrape/path/port.
+	"hello-multiport-metrics.yaml.injected": {reason: "scrape-targets", paths: []string{
+		"spec.initContainers[istio-proxy].env[ISTIO_PROMETHEUS_ANNOTATIONS].value",
+	}},
+}
+
+var (
+	statusPortInProxyConfig = known{reason: "status port in PROXY_CONFIG", paths: []string{
+		"spec.initContainers[istio-proxy].env[PROXY_CONFIG].value",
+	}}
+	lifecycleHooks = known{reason: "no /app-lifecycle/ in Skiff's agent", paths: []string{
+		"spec.containers[hello].lifecycle.postStart.httpGet", "spec.containers[hello].lifecycle.postStart.tcpSocket",
+		"spec.containers[hello].lifecycle.preStop.httpGet.path", "spec.containers[hello].lifecycle.preStop.httpGet.port",
+		"spec.initContainers[istio-proxy].env[ISTIO_KUBE_APP_PROBERS].value",
+	}}
+	cronJobMetadata = known{reason: "Istio's kube-inject CronJob quirk", paths: []string{"metadata.annotations", "metadata.labels"}}
+	openshiftIDs    = []string{
+		"spec.initContainers[istio-proxy].securityContext.runAsGroup", "spec.initContainers[istio-proxy].securityContext.runAsUser",
+		"spec.initContainers[istio-validation].args[6]",
+		"spec.initContainers[istio-validation].securityContext.runAsGroup", "spec.initContainers[istio-validation].securityContext.runAsUser",
+	}
+)
+
+// errorNames are the annotations Skiff's errors name for the settings
+// Istio's errors name.
+var errorNames = map[string]string{
+	"includeipranges":      "traffic.sidecar.istio.io/includeoutboundipranges",
+	"excludeipranges":      "traffic.sidecar.istio.io/excludeoutboundipranges",
+	"includeinboundports":  "traffic.sidecar.istio.io/includeinboundports",
+	"excludeinboundports":  "traffic.sidecar.istio.io/excludeinboundports",
+	"excludeoutboundports": "traffic.sidecar.istio.io/excludeoutboundports",
+}
+
+// TestIstioTemplatesMatchIstio renders Istio 1.31's own
+// istio-sidecar-injector ConfigMap (its istio-discovery chart, rendered
+// with helm from the module cache) with Skiff's injector and compares the
+// pods of every input of Istio's injector test data with the pods Istio
+// expects, as Istio's webhook test compares them.
+func TestIstioTemplatesMatchIstio(t *testing.T) {
+	dir := filepath.Join(istioSource(t), "pkg", "kube", "inject", "testdata", "inject")
+	for _, c := range allIstioCases(t, dir) {
+		name := c.want
+		if name == "" {
+			name = c.in
+		}
+		t.Run(name, func(t *testing.T) {
+			diffs, err := c.run(t, dir)
+			if c.wantErr != "" {
+				msg := ""
+				if err != nil {
+					msg = strings.ToLower(err.Error())
+				}
+				if err == nil || !strings.Contains(msg, c.wantErr) && !strings.Contains(msg, errorNames[c.wantErr]) {
+					t.Fatalf("Inject(%s) = %v; want an error about %s", c.in, err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Inject(%s): %v", c.in, err)
+			}
+			var got []string
+			for _, d := range diffs {
+				got = append(got, d.path)
+			}
+			want := append([]string{}, knownDifferences[c.want].paths...)
+			sort.Strings(want)
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("differences from Istio's %s (-listed +found):\n%s", c.want, diff)
+				listed := map[string]bool{}
+				for _, p := range want {
+					listed[p] = true
+				}
+				for _, d := range diffs {
+					if !listed[d.path] {
+						t.Logf("%s:\n  got:  %v\n  want: %v", d.path, d.got, d.want)
+					}
+				}
+			}
+		})
+	}
+}
