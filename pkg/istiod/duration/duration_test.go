@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	apinet "istio.io/api/networking/v1alpha3"
+	apisec "istio.io/api/security/v1beta1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/duration"
 )
@@ -159,4 +160,27 @@ func FuzzNormalize(f *testing.F) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestUnmarshal reads a DestinationRule and a security spec (any message
+// works, not only the kinds NormalizeSpec names).
+func TestUnmarshal(t *testing.T) {
+	var dr apinet.DestinationRule
+	if err := duration.Unmarshal([]byte(`{"host":"a","trafficPolicy":{"outlierDetection":{"interval":"300ms"}}}`), &dr); err != nil {
+		t.Fatal(err)
+	}
+	if got := dr.GetTrafficPolicy().GetOutlierDetection().GetInterval().AsDuration(); got != 300*time.Millisecond {
+		t.Errorf("interval = %v", got)
+	}
+	var ra apisec.RequestAuthentication
+	if err := duration.Unmarshal([]byte(`{"jwtRules":[{"issuer":"i","timeout":"1m"}]}`), &ra); err != nil {
+		t.Fatal(err)
+	}
+	if got := ra.GetJwtRules()[0].GetTimeout().AsDuration(); got != time.Minute {
+		t.Errorf("jwt timeout = %v", got)
+	}
+	var de *duration.Error
+	if err := duration.Unmarshal([]byte(`{"http":[{"timeout":"soon"}]}`), &apinet.VirtualService{}); !errors.As(err, &de) || de.Field != "http[0].timeout" {
+		t.Errorf("invalid duration: %v", err)
+	}
 }

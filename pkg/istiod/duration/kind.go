@@ -3,6 +3,8 @@ package duration
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	apinet "istio.io/api/networking/v1alpha3"
 )
@@ -24,4 +26,15 @@ func NormalizeSpec(kind string, spec []byte) ([]byte, error) {
 		return nil, fmt.Errorf("kind %q: no spec schema", kind)
 	}
 	return NormalizeJSON(md, spec)
+}
+
+// Unmarshal is protojson.Unmarshal of b into m after NormalizeJSON: a
+// drop-in for reading Istio specs that takes every duration spelling Istio
+// takes. An invalid duration is an *Error naming the field and the value.
+func Unmarshal(b []byte, m proto.Message) error {
+	nb, err := NormalizeJSON(m.ProtoReflect().Descriptor(), b)
+	if err != nil {
+		return err
+	}
+	return protojson.Unmarshal(nb, m)
 }
