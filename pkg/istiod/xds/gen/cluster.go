@@ -62,14 +62,9 @@ func subsetLabels(dr *networking.DestinationRule, name string) (map[string]strin
 // grpc builds them for proxyless gRPC clients (their TLS is added by the
 // caller).
 func outboundClusters(svc *model.Service, port model.Port, dr *networking.DestinationRule, eps []model.Endpoint, grpc bool) []*clusterv3.Cluster {
-	var top *apinet.TrafficPolicy
-	if dr != nil {
-		top = dr.Spec.GetTrafficPolicy()
-	}
-	policy, _ := portPolicy(top, port.Port)
-	out := []*clusterv3.Cluster{outboundCluster(svc, port, "", nil, policy, eps, grpc)}
+	out := []*clusterv3.Cluster{outboundCluster(svc, port, "", nil, clusterPolicy(dr, port.Port, ""), eps, grpc)}
 	for _, s := range subsetsOf(dr) {
-		p := subsetPolicy(top, s.GetTrafficPolicy(), port.Port)
+		p := clusterPolicy(dr, port.Port, s.GetName())
 		out = append(out, outboundCluster(svc, port, s.GetName(), s.GetLabels(), p, eps, grpc))
 	}
 	return out

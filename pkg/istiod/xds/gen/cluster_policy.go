@@ -2,6 +2,7 @@ package gen
 
 import (
 	apinet "istio.io/api/networking/v1alpha3"
+	networking "istio.io/client-go/pkg/apis/networking/v1"
 )
 
 // The traffic policy of one cluster is resolved the way Istio resolves it:
@@ -72,4 +73,24 @@ func subsetPolicy(top, sub *apinet.TrafficPolicy, port uint16) *apinet.TrafficPo
 		out.RetryBudget = sub.RetryBudget
 	}
 	return out
+}
+
+// clusterPolicy is the traffic policy of the cluster of dr's host on port
+// for subset ("" for the default cluster), resolved as outboundClusters
+// resolves it; nil when nothing applies (a subset dr does not define gets
+// the default cluster's policy).
+func clusterPolicy(dr *networking.DestinationRule, port uint16, subset string) *apinet.TrafficPolicy {
+	if dr == nil {
+		return nil
+	}
+	top := dr.Spec.GetTrafficPolicy()
+	if subset != "" {
+		for _, s := range dr.Spec.GetSubsets() {
+			if s.GetName() == subset {
+				return subsetPolicy(top, s.GetTrafficPolicy(), port)
+			}
+		}
+	}
+	p, _ := portPolicy(top, port)
+	return p
 }

@@ -110,5 +110,9 @@ func grpcProblems(path string, lb *apinet.LoadBalancerSettings, cp *apinet.Conne
 	switch tls.GetMode() {
 	case apinet.ClientTLSSettings_SIMPLE, apinet.ClientTLSSettings_MUTUAL:
 		add(path+".tls.mode", tls.GetMode().String()+" is not implemented for gRPC clients (as in Istio): plaintext")
+	case apinet.ClientTLSSettings_ISTIO_MUTUAL:
+		if tls.GetSni() != "" || len(tls.GetSubjectAltNames()) > 0 {
+			add(path+".tls", "gRPC clients send no SNI and check only that the server is in the trust domain")
+		}
 	}
 }

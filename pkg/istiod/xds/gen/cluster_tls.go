@@ -41,6 +41,11 @@ const (
 	rawBufferSocketName = "envoy.transport_sockets.raw_buffer"
 )
 
+// enableAutoMTLS is Istio's meshConfig.enableAutoMtls (default true). The
+// servers' side must accept Istio mutual TLS on their inbound listeners for
+// it to work between sidecars.
+const enableAutoMTLS = true
+
 // ALPN lists: in-mesh with metadata exchange (HTTP/2 adds h2), and h2 for
 // user TLS on an HTTP/2 cluster.
 var (
@@ -104,7 +109,7 @@ type clusterTLS struct {
 // hold no per-endpoint match: mutual TLS only when every endpoint has a
 // sidecar.
 func (t clusterTLS) autoMTLS(passthrough bool) bool {
-	if t.svc.MeshExternal {
+	if !enableAutoMTLS || t.svc.MeshExternal {
 		return false
 	}
 	if passthrough {
