@@ -82,6 +82,17 @@ func (c *cache) put(key []byte, resp *dns.Msg, now time.Duration) bool {
 	if err != nil {
 		return false
 	}
+	c.putAnswer(key, a, ttl, now)
+	return true
+}
+
+// putAnswer caches a, an answer to the question in key, for ttl (capped by
+// the cache's maximum) from now.
+func (c *cache) putAnswer(key []byte, a *answer, ttl, now time.Duration) {
+	if c == nil {
+		return
+	}
+	ttl = min(ttl, c.maxTTL)
 	a.stored = now
 	s := c.shard(key)
 	s.mu.Lock()
@@ -106,7 +117,6 @@ func (c *cache) put(key []byte, resp *dns.Msg, now time.Duration) bool {
 		}
 	}
 	s.m[string(key)] = &cacheEntry{ans: a, expires: now + ttl}
-	return true
 }
 
 // len returns the number of entries, live or expired.

@@ -115,7 +115,11 @@ func (s *Server) slowUDP(conn *net.UDPConn, pkt []byte, addr net.Addr) {
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.inflight }()
-		if resp := s.slow(s.ctx, pkt, false); resp != nil {
+		resp := s.forwardUDP(s.ctx, pkt)
+		if resp == nil {
+			resp = s.slow(s.ctx, pkt, false)
+		}
+		if resp != nil {
 			if _, err := conn.WriteTo(resp, addr); err != nil && !errors.Is(err, net.ErrClosed) {
 				s.log.Debug("udp write failed", "to", addr, "err", err)
 			}

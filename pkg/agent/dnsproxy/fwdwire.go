@@ -1,0 +1,245 @@
+package dnsproxy
+
+import (
+	"context"
+	"encoding/binary"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// The forward path of plain UDP queries, in wire form. A query the fast
+// path parses but cannot answer (not a mesh name, not cached) is sent
+// upstream as a message written here, and the upstream's answer is never
+// unpacked: its records are located, the cache keeps them when their TTL
+// allows, and the reply is the client's header and question over the
+// upstream's records, as cached answers are served. Anything unusual (a
+// wildcard host that may match, an answer too big for the client, an
+// answer this code does not take apart) goes to the slow path, which
+// handles every case with miekg/dns.
+
+const (
+	typeSOA  = 6
+	rcodeMax = 0x0f
+)
+
+// flightWire prefixes the coalescing keys of the wire path, whose shared
+// value is an *answer, apart from the slow path's (*dns.Msg).
+const flightWire = "w"
+
+// forwardUDP answers pkt, a UDP query, by forwarding it in wire form, or
+// returns nil when the slow path must answer it.
+func (s *Server) forwardUDP(ctx context.Context, pkt []byte) []byte {
+	var kb [maxNameLen + 3]byte
+	q, ok := parseQuery(pkt, kb[:0])
+	if !ok || q.qclass != classINET || q.qtype == dns.TypeAXFR || q.qtype == dns.TypeIXFR {
+		return nil
+	}
+	if t := s.table.Load(); t != nil {
+		if t.answers[string(q.key)] != nil || t.coversWildcard(&q) {
+			return nil // the table answers
+		}
+	}
+	ckey := append(q.key, q.cacheFlags())
+	if s.cache != nil {
+		s.m.cacheMisses.Inc()
+	}
+	v, err, _ := s.fwd.flight.Do(flightWire+string(ckey), func() (any, error) {
+		size := uint16(ourUDPSize)
+		if q.edns {
+			size = uint16(min(max(q.udpSize, ourUDPSize), maxUDPSize))
+		}
+		packed := upstreamWire(q.key[:len(q.key)-2], q.qtype, q.flags, q.do, size)
+		wire, err := s.fwd.forward(ctx, packed)
+		if err != nil {
+			return nil, err
+		}
+		a, ttl, ok := answerFromWire(wire)
+		if !ok {
+			return wire, nil // the caller unpacks it
+		}
+		if ttl > 0 {
+			s.cache.putAnswer(ckey, a, ttl, s.now())
+		}
+		return a, nil
+	})
+	if err != nil {
+		s.log.Debug("forwarding failed", "key", string(q.key), "err", err)
+		return failAnswer(&q, pkt).appendTo(nil, &q, pkt, 0, q.udpSize)
+	}
+	if a, ok := v.(*answer); ok {
+		if out := a.appendTo(nil, &q, pkt, 0, q.udpSize); out != nil {
+			return out
+		}
+		v = a.wire // too big for the client: the slow path truncates
+	}
+	return s.finishWire(pkt, v.([]byte))
+}
+
+// coversWildcard reports whether the table answers q from a wildcard
+// host, as wildcardAnswer would.
+func (t *table) coversWildcard(q *query) bool {
+	if len(t.wildcards) == 0 || (q.qtype != dns.TypeA && q.qtype != dns.TypeAAAA) {
+		return false
+	}
+	name := wireName(q.key[:len(q.key)-2])
+	if t.wildcard(name) != nil {
+		return true
+	}
+	return t.search0 != "" && strings.HasSuffix(name, "."+t.search0) && t.wildcard(strings.TrimSuffix(name, t.search0)) != nil
+}
+
+// wireName is the dotted form ("a.b.") of an uncompressed wire name.
+func wireName(w []byte) string {
+	var b strings.Builder
+	b.Grow(len(w))
+	for off := 0; off < len(w) && w[off] != 0; off += 1 + int(w[off]) {
+		b.Write(w[off+1 : off+1+int(w[off])])
+		b.WriteByte('.')
+	}
+	if b.Len() == 0 {
+		return "."
+	}
+	return b.String()
+}
+
+// finishWire answers pkt with the upstream answer wire through the slow
+// path's finish: for answers the wire path does not take apart.
+func (s *Server) finishWire(pkt, wire []byte) []byte {
+	req, resp := new(dns.Msg), new(dns.Msg)
+	if req.Unpack(pkt) != nil {
+		return formErr(pkt)
+	}
+	if err := resp.Unpack(wire); err != nil {
+		resp = reply(req, dns.RcodeServerFailure)
+	}
+	resp.Authoritative = false
+	return s.finish(req, resp, false)
+}
+
+// upstreamWire writes the upstream query for the lower-case wire name
+// name: a random ID, the client's RD and CD bits, and EDNS0 with size and
+// the client's DO bit, as upstreamQuery packs it.
+func upstreamWire(name []byte, qtype, clientFlags uint16, do bool, size uint16) []byte {
+	b := make([]byte, headerLen, headerLen+len(name)+4+11)
+	binary.BigEndian.PutUint16(b, dns.Id())
+	binary.BigEndian.PutUint16(b[2:], clientFlags&(flagRD|flagCD))
+	binary.BigEndian.PutUint16(b[4:], 1)
+	binary.BigEndian.PutUint16(b[10:], 1)
+	b = append(b, name...)
+	b = append(b, byte(qtype>>8), byte(qtype), 0, classINET)
+	var doByte byte
+	if do {
+		doByte = optDOBit >> 8
+	}
+	return append(b, 0, 0, typeOPT, byte(size>>8), byte(size), 0, 0, doByte, 0, 0, 0)
+}
+
+// answerFromWire makes a servable answer of an upstream answer: ID 0, not
+// authoritative, recursion available, the question in lower case, without
+// the upstream's OPT record, every TTL located for aging. ttl is how long
+// it may be cached, by cacheTTL's rules. ok is false for an answer it does
+// not take apart (truncated, compressed question, an OPT record not last,
+// an extended rcode), which the slow path then handles.
+func answerFromWire(wire []byte) (a *answer, ttl time.Duration, ok bool) {
+	if len(wire) < headerLen {
+		return nil, 0, false
+	}
+	flags := binary.BigEndian.Uint16(wire[2:])
+	if flags&flagQR == 0 || flags&flagTC != 0 || binary.BigEndian.Uint16(wire[4:]) != 1 {
+		return nil, 0, false
+	}
+	qEnd, ok := plainName(wire, headerLen)
+	if !ok || qEnd+4 > len(wire) {
+		return nil, 0, false
+	}
+	qEnd += 4
+	spans, err := walkRRs(wire)
+	if err != nil {
+		return nil, 0, false
+	}
+	an := int(binary.BigEndian.Uint16(wire[6:]))
+	ns := int(binary.BigEndian.Uint16(wire[8:]))
+	end := qEnd
+	if len(spans) > 0 {
+		end = spans[len(spans)-1].end
+	}
+	optDropped := false
+	for i, sp := range spans {
+		if i < an+ns || !isOPT(wire, sp) {
+			continue
+		}
+		if i != len(spans)-1 || wire[sp.ttlOff] != 0 { // not last, or an extended rcode
+			return nil, 0, false
+		}
+		end, optDropped = sp.start, true
+		spans = spans[:i]
+	}
+	out := append([]byte(nil), wire[:end]...)
+	binary.BigEndian.PutUint16(out, 0)
+	binary.BigEndian.PutUint16(out[2:], flags&^flagAA|flagRA)
+	if optDropped {
+		binary.BigEndian.PutUint16(out[10:], binary.BigEndian.Uint16(out[10:])-1)
+	}
+	for i := headerLen; i < qEnd-4; i++ {
+		if c := out[i]; 'A' <= c && c <= 'Z' {
+			out[i] = c + 'a' - 'A'
+		}
+	}
+	a = &answer{wire: out, qEnd: qEnd}
+	for _, sp := range spans {
+		a.ttlOffs = append(a.ttlOffs, sp.ttlOff)
+		a.ttls = append(a.ttls, binary.BigEndian.Uint32(out[sp.ttlOff:]))
+	}
+	return a, wireTTL(out, spans, an, ns, a.ttls), true
+}
+
+// plainName returns the offset past the uncompressed name at off.
+func plainName(msg []byte, off int) (int, bool) {
+	for off < len(msg) {
+		l := int(msg[off])
+		if l == 0 {
+			return off + 1, true
+		}
+		if l&0xC0 != 0 {
+			return 0, false
+		}
+		off += 1 + l
+	}
+	return 0, false
+}
+
+// wireTTL is cacheTTL for an answer in wire form: the smallest TTL of a
+// positive answer; for NXDOMAIN and NODATA the SOA's TTL capped by its
+// MINIMUM; otherwise 0 (not cached).
+func wireTTL(wire []byte, spans []rrSpan, an, ns int, ttls []uint32) time.Duration {
+	rcode := int(binary.BigEndian.Uint16(wire[2:]) & rcodeMax)
+	if rcode != dns.RcodeSuccess && rcode != dns.RcodeNameError {
+		return 0
+	}
+	if rcode == dns.RcodeSuccess && an > 0 {
+		ttl := ^uint32(0)
+		for _, t := range ttls {
+			ttl = min(ttl, t)
+		}
+		return time.Duration(ttl) * time.Second
+	}
+	for i := an; i < an+ns && i < len(spans); i++ {
+		sp := spans[i]
+		if binary.BigEndian.Uint16(wire[sp.ttlOff-4:]) == typeSOA && sp.end-4 >= sp.ttlOff+6 {
+			ttl := min(ttls[i], binary.BigEndian.Uint32(wire[sp.end-4:]))
+			return time.Duration(ttl) * time.Second
+		}
+	}
+	return 0
+}
+
+// failAnswer is a SERVFAIL for q's question, to serve with appendTo.
+func failAnswer(q *query, pkt []byte) *answer {
+	out := make([]byte, q.qEnd)
+	copy(out[headerLen:], pkt[headerLen:q.qEnd])
+	binary.BigEndian.PutUint16(out[2:], flagQR|flagRA|dns.RcodeServerFailure)
+	binary.BigEndian.PutUint16(out[4:], 1)
+	return &answer{wire: out, qEnd: q.qEnd}
+}

@@ -1,0 +1,197 @@
+package dnsproxy
+
+import (
+	"encoding/binary"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// wireUpstream answers by name with the shapes the wire path must serve
+// as the slow path does.
+func wireUpstream(q dns.Question, m *dns.Msg) {
+	hdr := func(name string, t uint16, ttl uint32) dns.RR_Header {
+		return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
+	}
+	soa := &dns.SOA{Hdr: hdr("example.", dns.TypeSOA, 300), Ns: "ns.example.", Mbox: "h.example.", Serial: 1, Minttl: 60}
+	switch strings.ToLower(q.Name) {
+	case "a.example.":
+		m.Authoritative, m.AuthenticatedData = true, true
+		m.Answer = []dns.RR{&dns.A{Hdr: hdr(q.Name, dns.TypeA, 30), A: net.IPv4(192, 0, 2, 1)}}
+	case "cname.example.":
+		m.Answer = []dns.RR{&dns.CNAME{Hdr: hdr(q.Name, dns.TypeCNAME, 20), Target: "target.cname.example."},
+			&dns.A{Hdr: hdr("target.cname.example.", dns.TypeA, 10), A: net.IPv4(192, 0, 2, 2)}}
+	case "nx.example.":
+		m.Rcode = dns.RcodeNameError
+		m.Ns = []dns.RR{soa}
+	case "nodata.example.":
+		m.Ns = []dns.RR{soa}
+	case "fail.example.":
+		m.Rcode = dns.RcodeServerFailure
+	case "big.example.":
+		for i := range 40 {
+			m.Answer = append(m.Answer, &dns.TXT{Hdr: hdr(q.Name, dns.TypeTXT, 5), Txt: []string{strings.Repeat("x", 20) + string(rune('a'+i%26))}})
+		}
+	case "opt.example.":
+		m.Answer = []dns.RR{&dns.A{Hdr: hdr(q.Name, dns.TypeA, 0), A: net.IPv4(192, 0, 2, 3)}}
+		m.SetEdns0(4096, true)
+	}
+	m.Compress = true
+}
+
+// TestWireForwardMatchesSlowPath sends each query through the wire path
+// and through the slow path (miekg/dns end to end) and wants the same
+// reply, with nothing cached so both ask the upstream.
+func TestWireForwardMatchesSlowPath(t *testing.T) {
+	up := startFakeUpstream(t, wireUpstream)
+	cfg := testConfig(up.Addr)
+	cfg.CacheSize = -1
+	s := startServer(t, cfg, nil)
+	names := []string{"A.Example.", "cname.example.", "nx.example.", "nodata.example.", "fail.example.", "big.example.", "opt.example."}
+	for _, name := range names {
+		for _, c := range []struct {
+			edns   uint16
+			do, cd bool
+			ad     bool
+		}{{}, {edns: 1232}, {edns: 4096, do: true}, {edns: 1232, cd: true}, {ad: true}} {
+			req := new(dns.Msg)
+			req.SetQuestion(name, dns.TypeA)
+			if name == "big.example." {
+				req.Question[0].Qtype = dns.TypeTXT
+			}
+			req.CheckingDisabled, req.AuthenticatedData = c.cd, c.ad
+			if c.edns > 0 {
+				req.SetEdns0(c.edns, c.do)
+			}
+			pkt, err := req.Pack()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wire := s.forwardUDP(t.Context(), pkt)
+			slow := s.slow(t.Context(), pkt, false)
+			if wire == nil || slow == nil {
+				t.Fatalf("%s %+v: wire %v, slow %v", name, c, wire != nil, slow != nil)
+			}
+			var a, b dns.Msg
+			if err := a.Unpack(wire); err != nil {
+				t.Fatalf("%s %+v: wire reply: %v", name, c, err)
+			}
+			if err := b.Unpack(slow); err != nil {
+				t.Fatal(err)
+			}
+			// Owner names that point at the question take the client's
+			// spelling on the wire path, as cached answers do: names compare
+			// without case, the question exactly.
+			if strings.ToLower(a.String()) != strings.ToLower(b.String()) || a.Question[0].Name != name {
+				t.Errorf("%s %+v: wire path\n%s\nslow path\n%s", name, c, a.String(), b.String())
+			}
+		}
+	}
+}
+
+func TestAnswerFromWire(t *testing.T) {
+	pack := func(m *dns.Msg) []byte {
+		t.Helper()
+		b, err := m.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	resp := func(name string) *dns.Msg {
+		q := new(dns.Msg)
+		q.SetQuestion(name, dns.TypeA)
+		m := new(dns.Msg)
+		m.SetReply(q)
+		return m
+	}
+	t.Run("positive: smallest TTL, OPT dropped, lower case", func(t *testing.T) {
+		m := resp("Mixed.Example.")
+		m.Authoritative = true
+		wireUpstream(dns.Question{Name: "cname.example."}, m)
+		m.SetEdns0(1232, false)
+		a, ttl, ok := answerFromWire(pack(m))
+		if !ok || ttl != 10*time.Second {
+			t.Fatalf("ok %v ttl %v, want a 10 s answer", ok, ttl)
+		}
+		var got dns.Msg
+		if err := got.Unpack(a.wire); err != nil {
+			t.Fatal(err)
+		}
+		if got.Authoritative || !got.RecursionAvailable || got.IsEdns0() != nil || got.Question[0].Name != "mixed.example." || len(got.Answer) != 2 || len(a.ttlOffs) != 2 {
+			t.Fatalf("answer: %v", &got)
+		}
+	})
+	t.Run("negative: SOA TTL capped by its minimum", func(t *testing.T) {
+		m := resp("nx.example.")
+		wireUpstream(dns.Question{Name: "nx.example."}, m)
+		if _, ttl, ok := answerFromWire(pack(m)); !ok || ttl != 60*time.Second {
+			t.Fatalf("ok %v ttl %v, want 60 s", ok, ttl)
+		}
+	})
+	t.Run("failure: not cached", func(t *testing.T) {
+		m := resp("fail.example.")
+		m.Rcode = dns.RcodeServerFailure
+		if _, ttl, ok := answerFromWire(pack(m)); !ok || ttl != 0 {
+			t.Fatalf("ok %v ttl %v, want an uncached answer", ok, ttl)
+		}
+	})
+	for _, c := range []struct {
+		name string
+		edit func([]byte) []byte
+	}{
+		{"truncated", func(b []byte) []byte { b[2] |= flagTC >> 8; return b }},
+		{"a query, not a response", func(b []byte) []byte { b[2] &^= flagQR >> 8; return b }},
+		{"short", func(b []byte) []byte { return b[:len(b)-3] }},
+		{"compressed question", func(b []byte) []byte { return append(b[:headerLen], 0xC0, 0x0C, 0, 1, 0, 1) }},
+	} {
+		t.Run("refused: "+c.name, func(t *testing.T) {
+			m := resp("a.example.")
+			wireUpstream(dns.Question{Name: "a.example."}, m)
+			if _, _, ok := answerFromWire(c.edit(pack(m))); ok {
+				t.Fatal("answerFromWire took it apart; the slow path should")
+			}
+		})
+	}
+	t.Run("refused: OPT not last", func(t *testing.T) {
+		m := resp("a.example.")
+		m.SetEdns0(1232, false)
+		m.Extra = append(m.Extra, &dns.A{Hdr: dns.RR_Header{Name: "glue.example.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 5}, A: net.IPv4(192, 0, 2, 9)})
+		if _, _, ok := answerFromWire(pack(m)); ok {
+			t.Fatal("an OPT record before another additional record must go to the slow path")
+		}
+	})
+}
+
+func FuzzAnswerFromWire(f *testing.F) {
+	for _, name := range []string{"a.example.", "cname.example.", "nx.example.", "opt.example.", "big.example."} {
+		q := new(dns.Msg)
+		q.SetQuestion(name, dns.TypeA)
+		m := new(dns.Msg)
+		m.SetReply(q)
+		wireUpstream(q.Question[0], m)
+		b, _ := m.Pack()
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		a, _, ok := answerFromWire(wire)
+		if !ok {
+			return
+		}
+		if a.qEnd > len(a.wire) || len(a.wire) > len(wire) || binary.BigEndian.Uint16(a.wire) != 0 {
+			t.Fatalf("bad answer: qEnd %d of %d", a.qEnd, len(a.wire))
+		}
+		for _, off := range a.ttlOffs {
+			if off+4 > len(a.wire) {
+				t.Fatalf("TTL offset %d out of %d", off, len(a.wire))
+			}
+		}
+		q := query{id: 7, qEnd: a.qEnd, edns: true}
+		if out := a.appendTo(nil, &q, a.wire, time.Hour, 65535); out == nil || binary.BigEndian.Uint16(out) != 7 {
+			t.Fatal("an answer taken apart must serve")
+		}
+	})
+}
