@@ -109,7 +109,7 @@ func grpcInboundListener(pc *model.PushContext, _ *model.Scope, p *model.Proxy, 
 		StatPrefix: "inbound_" + portStr,
 		RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
 			Name: "inbound",
-			VirtualHosts: []*routev3.VirtualHost{{Domains: []string{"*"}, Routes: []*routev3.Route{{
+			VirtualHosts: []*routev3.VirtualHost{{Name: "inbound|http|" + portStr, Domains: []string{"*"}, Routes: []*routev3.Route{{
 				Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
 				Action: &routev3.Route_NonForwardingAction{NonForwardingAction: &routev3.NonForwardingAction{}},
 			}}}},

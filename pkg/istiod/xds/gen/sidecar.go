@@ -205,10 +205,15 @@ func inboundClusters(pc *model.PushContext, p *model.Proxy) []*Resource {
 	})
 }
 
+// inboundListener is virtualInbound (see sidecarInbound), shared by the
+// proxies of one push whose workloads have the same ports, namespace and
+// labels (which select their security policies).
 func inboundListener(pc *model.PushContext, p *model.Proxy) *Resource {
 	ports := inboundPorts(pc, p)
-	return inboundListenerMemo.Get(pc, portsKey(ports), func() *Resource {
-		r, _ := newResource(VirtualInbound, virtualInbound(ports))
+	w := workloadOf(pc, p)
+	key := portsKey(ports) + " " + w.Namespace + " " + fmt.Sprint(labelPairs(w.Labels))
+	return inboundListenerMemo.Get(pc, key, func() *Resource {
+		r, _ := newResource(VirtualInbound, sidecarInbound(pc, w, ports))
 		return r
 	})
 }
