@@ -59,7 +59,7 @@ func TestRingHashSticky(t *testing.T) {
 	bs := []*proxylesstest.Backend{
 		proxylesstest.StartBackend(t, "127.0.0.111", "a"),
 		proxylesstest.StartBackend(t, "127.0.0.112", "b"),
-		proxylesstest.StartBackend(t, "127.0.0.113", "c"),
+		proxylesstest.StartBackend(t, "127.0.0.113", "c", "security.istio.io/tlsMode=istio"), // its endpoint carries tlsMode metadata
 	}
 	call := mesh(t, "sticky", `    loadBalancer:
       consistentHash:
