@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/skiff-mesh/skiff/pkg/istioctl/analyze"
 	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster"
 )
 
@@ -62,6 +63,22 @@ func commands() []Command {
 		kubeInjectCommand(),
 		proxyStatusCommand(),
 		proxyConfigCommand(),
+		analyzeCommand(),
+	}
+}
+
+func analyzeCommand() Command {
+	return Command{
+		Name:  "analyze",
+		Short: "analyze Istio configuration (files, the cluster) and print validation messages",
+		Run: func(ctx context.Context, env *Env, args []string) error {
+			err := analyze.Run(ctx, &analyze.Env{Stdin: env.Stdin, Stdout: env.Stdout, Stderr: env.Stderr, Getenv: env.Getenv}, args)
+			var ue *analyze.UsageError
+			if errors.As(err, &ue) {
+				return &UsageError{ue.Err}
+			}
+			return err
+		},
 	}
 }
 
@@ -97,11 +114,15 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		}
 		err := c.Run(ctx, env, rest)
 		var ue *UsageError
+		var ec interface{ ExitCode() int }
 		switch {
 		case err == nil:
 			return ExitOK
 		case errors.Is(err, pflag.ErrHelp):
 			return ExitOK
+		case errors.As(err, &ec):
+			fmt.Fprintf(env.Stderr, "istioctl %s: %v\n", c.Name, err)
+			return ec.ExitCode()
 		case errors.As(err, &ue):
 			fmt.Fprintf(env.Stderr, "istioctl %s: %v\n", c.Name, err)
 			return ExitUsage

@@ -139,18 +139,24 @@ func (m Message) id() string {
 	return m.Type.Code + "|" + m.Resource.String() + "|" + m.Field + "|" + m.Text
 }
 
-// MarshalJSON writes the message with its level and code as strings.
+// DocsURL is where Istio documents its codes.
+const DocsURL = "https://istio.io/latest/docs/reference/config/analysis"
+
+// MarshalJSON writes the message as istioctl analyze -o json does: code,
+// level, origin ("Kind ns/name"), reference (file:line, when known),
+// message and documentationUrl (Istio's codes only), plus the field path.
 func (m Message) MarshalJSON() ([]byte, error) {
+	doc := ""
+	if strings.HasPrefix(m.Type.Code, "IST") {
+		doc = DocsURL + "/" + strings.ToLower(m.Type.Code) + "/"
+	}
 	return json.Marshal(struct {
-		Code     string `json:"code"`
-		Name     string `json:"name"`
-		Level    string `json:"level"`
-		Kind     string `json:"kind"`
-		NS       string `json:"namespace,omitempty"`
-		Name2    string `json:"resourceName"`
-		Field    string `json:"field,omitempty"`
-		Message  string `json:"message"`
-		Origin   string `json:"origin,omitempty"`
-		Rendered string `json:"text"`
-	}{m.Type.Code, m.Type.Name, m.Level.String(), string(m.Resource.Kind), m.Resource.Namespace, m.Resource.Name, m.Field, m.Text, m.Origin, m.String()})
+		Code      string `json:"code"`
+		Level     string `json:"level"`
+		Origin    string `json:"origin"`
+		Reference string `json:"reference,omitempty"`
+		Field     string `json:"field,omitempty"`
+		Message   string `json:"message"`
+		DocURL    string `json:"documentationUrl,omitempty"`
+	}{m.Type.Code, m.Level.String(), m.Resource.String(), m.Origin, m.Field, m.Text, doc})
 }
