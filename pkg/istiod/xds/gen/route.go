@@ -80,7 +80,11 @@ func (b *routeBuilder) routes(svc *model.Service, port uint16) []*routev3.Route 
 			if m.GetPort() != 0 && m.GetPort() != uint32(port) {
 				continue
 			}
-			if r := b.route(hr, m, vs, svc, port, name); r != nil {
+			rn := name
+			if m.GetName() != "" {
+				rn += "." + m.GetName() // Istio's "route.match" naming
+			}
+			if r := b.route(hr, m, vs, svc, port, rn); r != nil {
 				out = append(out, r)
 			}
 		}
