@@ -207,3 +207,38 @@ func TestCircuitBreaker(t *testing.T) {
 		t.Errorf("call after the first ended: %v", err)
 	}
 }
+
+// TestGRPCAcceptsEveryPolicy: grpc-go takes the cluster istiod generates
+// for each kind of policy, including those it cannot honour in full (a
+// NACKed cluster fails the call).
+func TestGRPCAcceptsEveryPolicy(t *testing.T) {
+	for _, tc := range []struct{ name, policy string }{
+		{"random", "    loadBalancer: {simple: RANDOM}\n"},
+		{"passthrough", "    loadBalancer: {simple: PASSTHROUGH}\n"},
+		{"warmup", "    loadBalancer: {simple: ROUND_ROBIN, warmup: {duration: 10s}}\n"},
+		{"maglev", "    loadBalancer: {consistentHash: {httpHeaderName: x-user, maglev: {tableSize: 65537}}}\n"},
+		{"source-ip-hash", "    loadBalancer: {consistentHash: {useSourceIp: true}}\n"},
+		{"connection-pool", `    connectionPool:
+      tcp: {maxConnections: 10, connectTimeout: 2s, tcpKeepalive: {time: 60s}}
+      http: {http1MaxPendingRequests: 5, http2MaxRequests: 50, maxRetries: 2, idleTimeout: 30s, maxRequestsPerConnection: 5, h2UpgradePolicy: UPGRADE}
+`},
+		{"outlier", `    outlierDetection:
+      consecutive5xxErrors: 0
+      consecutiveGatewayErrors: 2
+      interval: 2s
+      baseEjectionTime: 10s
+      maxEjectionPercent: 150
+      minHealthPercent: 50
+      splitExternalLocalOriginErrors: true
+`},
+		{"tls-disable", "    tls: {mode: DISABLE}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := proxylesstest.StartBackend(t, "127.0.0.151", "only")
+			call := mesh(t, "accept", tc.policy, b)
+			if name, err := call(t.Context(), "x-user", "u"); err != nil || name != "only" {
+				t.Fatalf("call: %q, %v", name, err)
+			}
+		})
+	}
+}
