@@ -52,6 +52,9 @@ type Connection struct {
 	delta     bool
 	connected time.Time
 	server    *Server
+	// clusterID and istioVersion are the node's CLUSTER_ID and
+	// ISTIO_VERSION metadata, for syncz.
+	clusterID, istioVersion string
 
 	pendingMu sync.Mutex
 	pending   *pushEvent
@@ -103,12 +106,7 @@ func (c *Connection) Status() ProxyStatus {
 		ts := TypeStatus{Status: w.status()}
 		if w != nil {
 			ts.Sent, ts.Acked, ts.Version, ts.Resources = w.nonceSent, w.nonceAcked, w.versionSent, len(w.names)
-			switch {
-			case w.genError != "":
-				ts.Error = "generate version " + w.genVersion + ": " + w.genError
-			case w.nackNonce != "" && w.nackNonce == w.nonceSent:
-				ts.Error = w.nackMessage
-			}
+			ts.Error = w.errorMessage()
 		}
 		ps.Types[gen.ShortName(t)] = ts
 	}

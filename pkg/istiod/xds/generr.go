@@ -2,6 +2,7 @@ package xds
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
@@ -13,6 +14,12 @@ import (
 // delete every cluster or listener). The failure is logged, counted and
 // shown by syncz until the type generates again; ok is false then.
 func (c *Connection) generate(pc *model.PushContext, w *watch, names []string) (rs []*gen.Resource, ok bool) {
+	if order := gen.PushOrder(); !slices.Contains(order[:], w.typeURL) {
+		// As Istio with no generator for a type: nothing is sent, and it is
+		// not an error of istiod's.
+		c.server.log.Debug("type not served", "proxy", c.proxy.ID, "type", w.typeURL)
+		return nil, false
+	}
 	rs, err := c.server.generate(pc, c.proxy, w.typeURL, names)
 	c.mu.Lock()
 	defer c.mu.Unlock()

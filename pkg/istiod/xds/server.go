@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/metrics"
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
@@ -30,6 +31,17 @@ type Options struct {
 	// Generate builds the resources of a type for a proxy (nil:
 	// gen.Generate). Tests wrap gen.Generate to make it fail.
 	Generate GenerateFunc
+	// Identity returns what a stream proved to be (nil or false: nothing,
+	// as on the plaintext port). Debug types need it.
+	Identity func(ctx context.Context) (Identity, bool)
+	// SystemNamespace is the namespace whose callers read every proxy's
+	// debug state (default istio-system); others see their own namespace.
+	SystemNamespace string
+	// DebugAuthOff serves debug types to unauthenticated callers, as
+	// Istio's ENABLE_DEBUG_ENDPOINT_AUTH=false.
+	DebugAuthOff bool
+	// ControlPlane names this istiod in syncz responses.
+	ControlPlane ControlPlane
 }
 
 // GenerateFunc builds the resources of typeURL for proxy p, as gen.Generate.
@@ -41,6 +53,11 @@ type Server struct {
 	metrics  *metrics.Metrics
 	sem      *semaphore.Weighted
 	generate GenerateFunc
+
+	identity        func(context.Context) (Identity, bool)
+	systemNamespace string
+	debugAuthOff    bool
+	controlPlane    ControlPlane
 
 	pc     atomic.Pointer[model.PushContext]
 	nextID atomic.Uint64
@@ -61,12 +78,20 @@ func New(o Options) *Server {
 	if o.Generate == nil {
 		o.Generate = gen.Generate
 	}
+	if o.SystemNamespace == "" {
+		o.SystemNamespace = "istio-system"
+	}
 	return &Server{
 		log:      o.Log.With("component", "xds"),
 		metrics:  o.Metrics,
 		sem:      semaphore.NewWeighted(int64(o.PushConcurrency)),
 		generate: o.Generate,
-		conns:    map[string]*Connection{},
+
+		identity:        o.Identity,
+		systemNamespace: o.SystemNamespace,
+		debugAuthOff:    o.DebugAuthOff,
+		controlPlane:    o.ControlPlane,
+		conns:           map[string]*Connection{},
 	}
 }
 
@@ -164,15 +189,18 @@ func (s *Server) waitPushContext(ctx context.Context) (*model.PushContext, error
 	}
 }
 
-func (s *Server) newConnection(p *model.Proxy, delta bool) *Connection {
+func (s *Server) newConnection(p *model.Proxy, meta *structpb.Struct, delta bool) *Connection {
+	fields := meta.GetFields()
 	return &Connection{
-		id:        fmt.Sprintf("%s-%d", p.ID, s.nextID.Add(1)),
-		proxy:     p,
-		delta:     delta,
-		connected: time.Now(),
-		watched:   map[string]*watch{},
-		pushReady: make(chan struct{}, 1),
-		server:    s,
+		id:           fmt.Sprintf("%s-%d", p.ID, s.nextID.Add(1)),
+		proxy:        p,
+		clusterID:    fields["CLUSTER_ID"].GetStringValue(),
+		istioVersion: fields["ISTIO_VERSION"].GetStringValue(),
+		delta:        delta,
+		connected:    time.Now(),
+		watched:      map[string]*watch{},
+		pushReady:    make(chan struct{}, 1),
+		server:       s,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -31,6 +32,7 @@ func (s *Server) streamSotW(stream sotwStream) error {
 		}
 	}()
 	var pushReady chan struct{}
+	var node *corev3.Node
 	for {
 		select {
 		case <-ctx.Done():
@@ -41,6 +43,19 @@ func (s *Server) streamSotW(stream sotwStream) error {
 			}
 			return err
 		case req := <-reqs:
+			if node == nil {
+				node = req.req.GetNode()
+			}
+			if isDebugType(req.req.GetTypeUrl()) {
+				// Debug streams (istioctl's) are not proxies: they are
+				// answered without a connection.
+				err := s.answerDebug(stream, node, &req.req, req.Names(&s.names))
+				req.free()
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			if c == nil {
 				var err error
 				if c, err = s.initConnection(ctx, req.req.GetNode().GetId(), req.req.GetNode().GetMetadata(), false); err != nil {
@@ -76,7 +91,7 @@ func (s *Server) initConnection(ctx context.Context, id string, meta *structpb.S
 	if _, err := s.waitPushContext(ctx); err != nil {
 		return nil, err
 	}
-	c := s.newConnection(p, delta)
+	c := s.newConnection(p, meta, delta)
 	s.addConn(c)
 	return c, nil
 }

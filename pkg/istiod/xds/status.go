@@ -61,6 +61,18 @@ func (w *watch) status() string {
 	return StatusStale
 }
 
+// errorMessage is why the watch is in ERROR ("" when it is not): the type
+// failed to generate, or the proxy rejected the last response.
+func (w *watch) errorMessage() string {
+	switch {
+	case w.genError != "":
+		return "generate version " + w.genVersion + ": " + w.genError
+	case w.nackNonce != "" && w.nackNonce == w.nonceSent:
+		return w.nackMessage
+	}
+	return ""
+}
+
 // TypeStatus is what syncz reports for one type of one proxy.
 type TypeStatus struct {
 	// Status is SYNCED, STALE, NOT SENT or ERROR.

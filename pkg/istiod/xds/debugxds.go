@@ -1,0 +1,172 @@
+package xds
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// Debug type URLs: Istio's istioctl asks for them on an ADS stream of its
+// own (proxy-status asks for syncz, proxy-status POD for config_dump).
+const (
+	DebugSyncz      = "istio.io/debug/syncz"
+	DebugConfigDump = "istio.io/debug/config_dump"
+	debugPrefix     = "istio.io/debug"
+)
+
+// isDebugType reports whether a type URL is one of Istio's debug types.
+func isDebugType(typeURL string) bool { return strings.HasPrefix(typeURL, debugPrefix) }
+
+// Identity is who a stream proved to be (a workload certificate or a
+// service-account token on the TLS port).
+type Identity struct {
+	Namespace, ServiceAccount string
+}
+
+// ControlPlane names this istiod in syncz responses, as Istio's istiod does
+// in DiscoveryResponse.control_plane: istioctl proxy-status prints ID in
+// its ISTIOD column.
+type ControlPlane struct {
+	// ID is the instance, Istio's POD_NAME.
+	ID string
+	// Version and Revision describe the build.
+	Version, Revision string
+}
+
+// cpInstance is the JSON of control_plane.identifier, as Istio's
+// IstioControlPlaneInstance with its BuildInfo.
+type cpInstance struct {
+	Component string
+	ID        string
+	Info      cpBuildInfo
+}
+
+type cpBuildInfo struct {
+	Version       string `json:"version"`
+	GitRevision   string `json:"revision"`
+	GolangVersion string `json:"golang_version"`
+	BuildStatus   string `json:"status"`
+	GitTag        string `json:"tag"`
+}
+
+func (cp ControlPlane) core() *corev3.ControlPlane {
+	b, _ := json.Marshal(cpInstance{Component: "istiod", ID: cp.ID, Info: cpBuildInfo{
+		Version: cp.Version, GitRevision: cp.Revision, GolangVersion: runtime.Version(), BuildStatus: "Clean", GitTag: cp.Version,
+	}}) // plain strings: cannot fail
+	return &corev3.ControlPlane{Identifier: string(b)}
+}
+
+// answerDebug answers a debug request of a SotW stream. The acknowledgement
+// of a debug response gets nothing; a caller that may not have the answer
+// ends the stream with the status Istio gives (Unauthenticated,
+// PermissionDenied).
+func (s *Server) answerDebug(stream sotwStream, node *corev3.Node, req *discoveryv3.DiscoveryRequest, names []string) error {
+	if req.GetResponseNonce() != "" {
+		return nil
+	}
+	callerNS, err := s.debugCaller(stream.Context(), node)
+	if err != nil {
+		return err
+	}
+	resp, err := s.debugResponse(req.GetTypeUrl(), names, callerNS)
+	if err != nil {
+		return err
+	}
+	return stream.SendMsg(resp)
+}
+
+// debugCaller checks who may read debug state, as Istio 1.31 does with
+// ENABLE_DEBUG_ENDPOINT_AUTH on (its default): only an authenticated
+// stream (so never the plaintext port), whose node metadata NAMESPACE and
+// SERVICE_ACCOUNT, when given, match the identity. It returns the
+// namespace the caller is limited to: "" for the system namespace (or with
+// the check off), which sees every proxy.
+func (s *Server) debugCaller(ctx context.Context, node *corev3.Node) (string, error) {
+	var id Identity
+	ok := false
+	if s.identity != nil {
+		id, ok = s.identity(ctx)
+	}
+	if !ok {
+		if s.debugAuthOff {
+			return "", nil
+		}
+		s.log.Warn("debug request refused: not authenticated; use the TLS port with a token or certificate", "node", node.GetId())
+		return "", status.Error(codes.Unauthenticated, "authentication required")
+	}
+	fields := node.GetMetadata().GetFields()
+	ns, sa := fields["NAMESPACE"].GetStringValue(), fields["SERVICE_ACCOUNT"].GetStringValue()
+	if (ns != "" && ns != id.Namespace) || (sa != "" && sa != id.ServiceAccount) {
+		s.log.Warn("debug request refused: identity does not match the node", "node", node.GetId(),
+			"identity", id.Namespace+"/"+id.ServiceAccount, "namespace", ns, "serviceAccount", sa)
+		return "", status.Errorf(codes.PermissionDenied, "authorization failed: identity %s/%s does not match node %s/%s",
+			id.Namespace, id.ServiceAccount, ns, sa)
+	}
+	if s.debugAuthOff || id.Namespace == s.systemNamespace {
+		return "", nil
+	}
+	return id.Namespace, nil
+}
+
+// debugResponse builds the answer to a debug type, for a caller limited to
+// callerNS ("" for all).
+func (s *Server) debugResponse(typeURL string, names []string, callerNS string) (*discoveryv3.DiscoveryResponse, error) {
+	resp := &discoveryv3.DiscoveryResponse{TypeUrl: typeURL, Nonce: fmt.Sprintf("debug-%d", s.nextID.Add(1))}
+	if pc := s.PushContext(); pc != nil {
+		resp.VersionInfo = pc.Version
+	}
+	switch typeURL {
+	case DebugSyncz:
+		resp.ControlPlane = s.controlPlane.core()
+		for _, c := range s.Connections() {
+			if callerNS != "" && c.proxy.Namespace != callerNS {
+				continue
+			}
+			a, err := anypb.New(c.clientConfig())
+			if err != nil {
+				return nil, status.Errorf(codes.Internal, "syncz of %s: %v", c.proxy.ID, err)
+			}
+			resp.Resources = append(resp.Resources, a)
+		}
+	case DebugConfigDump:
+		// As Istio: a missing or hidden proxy, or more or fewer than one
+		// name, is an empty answer, not an error.
+		if len(names) != 1 {
+			s.log.Info("config_dump wants one proxy", "names", len(names))
+			break
+		}
+		c := s.connectionLike(names[0])
+		if c == nil || (callerNS != "" && c.proxy.Namespace != callerNS) {
+			s.log.Info("config_dump: no connection for the proxy", "proxy", names[0])
+			break
+		}
+		dump, err := c.configDump()
+		if err != nil {
+			s.log.Info("config_dump failed", "proxy", c.proxy.ID, "err", err)
+			break
+		}
+		resp.Resources = dump
+	default:
+		return nil, status.Errorf(codes.Unimplemented, "debug type %q is not served (only %s and %s)", typeURL, DebugSyncz, DebugConfigDump)
+	}
+	return resp, nil
+}
+
+// connectionLike returns the first connection (by id) whose id contains
+// name, as Istio finds the proxy of config_dump ("POD.NAMESPACE").
+func (s *Server) connectionLike(name string) *Connection {
+	conns := s.Connections()
+	if i := slices.IndexFunc(conns, func(c *Connection) bool { return strings.Contains(c.id, name) }); i >= 0 {
+		return conns[i]
+	}
+	return nil
+}
