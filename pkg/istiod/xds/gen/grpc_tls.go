@@ -27,7 +27,7 @@ const GRPCInboundPrefix = "xds.istio.io/grpc/lds/inbound/"
 // (the bootstrap's certificate_providers), and its two certificates.
 const (
 	// trustDomain is the identities' trust domain (the CA's default).
-	trustDomain  = "cluster.local"
+	trustDomain  = model.TrustDomain
 	certProvider = "default"
 	certName     = "default"
 	rootCertName = "ROOTCA"
