@@ -114,7 +114,7 @@ func outboundCluster(svc *model.Service, port model.Port, subset string, labels 
 	if shouldH2Upgrade(policy.GetConnectionPool()) {
 		b.setH2()
 	}
-	applyConnectionPool(b, policy.GetConnectionPool())
+	applyConnectionPool(b, policy.GetConnectionPool(), policy.GetRetryBudget())
 	applyOutlierDetection(c, policy.GetOutlierDetection())
 	applyLoadBalancer(c, policy.GetLoadBalancer())
 	// A problem leaves the cluster without TLS, as in Istio; UnhonouredPolicy

@@ -6,6 +6,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	apinet "istio.io/api/networking/v1alpha3"
@@ -76,15 +77,38 @@ func shouldH2Upgrade(cp *apinet.ConnectionPoolSettings) bool {
 	return h != nil && !h.GetUseClientProtocol() && h.GetH2UpgradePolicy() == apinet.ConnectionPoolSettings_HTTPSettings_UPGRADE
 }
 
+// applyRetryBudget limits retries to a share of active requests: percent
+// (20 when unset), at least minRetryConcurrency (3 when 0) at once, over
+// budgetInterval.
+func applyRetryBudget(t *clusterv3.CircuitBreakers_Thresholds, rb *apinet.TrafficPolicy_RetryBudget) {
+	if rb == nil {
+		return
+	}
+	percent := 20.0
+	if p := rb.GetPercent(); p != nil {
+		percent = p.GetValue()
+	}
+	conc := uint32(3)
+	if n := rb.GetMinRetryConcurrency(); n > 0 {
+		conc = n
+	}
+	t.RetryBudget = &clusterv3.CircuitBreakers_Thresholds_RetryBudget{
+		BudgetPercent:       &typev3.Percent{Value: percent},
+		BudgetInterval:      rb.GetBudgetInterval(),
+		MinRetryConcurrency: wrapperspb.UInt32(conc),
+	}
+}
+
 // applyConnectionPool sets what Istio derives from connectionPool (nil:
-// only the defaults): circuit breaker thresholds (http2MaxRequests,
+// only the defaults) and the retry budget: circuit breaker thresholds (http2MaxRequests,
 // http1MaxPendingRequests, maxRetries, tcp.maxConnections; 0 keeps the
 // default), the connect timeout, TCP keepalive, the HTTP idle timeout
 // (tcp.idleTimeout when http sets none), max requests per connection, max
 // connection duration, HTTP/2 max concurrent streams and keepalive, and
 // useClientProtocol.
-func applyConnectionPool(b *envoyCluster, cp *apinet.ConnectionPoolSettings) {
+func applyConnectionPool(b *envoyCluster, cp *apinet.ConnectionPoolSettings, rb *apinet.TrafficPolicy_RetryBudget) {
 	t := defaultThresholds()
+	applyRetryBudget(t, rb)
 	if rb := cp.GetHttp(); rb != nil {
 		if n := rb.GetHttp2MaxRequests(); n > 0 {
 			t.MaxRequests = wrapperspb.UInt32(uint32(n))

@@ -40,15 +40,12 @@ func UnhonouredPolicy(dr *networking.DestinationRule, grpc bool) []string {
 }
 
 func policyProblems(path string, tp *apinet.TrafficPolicy, grpc bool, add func(path, reason string)) {
-	lb, cp, od, tls := tp.GetLoadBalancer(), tp.GetConnectionPool(), tp.GetOutlierDetection(), tp.GetTls()
+	lb, od, tls := tp.GetLoadBalancer(), tp.GetOutlierDetection(), tp.GetTls()
 	if tp.GetTunnel() != nil {
 		add(path+".tunnel", "not translated")
 	}
 	if tp.GetProxyProtocol() != nil {
 		add(path+".proxyProtocol", "not translated")
-	}
-	if tp.GetRetryBudget() != nil {
-		add(path+".retryBudget", "not translated")
 	}
 	if lb.GetZoneAwareLbSetting() != nil {
 		add(path+".loadBalancer.zoneAwareLbSetting", "not translated")
@@ -63,7 +60,7 @@ func policyProblems(path string, tp *apinet.TrafficPolicy, grpc bool, add func(p
 		add(path+".outlierDetection.failurePercentageThreshold", "not translated")
 	}
 	if grpc {
-		grpcProblems(path, lb, cp, od, tls, add)
+		grpcProblems(path, tp, add)
 		return
 	}
 	if n := tls.GetCredentialName(); n != "" {
@@ -77,7 +74,8 @@ func policyProblems(path string, tp *apinet.TrafficPolicy, grpc bool, add func(p
 }
 
 // grpcProblems lists what grpc-go cannot do of a policy.
-func grpcProblems(path string, lb *apinet.LoadBalancerSettings, cp *apinet.ConnectionPoolSettings, od *apinet.OutlierDetection, tls *apinet.ClientTLSSettings, add func(path, reason string)) {
+func grpcProblems(path string, tp *apinet.TrafficPolicy, add func(path, reason string)) {
+	lb, cp, od, tls := tp.GetLoadBalancer(), tp.GetConnectionPool(), tp.GetOutlierDetection(), tp.GetTls()
 	switch lb.GetSimple() {
 	case apinet.LoadBalancerSettings_RANDOM, apinet.LoadBalancerSettings_PASSTHROUGH:
 		if lb.GetConsistentHash() == nil {
@@ -89,6 +87,9 @@ func grpcProblems(path string, lb *apinet.LoadBalancerSettings, cp *apinet.Conne
 	}
 	if lb.GetWarmup() != nil || lb.GetWarmupDurationSecs() != nil {
 		add(path+".loadBalancer.warmup", "gRPC clients have no slow start")
+	}
+	if tp.GetRetryBudget() != nil {
+		add(path+".retryBudget", "gRPC clients have no retry budget")
 	}
 	if cp.GetTcp() != nil {
 		add(path+".connectionPool.tcp", "gRPC clients honour only http.http2MaxRequests")

@@ -158,6 +158,7 @@ var clusterCases = []struct {
       outlierDetection: {consecutiveGatewayErrors: 4, interval: 1s}
 `, "")},
 	{"connection-pool", echoRule(`  trafficPolicy:
+    retryBudget: {percent: 25, minRetryConcurrency: 5, budgetInterval: 10s}
     connectionPool:
       tcp:
         maxConnections: 100
