@@ -69,7 +69,9 @@ func ruleConds(r *apisec.Rule, policyNS string) (perms, prins []cond, err error)
 				}
 				return &rbacv3.Principal{Identifier: &rbacv3.Principal_Header{Header: headerMatch(name, v, false)}}, nil
 			}})
-		case strings.HasPrefix(k, "request.auth.") || k == "source.trustDomain" || k == "connection.sni" || strings.HasPrefix(k, "experimental.envoy.filters."):
+		case k == "source.trustDomain":
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: sourceTrustDomain})
+		case strings.HasPrefix(k, "request.auth.") || k == "connection.sni" || strings.HasPrefix(k, "experimental.envoy.filters."):
 			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: func(string, bool) (*rbacv3.Principal, error) { return nil, errUnsupported }})
 		default:
 			return nil, nil, fmt.Errorf("when key %q: unknown attribute", k)
@@ -114,6 +116,7 @@ func buildRule(r *apisec.Rule, policyNS string, tcp, strict bool) (*rbacv3.Polic
 			{key: "principals", values: s.GetPrincipals(), nots: s.GetNotPrincipals(), prin: sourcePrincipal},
 			{key: "requestPrincipals", values: s.GetRequestPrincipals(), nots: s.GetNotRequestPrincipals(), prin: func(string, bool) (*rbacv3.Principal, error) { return nil, errUnsupported }},
 			{key: "serviceAccounts", values: s.GetServiceAccounts(), nots: s.GetNotServiceAccounts(), prin: serviceAccount(policyNS)},
+			{key: "trustDomains", values: s.GetTrustDomains(), nots: s.GetNotTrustDomains(), prin: sourceTrustDomain},
 			{key: "namespaces", values: s.GetNamespaces(), nots: s.GetNotNamespaces(), prin: sourceNamespace},
 			{key: "remoteIpBlocks", values: s.GetRemoteIpBlocks(), nots: s.GetNotRemoteIpBlocks(), prin: remoteIP},
 			{key: "ipBlocks", values: s.GetIpBlocks(), nots: s.GetNotIpBlocks(), prin: directRemoteIP},
@@ -250,6 +253,19 @@ func sourceNamespace(v string, _ bool) (*rbacv3.Principal, error) {
 		parts[i] = regexp.QuoteMeta(p)
 	}
 	return authenticated(regex(".*/ns/" + strings.Join(parts, ".*") + "/.*")), nil
+}
+
+// sourceTrustDomain matches identities of a trust domain: "*" any,
+// "td" exactly, "a*b" by pattern.
+func sourceTrustDomain(v string, _ bool) (*rbacv3.Principal, error) {
+	switch before, after, wild := strings.Cut(v, "*"); {
+	case v == "*":
+		return authenticated(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "spiffe://"}}), nil
+	case !wild:
+		return authenticated(&matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: "spiffe://" + v + "/"}}), nil
+	default:
+		return authenticated(regex("spiffe://" + regexp.QuoteMeta(before) + "[^/]*" + regexp.QuoteMeta(after) + "/.*")), nil
+	}
 }
 
 // serviceAccount matches "ns/sa", or "sa" in the policy's namespace.
