@@ -99,13 +99,10 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 		SkipMutating:   !p.Injection,
 		SkipValidating: !p.Validation,
 	}
-	// Checked now, so that bad options fail the start rather than each term.
-	if _, err := webhook.NewConfigurationPatcher(o); err != nil {
-		return err
-	}
 	leader.Or(p.Leader).Go(ctx, leader.PerRevision(leader.ValidationController, p.Revision), func(ctx context.Context) {
 		// A patcher runs once: each term has its own, which reconciles
-		// every configuration as its informers sync.
+		// every configuration as its informers sync. (Its options cannot
+		// be refused: Client and Roots are set above.)
 		patcher, err := webhook.NewConfigurationPatcher(o)
 		if err == nil {
 			err = patcher.Run(ctx)
