@@ -269,7 +269,7 @@ func (a *analyzed) amend(body, out []byte) []byte {
 	}
 	var missing []string
 	for _, m := range msgs {
-		if a.deny && m.Type == analysis.ReferencedResourceNotFound {
+		if a.deny && m.MissingHost() {
 			missing = append(missing, m.Field+": "+m.Text)
 		}
 		ans.Response.Warnings = append(ans.Response.Warnings, m.Warning())

@@ -45,8 +45,24 @@ kind: VirtualService
 metadata: {name: reviews}
 spec:
   hosts: [reviews]
-  http: [{route: [{destination: {host: reviews}}, {destination: {host: reviews.default.svc.cluster.local}}]}]
+  http: [{route: [{destination: {host: reviews, subset: v1}}, {destination: {host: reviews.default.svc.cluster.local}}]}]
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews}
+spec: {host: reviews.default.svc.cluster.local, subsets: [{name: v1, labels: {version: v1}}]}
 `}, nil},
+		{"subset missing", []string{reviewsSvc, envoyPod, `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews}
+spec:
+  hosts: [reviews]
+  http: [{route: [{destination: {host: reviews, subset: v2}}], mirror: {host: reviews, subset: v3}}]
+`}, []string{
+			`Error [IST0101] (VirtualService default/reviews in:13) Referenced mirror+subset in destinationrule not found: "reviews+v3"`,
+			`Error [IST0101] (VirtualService default/reviews in:13) Referenced host+subset in destinationrule not found: "reviews+v2"`,
+		}},
 		{"destination host missing", []string{reviewsSvc, envoyPod, `
 apiVersion: networking.istio.io/v1
 kind: VirtualService

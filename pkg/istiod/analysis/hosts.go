@@ -59,30 +59,31 @@ func (idx *hostIndex) known(host string) bool {
 
 // destination is one host reference of a VirtualService.
 type destination struct {
-	field, what, host string
+	field, what, host, subset string
+	mirror                    bool
 }
 
 func destinations(vs *apinet.VirtualService) []destination {
 	var out []destination
 	for i, h := range vs.GetHttp() {
 		for j, r := range h.GetRoute() {
-			out = append(out, destination{fmt.Sprintf("spec.http[%d].route[%d].destination.host", i, j), "host", r.GetDestination().GetHost()})
+			out = append(out, destination{fmt.Sprintf("spec.http[%d].route[%d].destination", i, j), "host", r.GetDestination().GetHost(), r.GetDestination().GetSubset(), false})
 		}
 		if m := h.GetMirror(); m != nil {
-			out = append(out, destination{fmt.Sprintf("spec.http[%d].mirror.host", i), "mirror host", m.GetHost()})
+			out = append(out, destination{fmt.Sprintf("spec.http[%d].mirror", i), "mirror host", m.GetHost(), m.GetSubset(), true})
 		}
 		for j, m := range h.GetMirrors() {
-			out = append(out, destination{fmt.Sprintf("spec.http[%d].mirrors[%d].destination.host", i, j), "mirror host", m.GetDestination().GetHost()})
+			out = append(out, destination{fmt.Sprintf("spec.http[%d].mirrors[%d].destination", i, j), "mirror host", m.GetDestination().GetHost(), m.GetDestination().GetSubset(), true})
 		}
 	}
 	for i, t := range vs.GetTcp() {
 		for j, r := range t.GetRoute() {
-			out = append(out, destination{fmt.Sprintf("spec.tcp[%d].route[%d].destination.host", i, j), "host", r.GetDestination().GetHost()})
+			out = append(out, destination{fmt.Sprintf("spec.tcp[%d].route[%d].destination", i, j), "host", r.GetDestination().GetHost(), r.GetDestination().GetSubset(), false})
 		}
 	}
 	for i, t := range vs.GetTls() {
 		for j, r := range t.GetRoute() {
-			out = append(out, destination{fmt.Sprintf("spec.tls[%d].route[%d].destination.host", i, j), "host", r.GetDestination().GetHost()})
+			out = append(out, destination{fmt.Sprintf("spec.tls[%d].route[%d].destination", i, j), "host", r.GetDestination().GetHost(), r.GetDestination().GetSubset(), false})
 		}
 	}
 	return out
@@ -92,12 +93,26 @@ func destinations(vs *apinet.VirtualService) []destination {
 // destinations and mirrors, DestinationRule hosts, Sidecar egress hosts.
 func (s *Set) hosts() []Message {
 	idx := s.hostIndex()
+	subsets := map[string]bool{} // "qualified host+subset"
+	for _, dr := range s.DestinationRules {
+		for _, ss := range dr.Spec.GetSubsets() {
+			subsets[qualify(dr.Spec.GetHost(), dr.Namespace)+"+"+ss.GetName()] = true
+		}
+	}
 	var out []Message
 	for _, vs := range s.VirtualServices {
 		k := key(model.KindVirtualService, vs.ObjectMeta)
 		for _, d := range destinations(&vs.Spec) {
-			if d.host != "" && !idx.known(qualify(d.host, vs.Namespace)) {
-				out = append(out, newMessage(ReferencedResourceNotFound, k, d.field, d.what, d.host))
+			q := qualify(d.host, vs.Namespace)
+			if d.host != "" && !idx.known(q) {
+				out = append(out, newMessage(ReferencedResourceNotFound, k, d.field+".host", d.what, d.host))
+			}
+			if d.subset != "" && !subsets[q+"+"+d.subset] {
+				what := "host+subset in destinationrule"
+				if d.mirror {
+					what = "mirror+subset in destinationrule"
+				}
+				out = append(out, newMessage(ReferencedResourceNotFound, k, d.field+".subset", what, d.host+"+"+d.subset))
 			}
 		}
 	}

@@ -160,3 +160,10 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		DocURL    string `json:"documentationUrl,omitempty"`
 	}{m.Type.Code, m.Level.String(), m.Resource.String(), m.Origin, m.Field, m.Text, doc})
 }
+
+// MissingHost reports whether m is about a reference to a host that does
+// not exist (a destination, a mirror, a Sidecar egress host); what the
+// validation webhook refuses when told to.
+func (m Message) MissingHost() bool {
+	return m.Type == ReferencedResourceNotFound && (strings.HasSuffix(m.Field, ".host") || strings.Contains(m.Field, ".hosts["))
+}
