@@ -145,13 +145,18 @@ func newResource(name string, m proto.Message) (*Resource, error) {
 	}, nil
 }
 
-// mustAny packs m for an Any field of another resource.
+// mustAny packs m for an Any field of another resource. m fails to marshal
+// only when a string is not valid UTF-8 (a name taken from bad
+// configuration); then the Any's type URL is made invalid UTF-8 too, so
+// that the resource embedding it fails to marshal and Generate reports
+// that resource, rather than istiod panicking or sending it without m.
 func mustAny(m proto.Message) *anypb.Any {
+	typeURL := "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName())
 	b, err := deterministic.Marshal(m)
 	if err != nil {
-		panic(fmt.Sprintf("marshal %T: %v", m, err)) // only fails on invalid UTF-8 or cycles: a bug
+		return &anypb.Any{TypeUrl: typeURL + "\xff"}
 	}
-	return &anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b}
+	return &anypb.Any{TypeUrl: typeURL, Value: b}
 }
 
 // NewResourceForTest marshals m as a resource named name (for tests of
