@@ -25,8 +25,8 @@ import (
 // errHTTPOnly marks a condition a TCP filter cannot check.
 var errHTTPOnly = errors.New("HTTP only")
 
-// errUnsupported marks an attribute Skiff cannot render (JWT claims need
-// Istio's own authn filter metadata).
+// errUnsupported marks an attribute Skiff cannot render (connection.sni,
+// experimental.envoy.filters.*).
 var errUnsupported = errors.New("not supported")
 
 // cond is one condition: a key, its values and not-values, and how one
@@ -71,7 +71,19 @@ func ruleConds(r *apisec.Rule, policyNS string) (perms, prins []cond, err error)
 			}})
 		case k == "source.trustDomain":
 			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: sourceTrustDomain})
-		case strings.HasPrefix(k, "request.auth.") || k == "connection.sni" || strings.HasPrefix(k, "experimental.envoy.filters."):
+		case k == "request.auth.principal":
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: requestPrincipal})
+		case k == "request.auth.audiences":
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: claim("aud")})
+		case k == "request.auth.presenter":
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: claim("azp")})
+		case strings.HasPrefix(k, "request.auth.claims"):
+			path, err := claimPath(strings.TrimPrefix(k, "request.auth.claims"))
+			if err != nil {
+				return nil, nil, fmt.Errorf("when key %q: %w", k, err)
+			}
+			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: claim(path...)})
+		case k == "connection.sni" || strings.HasPrefix(k, "experimental.envoy.filters."):
 			prins = append(prins, cond{key: k, values: vs, nots: nvs, prin: func(string, bool) (*rbacv3.Principal, error) { return nil, errUnsupported }})
 		default:
 			return nil, nil, fmt.Errorf("when key %q: unknown attribute", k)
@@ -114,7 +126,7 @@ func buildRule(r *apisec.Rule, policyNS string, tcp, strict bool) (*rbacv3.Polic
 		s := from.GetSource()
 		cs := []cond{
 			{key: "principals", values: s.GetPrincipals(), nots: s.GetNotPrincipals(), prin: sourcePrincipal},
-			{key: "requestPrincipals", values: s.GetRequestPrincipals(), nots: s.GetNotRequestPrincipals(), prin: func(string, bool) (*rbacv3.Principal, error) { return nil, errUnsupported }},
+			{key: "requestPrincipals", values: s.GetRequestPrincipals(), nots: s.GetNotRequestPrincipals(), prin: requestPrincipal},
 			{key: "serviceAccounts", values: s.GetServiceAccounts(), nots: s.GetNotServiceAccounts(), prin: serviceAccount(policyNS)},
 			{key: "trustDomains", values: s.GetTrustDomains(), nots: s.GetNotTrustDomains(), prin: sourceTrustDomain},
 			{key: "namespaces", values: s.GetNamespaces(), nots: s.GetNotNamespaces(), prin: sourceNamespace},

@@ -111,3 +111,18 @@ func rbacAction(a apisec.AuthorizationPolicy_Action) rbacv3.RBAC_Action {
 	}
 	return rbacv3.RBAC_ALLOW
 }
+
+func TestClaimPath(t *testing.T) {
+	for in, want := range map[string][]string{"[iss]": {"iss"}, "[a][b]": {"a", "b"}, "": nil, "[a": nil, "a]": nil, "[]": nil, "[a]x": nil} {
+		got, err := claimPath(in)
+		if want == nil {
+			if err == nil {
+				t.Errorf("claimPath(%q) = %v, want an error", in, got)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("claimPath(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
