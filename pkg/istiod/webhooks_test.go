@@ -292,6 +292,20 @@ func TestValidationWarnsOfMissingHost(t *testing.T) {
 		}
 		return len(got) == 0
 	})
+
+	// A field istiod does not translate: admitted, with a warning per
+	// proxy type (none is running here: proxyless is assumed).
+	dr := &networkingv1.DestinationRule{ObjectMeta: metav1.ObjectMeta{Name: "ratings", Namespace: ns},
+		Spec: apinet.DestinationRule{Host: "ratings", TrafficPolicy: &apinet.TrafficPolicy{
+			LoadBalancer: &apinet.LoadBalancerSettings{LocalityLbSetting: &apinet.LocalityLoadBalancerSetting{}}}}}
+	if _, err := ic.NetworkingV1().DestinationRules(ns).Create(ctx, dr, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"SKF0001: spec.trafficPolicy.loadBalancer.localityLbSetting is not translated for proxyless gRPC (grpc-go) (assumed: no workload known): " +
+		"endpoints are balanced without locality preference or failover"}
+	if got := rec.take(); !cmp.Equal(got, want) {
+		t.Errorf("warnings %q, want %q", got, want)
+	}
 }
 
 // TestValidationDeniesMissingHost is the opt-in: with DenyMissingHosts the

@@ -126,9 +126,10 @@ func (m Message) String() string {
 
 // Warning formats m for an admission warning: the code, the field and the
 // text ("IST0101 spec.http[0].route[0].destination.host: Referenced host
-// not found: \"x\"").
+// not found: \"x\""); the field is not repeated when the text starts
+// with it.
 func (m Message) Warning() string {
-	if m.Field == "" {
+	if m.Field == "" || strings.HasPrefix(m.Text, m.Field) {
 		return fmt.Sprintf("%s: %s", m.Type.Code, m.Text)
 	}
 	return fmt.Sprintf("%s %s: %s", m.Type.Code, m.Field, m.Text)
