@@ -120,6 +120,7 @@ func outboundCluster(svc *model.Service, port model.Port, subset string, labels 
 	// A problem leaves the cluster without TLS, as in Istio; UnhonouredPolicy
 	// reports it.
 	_ = applyTLS(b, clusterTLS{svc: svc, port: port.Port, subset: subset, policy: policy, eps: portEndpoints(eps, port.Port, labels)})
+	applyProxyProtocol(c, policy.GetProxyProtocol())
 	return b.finish()
 }
 

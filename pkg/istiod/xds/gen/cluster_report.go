@@ -44,9 +44,6 @@ func policyProblems(path string, tp *apinet.TrafficPolicy, grpc bool, add func(p
 	if tp.GetTunnel() != nil {
 		add(path+".tunnel", "not translated")
 	}
-	if tp.GetProxyProtocol() != nil {
-		add(path+".proxyProtocol", "not translated")
-	}
 	if lb.GetZoneAwareLbSetting() != nil {
 		add(path+".loadBalancer.zoneAwareLbSetting", "not translated")
 	}
@@ -90,6 +87,9 @@ func grpcProblems(path string, tp *apinet.TrafficPolicy, add func(path, reason s
 	}
 	if tp.GetRetryBudget() != nil {
 		add(path+".retryBudget", "gRPC clients have no retry budget")
+	}
+	if tp.GetProxyProtocol() != nil {
+		add(path+".proxyProtocol", "gRPC clients send no PROXY header")
 	}
 	if cp.GetTcp() != nil {
 		add(path+".connectionPool.tcp", "gRPC clients honour only http.http2MaxRequests")

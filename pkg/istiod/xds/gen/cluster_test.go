@@ -187,6 +187,7 @@ var clusterCases = []struct {
       tls: {mode: ISTIO_MUTUAL}
 `, `    trafficPolicy:
       tls: {mode: DISABLE}
+      proxyProtocol: {version: V2}
 `)},
 	{"tls-user", echoRule(`  trafficPolicy:
     tls: {mode: SIMPLE, caCertificates: /etc/certs/ca.pem, sni: echo.example, subjectAltNames: [echo.example]}
@@ -396,8 +397,9 @@ func TestClusterTLSShapes(t *testing.T) {
 	if sni := upstreamContexts(t, explicit[model.ClusterName(8080, "", echoHost)])[0].GetSni(); sni != "echo.example" {
 		t.Errorf("rule SNI = %q, want echo.example", sni)
 	}
-	if v2 := explicit[model.ClusterName(8080, "v2", echoHost)]; v2.GetTransportSocket() != nil || len(v2.GetTransportSocketMatches()) != 0 {
-		t.Errorf("DISABLE: want plaintext, got %v", v2)
+	if v2 := explicit[model.ClusterName(8080, "v2", echoHost)]; v2.GetTransportSocket().GetName() != "envoy.transport_sockets.upstream_proxy_protocol" ||
+		len(v2.GetTransportSocketMatches()) != 0 || len(upstreamContexts(t, v2)) != 0 {
+		t.Errorf("DISABLE with proxyProtocol: want plaintext behind a PROXY header, got %v", v2)
 	}
 	user := build(clusterCases[6].rule)
 	if v2 := user[model.ClusterName(8080, "v2", echoHost)]; v2.GetTransportSocket() != nil || len(v2.GetTransportSocketMatches()) != 0 {

@@ -6,7 +6,6 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	rawbufferv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/raw_buffer/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -168,7 +167,7 @@ func applyTLS(b *envoyCluster, t clusterTLS) error {
 		{
 			Name:            "tlsMode-disabled",
 			Match:           &structpb.Struct{},
-			TransportSocket: &corev3.TransportSocket{Name: rawBufferSocketName, ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: mustAny(&rawbufferv3.RawBuffer{})}},
+			TransportSocket: rawBufferSocket(),
 		},
 	}
 	return nil
