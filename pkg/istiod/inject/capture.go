@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -130,14 +129,18 @@ func initArgs(pod *corev1.Pod, s *settings, mode string, status int, metadata ma
 
 	// The proxy's own ports are never captured inbound: Envoy's metrics
 	// (15090), the agent's readiness (15021) and status port.
+	// Istio's order: those two, the excluded ports asked for, then the
+	// status port unless that list has it.
 	exclude := []string{"15090", "15021"}
-	if status != 0 {
-		exclude = append(exclude, strconv.Itoa(status))
-	}
+	var asked []string
 	for _, p := range strings.Split(excludeIn, ",") {
-		if p = strings.TrimSpace(p); p != "" && !slices.Contains(exclude, p) {
-			exclude = append(exclude, p)
+		if p = strings.TrimSpace(p); p != "" {
+			asked = append(asked, p)
 		}
+	}
+	exclude = append(exclude, asked...)
+	if status != 0 && !slices.Contains(asked, strconv.Itoa(status)) {
+		exclude = append(exclude, strconv.Itoa(status))
 	}
 	args := []string{"istio-iptables",
 		"-p", "15001", "-z", "15006", "-u", "1337", "-m", mode,
@@ -155,6 +158,11 @@ func initArgs(pod *corev1.Pod, s *settings, mode string, status int, metadata ma
 	}
 	if exclIfSet && strings.TrimSpace(exclIf) != "" {
 		args = append(args, "-c", strings.TrimSpace(exclIf))
+	}
+	level, _ := annotated(pod, annotation.SidecarAgentLogLevel.Name, s.logLevel)
+	args = append(args, "--log_output_level="+level)
+	if s.logJSON {
+		args = append(args, "--log_as_json")
 	}
 	if s.cni {
 		args = append(args, "--run-validation", "--skip-rule-apply")
@@ -194,7 +202,7 @@ func cniAnnotations(pod *corev1.Pod, s *settings, mode string, status int) map[s
 	excl, _ := annotated(pod, annotation.SidecarTrafficExcludeInboundPorts.Name, s.excludeInbound)
 	out[annotation.SidecarTrafficExcludeInboundPorts.Name] = withPort(excl, status)
 	if s.cniProvider == "multus" {
-		out[multusNetworks] = withNetwork(pod.Annotations[multusNetworks], "default", "istio-cni")
+		out[multusNetworks] = appendMultusNetwork(pod.Annotations[multusNetworks], "default/istio-cni")
 	}
 	return out
 }
@@ -202,40 +210,6 @@ func cniAnnotations(pod *corev1.Pod, s *settings, mode string, status int) map[s
 // multusNetworks is Multus's annotation: the extra networks of a pod, a
 // comma list of [NAMESPACE/]NAME or a JSON list of {"name", "namespace"}.
 const multusNetworks = "k8s.v1.cni.cncf.io/networks"
-
-// withNetwork adds network ns/name to a Multus networks value unless it is
-// there. A JSON value that does not parse is returned as it is (Multus
-// will report it).
-func withNetwork(v, ns, name string) string {
-	ref := ns + "/" + name
-	if strings.TrimSpace(v) == "" {
-		return ref
-	}
-	if strings.HasPrefix(strings.TrimSpace(v), "[") {
-		var nets []map[string]any
-		if err := json.Unmarshal([]byte(v), &nets); err != nil {
-			return v
-		}
-		for _, n := range nets {
-			nns, _ := n["namespace"].(string)
-			if n["name"] == name && nns == ns {
-				return v
-			}
-		}
-		nets = append(nets, map[string]any{"name": name, "namespace": ns})
-		b, err := json.Marshal(nets)
-		if err != nil {
-			return v
-		}
-		return string(b)
-	}
-	for _, n := range strings.Split(v, ",") {
-		if strings.TrimSpace(n) == ref {
-			return v
-		}
-	}
-	return v + ", " + ref
-}
 
 // withPort adds port to a comma list of ports unless it is 0 or listed.
 func withPort(list string, port int) string {

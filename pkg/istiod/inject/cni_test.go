@@ -123,9 +123,12 @@ func TestMultusNetwork(t *testing.T) {
 		{"", "default/istio-cni"},
 		{"net1", "net1, default/istio-cni"},
 		{"net1, default/istio-cni", "net1, default/istio-cni"},
-		{`[{"name":"net1"}]`, `[{"name":"net1"},{"name":"istio-cni","namespace":"default"}]`},
+		// As Istio's appendMultusNetwork: a JSON list gets an object
+		// spliced in before its "]"; without "]" the value is a list of names.
+		{`[{"name":"net1"}]`, `[{"name":"net1"}, {"name": "istio-cni", "namespace": "default"}]`},
 		{`[{"name":"istio-cni","namespace":"default"}]`, `[{"name":"istio-cni","namespace":"default"}]`},
-		{`[{"name":`, `[{"name":`},
+		{`[{"name":]`, `[{"name":]`},
+		{`[{"name":`, `[{"name":, default/istio-cni`},
 	} {
 		t.Run(tc.own, func(t *testing.T) {
 			pod := appPod()

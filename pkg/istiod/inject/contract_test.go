@@ -1,7 +1,12 @@
 package inject
 
 import (
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +30,22 @@ func environ(c *corev1.Container) []string {
 		out = append(out, e.Name+"="+v)
 	}
 	return out
+}
+
+// writeLabels writes labels the way the kubelet writes a downward API
+// metadata.labels file: key="quoted value" lines.
+func writeLabels(t *testing.T, path string, labels map[string]string) {
+	t.Helper()
+	var b strings.Builder
+	for k, v := range labels {
+		fmt.Fprintf(&b, "%s=%s\n", k, strconv.Quote(v))
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func container(cs []corev1.Container, name string) *corev1.Container {
@@ -59,6 +80,13 @@ func TestInjectedPodsFitTheirBinaries(t *testing.T) {
 			cfg, err := agentconfig.Load(environ(proxy), "sidecar")
 			if err != nil {
 				t.Fatalf("pilot-agent refuses the injected environment: %v", err)
+			}
+			// The labels reach the agent through the istio-podinfo
+			// downward API volume, as in Istio: write its labels file.
+			cfg.WorkDir = t.TempDir()
+			writeLabels(t, cfg.Path(agentconfig.PodLabelsPath), p.Labels)
+			if err := cfg.ReadPodInfo(); err != nil {
+				t.Fatal(err)
 			}
 			if cfg.PodName != "reviews-v1-abc" || cfg.InstanceIP != "10.1.2.3" || cfg.Identity.ServiceAccount != "bookinfo-reviews" || cfg.Labels["app"] != "reviews" {
 				t.Errorf("agent config: pod %q ip %q sa %q labels %v", cfg.PodName, cfg.InstanceIP, cfg.Identity.ServiceAccount, cfg.Labels)

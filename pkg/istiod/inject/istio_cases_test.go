@@ -206,7 +206,12 @@ func (c istioCase) injector(t *testing.T, dir string) *inject.Injector {
 // input has more than one.
 func (c istioCase) run(t *testing.T, dir string) ([]difference, error) {
 	t.Helper()
-	in := c.injector(t, dir)
+	return c.inject(t, dir, c.injector(t, dir))
+}
+
+// inject is run with injector in.
+func (c istioCase) inject(t *testing.T, dir string, in *inject.Injector) ([]difference, error) {
+	t.Helper()
 	pods := podsFrom(t, filepath.Join(dir, c.in))
 	if c.want == "" {
 		for _, p := range pods {

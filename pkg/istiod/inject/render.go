@@ -232,7 +232,13 @@ func canonical(pod *corev1.Pod, w WorkloadMeta) (string, string) {
 		}
 		return def
 	}
-	return first(w.Name, label.ServiceCanonicalName.Name, "app.kubernetes.io/name", "app"),
+	// As Istio: the name is cut to a label value's 63 characters and
+	// loses leading and trailing '-', '_' and '.'.
+	name := first(w.Name, label.ServiceCanonicalName.Name, "app.kubernetes.io/name", "app")
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return strings.Trim(name, "-_."),
 		first("latest", label.ServiceCanonicalRevision.Name, "app.kubernetes.io/version", "version")
 }
 
@@ -303,19 +309,31 @@ func proxyResources(pod *corev1.Pod, def map[string]any) (map[string]any, error)
 	return def, nil
 }
 
-// podPorts is ISTIO_META_POD_PORTS: the app containers' ports as JSON.
+// podPorts is ISTIO_META_POD_PORTS, the pod's container ports (every
+// container's, as Istio lists them) as a JSON list written one port a
+// line the way Istio's template writes it, and the names of the app
+// containers (all but skip).
 func podPorts(spec *corev1.PodSpec, skip map[string]bool) (string, []string) {
-	ports := []corev1.ContainerPort{}
+	var b strings.Builder
+	b.WriteString("[")
+	first := true
 	var names []string
 	for _, c := range spec.Containers {
-		if skip[c.Name] {
-			continue
+		if !skip[c.Name] {
+			names = append(names, c.Name)
 		}
-		names = append(names, c.Name)
-		ports = append(ports, c.Ports...)
+		for _, p := range c.Ports {
+			js, _ := json.Marshal(p)
+			b.WriteString("\n    ")
+			if !first {
+				b.WriteString(",")
+			}
+			b.Write(js)
+			first = false
+		}
 	}
-	b, _ := json.Marshal(ports)
-	return string(b), names
+	b.WriteString("\n]")
+	return b.String(), names
 }
 
 // proxyImage is the sidecar.istio.io/proxyImage annotation or the default.

@@ -40,6 +40,8 @@ type settings struct {
 	initName       string
 	variant        string
 	mesh           *meshconfig.MeshConfig
+	logLevel       string
+	logJSON        bool
 	caAddress      string
 	readiness      Readiness
 	proxyResources map[string]any
@@ -144,6 +146,8 @@ func newSettings(c *Config) (*settings, error) {
 	str(&s.proxyImage, "proxyv2", "global", "proxy", "image")
 	str(&s.initImage, "proxyv2", "global", "proxy_init", "image")
 	str(&s.variant, "", "global", "variant")
+	str(&s.logLevel, "default:info", "global", "logging", "level")
+	boolean(&s.logJSON, false, "global", "logAsJson")
 	str(&s.caAddress, "", "global", "caAddress")
 	str(&istioNS, "istio-system", "global", "istioNamespace")
 	integer(&s.readiness.InitialDelaySeconds, 0, "global", "proxy", "readinessInitialDelaySeconds")

@@ -1,0 +1,69 @@
+package inject_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
+)
+
+// chartDifferences are the cases where Skiff's chart templates differ
+// from Istio's templates (beyond knownDifferences, which apply to both:
+// they come from the injector, not the templates).
+var chartDifferences = map[string]known{
+	// Skiff's chart ships no gateway template (Istio's gateway deployments
+	// ask for it with inject.istio.io/templates: gateway).
+	"gateway.yaml.injected":                        {reason: "no gateway template", err: `template "gateway" not found`},
+	"gateway-with-default-container.yaml.injected": {reason: "no gateway template", err: `template "gateway" not found`},
+	// Skiff's grpc-simple writes the same xDS bootstrap with a shell
+	// here-document of its own; Istio's ISTIO_NAMESPACE ends in a newline
+	// (a YAML block scalar), which would end up inside the server URI.
+	"grpc-simple.yaml.injected": {reason: "own bootstrap script", paths: []string{
+		"spec.initContainers[grpc-bootstrap-init].command[2]",
+		"spec.initContainers[grpc-bootstrap-init].env[ISTIO_NAMESPACE].value",
+	}},
+}
+
+// TestChartTemplatesMatchIstio injects Istio's test inputs with Skiff's
+// own chart templates, given the values and mesh config Istio's chart
+// installs, and compares with what Istio's templates give.
+func TestChartTemplatesMatchIstio(t *testing.T) {
+	dir := filepath.Join(istioSource(t), "pkg", "kube", "inject", "testdata", "inject")
+	for _, c := range allIstioCases(t, dir) {
+		if c.want == "" || c.iop != "" {
+			continue
+		}
+		t.Run(c.want, func(t *testing.T) {
+			inst := c.install(t, dir)
+			var vals map[string]any
+			if err := json.Unmarshal(inst.values, &vals); err != nil {
+				t.Fatal(err)
+			}
+			var mesh map[string]any
+			b, _ := json.Marshal(inst.mesh)
+			_ = json.Unmarshal(b, &mesh)
+			if c.mesh != nil {
+				c.mesh(mesh)
+			}
+			vals["meshConfig"] = mesh
+			vb, _ := json.Marshal(vals)
+			cfg, err := inject.ParseConfig(nil, vb) // Skiff's chart templates
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.NativeSidecars = !c.legacy
+			cfg.CompliancePolicy = c.compliance
+			in, err := inject.New(cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diffs, err := c.inject(t, dir, in)
+			k, ok := chartDifferences[c.want]
+			if !ok {
+				k = knownDifferences[c.want]
+			}
+			checkKnown(t, c, diffs, err, k)
+		})
+	}
+}
