@@ -91,3 +91,24 @@ func TestBadFlags(t *testing.T) {
 		t.Fatalf("output %q does not name the flag and value", out)
 	}
 }
+
+func TestBadLeaderElectionEnv(t *testing.T) {
+	bin := build(t)
+	for _, tc := range []struct{ env, want string }{
+		{"ENABLE_LEADER_ELECTION=maybe", `ENABLE_LEADER_ELECTION="maybe"`},
+		{"SKIFF_LEADER_ELECTION_LEASE_DURATION=1s", `SKIFF_LEADER_ELECTION_LEASE_DURATION="1s": must be at least 2s`},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			cmd := exec.Command(bin, "--config-dir", t.TempDir())
+			cmd.Env = append(cmd.Environ(), tc.env)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+				t.Fatalf("exit: %v, want code 2", err)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Fatalf("output %q does not name the variable and value (%s)", out, tc.want)
+			}
+		})
+	}
+}
