@@ -60,8 +60,8 @@ spec:
   hosts: [reviews]
   http: [{route: [{destination: {host: reviews, subset: v2}}], mirror: {host: reviews, subset: v3}}]
 `}, []string{
-			`Error [IST0101] (VirtualService default/reviews in:13) Referenced mirror+subset in destinationrule not found: "reviews+v3"`,
-			`Error [IST0101] (VirtualService default/reviews in:13) Referenced host+subset in destinationrule not found: "reviews+v2"`,
+			`Error [IST0101] (VirtualService default/reviews in:18) Referenced mirror+subset in destinationrule not found: "reviews+v3"`,
+			`Error [IST0101] (VirtualService default/reviews in:18) Referenced host+subset in destinationrule not found: "reviews+v2"`,
 		}},
 		{"destination host missing", []string{reviewsSvc, envoyPod, `
 apiVersion: networking.istio.io/v1
@@ -72,9 +72,9 @@ spec:
   http: [{route: [{destination: {host: ratings}}], mirror: {host: shadow.other.svc.cluster.local}}]
   tcp: [{route: [{destination: {host: db}}]}]
 `}, []string{
-			`Error [IST0101] (VirtualService default/reviews in:13) Referenced mirror host not found: "shadow.other.svc.cluster.local"`,
-			`Error [IST0101] (VirtualService default/reviews in:13) Referenced host not found: "ratings"`,
-			`Error [IST0101] (VirtualService default/reviews in:13) Referenced host not found: "db"`,
+			`Error [IST0101] (VirtualService default/reviews in:18) Referenced mirror host not found: "shadow.other.svc.cluster.local"`,
+			`Error [IST0101] (VirtualService default/reviews in:18) Referenced host not found: "ratings"`,
+			`Error [IST0101] (VirtualService default/reviews in:19) Referenced host not found: "db"`,
 		}},
 		{"service entry hosts", []string{envoyPod, `
 apiVersion: networking.istio.io/v1
@@ -97,8 +97,8 @@ spec:
   hosts: [reviews]
   http: [{route: [{destination: {host: reviews}}], mirror: {host: reviews}, mirrorPercentage: {value: 5}}]
 `}, []string{
-			`Warning [SKF0001] (VirtualService default/reviews in:13) spec.http[0].mirror is not translated for proxyless gRPC (grpc-go) (1 pod): grpc-go does not mirror requests`,
-			`Warning [SKF0001] (VirtualService default/reviews in:13) spec.http[0].mirrorPercentage is not translated for proxyless gRPC (grpc-go) (1 pod): grpc-go does not mirror requests`,
+			`Warning [SKF0001] (VirtualService default/reviews in:18) spec.http[0].mirror is not translated for proxyless gRPC (grpc-go) (1 pod): grpc-go does not mirror requests`,
+			`Warning [SKF0001] (VirtualService default/reviews in:18) spec.http[0].mirrorPercentage is not translated for proxyless gRPC (grpc-go) (1 pod): grpc-go does not mirror requests`,
 		}},
 		{"mirror for Envoy", []string{reviewsSvc, envoyPod, `
 apiVersion: networking.istio.io/v1
@@ -116,7 +116,7 @@ spec:
   hosts: [reviews]
   tcp: [{route: [{destination: {host: reviews}}]}]
 `}, []string{
-			`Warning [SKF0001] (VirtualService default/reviews in:8) spec.tcp[0] is not translated for proxyless gRPC (grpc-go) (assumed: no workload known): grpc-go only has HTTP routes; these connections are not routed by it`,
+			`Warning [SKF0001] (VirtualService default/reviews in:13) spec.tcp[0] is not translated for proxyless gRPC (grpc-go) (assumed: no workload known): grpc-go only has HTTP routes; these connections are not routed by it`,
 		}},
 		{"destination rule", []string{reviewsSvc, envoyPod, grpcPod, `
 apiVersion: networking.istio.io/v1
@@ -138,12 +138,12 @@ kind: DestinationRule
 metadata: {name: gone}
 spec: {host: gone}
 `}, []string{
-			`Warning [IST0174] (DestinationRule default/gone in:32) DestinationRule host gone matches no service in the mesh.`,
-			`Warning [SKF0001] (DestinationRule default/reviews in:18) spec.subsets[0].trafficPolicy.loadBalancer.consistentHash.useSourceIp is not translated for proxyless gRPC (grpc-go) (1 pod): grpc-go hashes on a header only; the ring hash has no key`,
-			`Warning [SKF0001] (DestinationRule default/reviews in:18) spec.trafficPolicy.connectionPool.http.maxRetries is not translated for proxyless gRPC (grpc-go) (1 pod): grpc-go applies only connectionPool.http.http2MaxRequests`,
-			`Warning [SKF0001] (DestinationRule default/reviews in:18) spec.trafficPolicy.loadBalancer.localityLbSetting is not translated for Envoy sidecars (1 pod): endpoints are balanced without locality preference or failover`,
-			`Warning [SKF0001] (DestinationRule default/reviews in:18) spec.trafficPolicy.loadBalancer.localityLbSetting is not translated for proxyless gRPC (grpc-go) (1 pod): endpoints are balanced without locality preference or failover`,
-			`Warning [SKF0001] (DestinationRule default/reviews in:18) spec.trafficPolicy.tls.mode SIMPLE is not translated for proxyless gRPC (grpc-go) (1 pod): grpc-go supports ISTIO_MUTUAL and DISABLE only; the cluster is sent without this TLS setting`,
+			`Warning [IST0174] (DestinationRule default/gone in:35) DestinationRule host gone matches no service in the mesh.`,
+			`Warning [SKF0001] (DestinationRule default/reviews in:30) spec.subsets[0].trafficPolicy.loadBalancer.consistentHash.useSourceIp is not translated for proxyless gRPC (grpc-go) (1 pod): grpc-go hashes on a header only; the ring hash has no key`,
+			`Warning [SKF0001] (DestinationRule default/reviews in:25) spec.trafficPolicy.connectionPool.http.maxRetries is not translated for proxyless gRPC (grpc-go) (1 pod): grpc-go applies only connectionPool.http.http2MaxRequests`,
+			`Warning [SKF0001] (DestinationRule default/reviews in:24) spec.trafficPolicy.loadBalancer.localityLbSetting is not translated for Envoy sidecars (1 pod): endpoints are balanced without locality preference or failover`,
+			`Warning [SKF0001] (DestinationRule default/reviews in:24) spec.trafficPolicy.loadBalancer.localityLbSetting is not translated for proxyless gRPC (grpc-go) (1 pod): endpoints are balanced without locality preference or failover`,
+			`Warning [SKF0001] (DestinationRule default/reviews in:26) spec.trafficPolicy.tls.mode SIMPLE is not translated for proxyless gRPC (grpc-go) (1 pod): grpc-go supports ISTIO_MUTUAL and DISABLE only; the cluster is sent without this TLS setting`,
 		}},
 		{"security policies", []string{envoyPod, grpcPod, `
 apiVersion: security.istio.io/v1
@@ -171,9 +171,9 @@ kind: PeerAuthentication
 metadata: {name: strict}
 spec: {mtls: {mode: STRICT}}
 `}, []string{
-			`Error [SKF0001] (AuthorizationPolicy default/ext-authz in:12) spec.action CUSTOM is not translated for Envoy sidecars (1 pod): the policy is not enforced: no request is sent to the external authorizer`,
-			`Error [SKF0001] (AuthorizationPolicy default/ext-authz in:12) spec.action CUSTOM is not translated for proxyless gRPC (grpc-go) (1 pod): the policy is not enforced: no request is sent to the external authorizer`,
-			`Error [SKF0001] (RequestAuthentication default/jwt in:27) RequestAuthentication is not translated for proxyless gRPC (grpc-go) (1 pod): JWTs are not validated for proxyless workloads: this policy is not enforced for them`,
+			`Error [SKF0001] (AuthorizationPolicy default/ext-authz in:15) spec.action CUSTOM is not translated for Envoy sidecars (1 pod): the policy is not enforced: no request is sent to the external authorizer`,
+			`Error [SKF0001] (AuthorizationPolicy default/ext-authz in:15) spec.action CUSTOM is not translated for proxyless gRPC (grpc-go) (1 pod): the policy is not enforced: no request is sent to the external authorizer`,
+			`Error [SKF0001] (RequestAuthentication default/jwt in:30) RequestAuthentication is not translated for proxyless gRPC (grpc-go) (1 pod): JWTs are not validated for proxyless workloads: this policy is not enforced for them`,
 		}},
 		{"sidecar", []string{reviewsSvc, grpcPod, `
 apiVersion: networking.istio.io/v1
@@ -182,9 +182,9 @@ metadata: {name: default}
 spec:
   egress: [{hosts: ["./reviews", "./ratings", "istio-system/*", "*/api.corp"]}]
 `}, []string{
-			`Warning [SKF0001] (Sidecar default/default in:13) Sidecar is not translated for proxyless gRPC (grpc-go) (1 pod): proxyless workloads are sent the whole mesh, unscoped`,
-			`Error [IST0101] (Sidecar default/default in:13) Referenced egress host not found: "./ratings"`,
-			`Error [IST0101] (Sidecar default/default in:13) Referenced egress host not found: "*/api.corp"`,
+			`Warning [SKF0001] (Sidecar default/default in:16) Sidecar is not translated for proxyless gRPC (grpc-go) (1 pod): proxyless workloads are sent the whole mesh, unscoped`,
+			`Error [IST0101] (Sidecar default/default in:17) Referenced egress host not found: "./ratings"`,
+			`Error [IST0101] (Sidecar default/default in:17) Referenced egress host not found: "*/api.corp"`,
 		}},
 		{"kinds not read", []string{`
 apiVersion: networking.istio.io/v1alpha3
@@ -226,10 +226,10 @@ metadata: {name: public, namespace: istio-system}
 spec: {servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["*"]}]}
 `}, []string{
 			`Warning [SKF0002] (Gateway istio-system/public in:28) istiod does not read Gateway resources: istiod configures sidecars and proxyless clients only, no gateway proxies`,
-			`Error [IST0109] (VirtualService default/a in:13) VirtualServices default/a,default/b bound to the mesh all define host reviews.default.svc.cluster.local; only one of them is used for it. Merge them into one VirtualService.`,
-			`Error [IST0109] (VirtualService default/b in:18) VirtualServices default/a,default/b bound to the mesh all define host reviews.default.svc.cluster.local; only one of them is used for it. Merge them into one VirtualService.`,
-			`Warning [SKF0003] (VirtualService default/edge in:23) bound only to gateways ingress,istio-system/public and not to mesh: istiod configures no gateway proxies, so this VirtualService affects no traffic`,
-			`Error [IST0101] (VirtualService default/edge in:23) Referenced gateway not found: "ingress"`,
+			`Error [IST0109] (VirtualService default/a in:16) VirtualServices default/a,default/b bound to the mesh all define host reviews.default.svc.cluster.local; only one of them is used for it. Merge them into one VirtualService.`,
+			`Error [IST0109] (VirtualService default/b in:21) VirtualServices default/a,default/b bound to the mesh all define host reviews.default.svc.cluster.local; only one of them is used for it. Merge them into one VirtualService.`,
+			`Warning [SKF0003] (VirtualService default/edge in:26) bound only to gateways ingress,istio-system/public and not to mesh: istiod configures no gateway proxies, so this VirtualService affects no traffic`,
+			`Error [IST0101] (VirtualService default/edge in:26) Referenced gateway not found: "ingress"`,
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

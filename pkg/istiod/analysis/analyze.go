@@ -41,9 +41,7 @@ func AnalyzeSet(s *Set) []Message {
 	out = append(out, s.conflicts()...)
 	out = append(out, s.gateways()...)
 	for i := range out {
-		if o, ok := s.Origins[out[i].Resource]; ok {
-			out[i].Origin = o
-		}
+		out[i].Origin = s.originOf(out[i])
 	}
 	Sort(out)
 	return out

@@ -170,8 +170,13 @@ func (s *Set) AddYAML(name string, data []byte, ns string) []error {
 		if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
 			continue
 		}
-		if _, err := s.AddJSON(js, ns, origin); err != nil {
+		k, err := s.AddJSON(js, ns, origin)
+		if err != nil {
 			errs = append(errs, &ParseError{Origin: origin, Err: err})
+			continue
+		}
+		if k.Kind != "" {
+			s.remember(k, name, d.first, d.raw)
 		}
 	}
 	return errs
@@ -180,24 +185,22 @@ func (s *Set) AddYAML(name string, data []byte, ns string) []error {
 // yamlDoc is one document of a YAML stream and the line of its first
 // content.
 type yamlDoc struct {
-	raw  []byte
-	line int
+	raw   []byte
+	line  int // first content line
+	first int // first line of raw
 }
 
 // splitDocs splits a YAML stream at "---" lines.
 func splitDocs(data []byte) []yamlDoc {
 	var out []yamlDoc
-	var cur yamlDoc
-	flush := func() {
-		if cur.line > 0 {
-			out = append(out, cur)
-		}
-		cur = yamlDoc{}
-	}
+	cur := yamlDoc{first: 1}
 	for i, l := range bytes.SplitAfter(data, []byte("\n")) {
 		if rest, ok := bytes.CutPrefix(l, []byte("---")); ok {
 			if t := bytes.TrimSpace(rest); len(t) == 0 || t[0] == '#' {
-				flush()
+				if cur.line > 0 {
+					out = append(out, cur)
+				}
+				cur = yamlDoc{first: i + 2}
 				continue
 			}
 		}
@@ -206,6 +209,8 @@ func splitDocs(data []byte) []yamlDoc {
 		}
 		cur.raw = append(cur.raw, l...)
 	}
-	flush()
+	if cur.line > 0 {
+		out = append(out, cur)
+	}
 	return out
 }

@@ -31,6 +31,10 @@ type Set struct {
 	Unread []model.Key
 	// Origins say where objects were read (file:line), for messages.
 	Origins map[model.Key]string
+
+	// sources are the parsed YAML documents of objects read from files,
+	// for the lines of fields.
+	sources map[model.Key]*source
 }
 
 // object is one Istio object with its spec, as the support table sees it.
