@@ -1,0 +1,129 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/xds"
+
+	"github.com/skiff-mesh/skiff/pkg/istiobin"
+	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/istiodtest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
+)
+
+// grpcNode is the node id of the proxyless client the istioctl tests connect.
+const grpcNode = "sidecar~127.0.0.99~interop-client.default~default.svc.cluster.local"
+
+// connectGRPCClient connects grpc-go's own xDS client to d as a proxyless
+// client of reviews and waits until d reports all four types SYNCED.
+func connectGRPCClient(t *testing.T, d *istiod.Istiod) {
+	t.Helper()
+	bootstrap := fmt.Sprintf(`{
+  "xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": ["xds_v3"]}],
+  "node": {"id": %q, "metadata": {"GENERATOR": "grpc", "NAMESPACE": "default"}}
+}`, d.Addr("grpc"), grpcNode)
+	builder, err := xds.NewXDSResolverWithConfigForTesting([]byte(bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient("xds:///reviews.default.svc.cluster.local:9080",
+		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(builder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	cc.Connect()
+	polltest.Within(t, 10*time.Second, "grpc client SYNCED on LDS, RDS, CDS, EDS", func() bool {
+		for _, ps := range d.XDS().Status() {
+			if ps.Proxy != grpcNode {
+				continue
+			}
+			for _, typ := range []string{"LDS", "RDS", "CDS", "EDS"} {
+				if ps.Types[typ].Status != "SYNCED" {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	})
+}
+
+// istioctl runs Istio's istioctl against a plain-text xDS address. With
+// --revision given it asks no API server, so its kubeconfig names a
+// loopback port nothing listens on.
+func istioctl(t *testing.T, xdsAddr string, args ...string) (string, error) {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := dummyKubeconfig(t, dir)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	args = append(args, "--kubeconfig", kubeconfig, "--xds-address", xdsAddr, "--plaintext", "--timeout", "5s", "--revision", "default")
+	cmd := exec.CommandContext(ctx, istiobin.Path(t, istiobin.Istioctl), args...)
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestIstioctlProxyStatus: Istio's `istioctl proxy-status`, talking xDS
+// (istio.io/debug/syncz) straight to Skiff's istiod, lists a connected
+// proxyless client as SYNCED on each type it subscribes to.
+func TestIstioctlProxyStatus(t *testing.T) {
+	istiobin.Path(t, istiobin.Istioctl)
+	d, _ := istiodtest.Start(t, nil)
+	connectGRPCClient(t, d)
+	out, err := istioctl(t, d.Addr("grpc"), "proxy-status")
+	if err != nil {
+		t.Fatalf("istioctl proxy-status: %v\n%s", err, out)
+	}
+	var row string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "interop-client.default") {
+			row = line
+		}
+	}
+	if row == "" {
+		t.Fatalf("no row for interop-client.default:\n%s", out)
+	}
+	for _, typ := range []string{"LDS", "RDS", "CDS", "EDS"} {
+		if !strings.Contains(row, typ) {
+			t.Errorf("row lacks %s: %q", typ, row)
+		}
+	}
+	if strings.Contains(row, "STALE") || strings.Contains(row, "ERROR") || strings.Contains(row, "NOT SENT") {
+		t.Errorf("row not all synced: %q", row)
+	}
+	t.Logf("istioctl proxy-status:\n%s", out)
+
+	out, err = istioctl(t, d.Addr("grpc"), "proxy-status", "-o", "json")
+	if err != nil {
+		t.Fatalf("istioctl proxy-status -o json: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, grpcNode) {
+		t.Errorf("json output lacks %s:\n%s", grpcNode, out)
+	}
+}
+
+// TestIstioctlInternalDebugSyncz: Istio's `istioctl x internal-debug
+// syncz` (type istio.io/debug, resource syncz) against Skiff's istiod
+// prints the sync status JSON, which names the connected client.
+func TestIstioctlInternalDebugSyncz(t *testing.T) {
+	istiobin.Path(t, istiobin.Istioctl)
+	d, _ := istiodtest.Start(t, nil)
+	connectGRPCClient(t, d)
+	out, err := istioctl(t, d.Addr("grpc"), "x", "internal-debug", "syncz")
+	if err != nil {
+		t.Fatalf("istioctl x internal-debug syncz: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, grpcNode) {
+		t.Errorf("syncz output lacks %s:\n%s", grpcNode, out)
+	}
+}
