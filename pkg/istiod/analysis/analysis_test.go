@@ -175,6 +175,23 @@ spec: {mtls: {mode: STRICT}}
 			`Error [SKF0001] (AuthorizationPolicy default/ext-authz in:15) spec.action CUSTOM is not translated for proxyless gRPC (grpc-go) (1 pod): the policy is not enforced: no request is sent to the external authorizer`,
 			`Error [SKF0001] (RequestAuthentication default/jwt in:30) RequestAuthentication is not translated for proxyless gRPC (grpc-go) (1 pod): JWTs are not validated for proxyless workloads: this policy is not enforced for them`,
 		}},
+		{"policy scope: namespace, root namespace", []string{grpcPod, `
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: web}
+---
+apiVersion: security.istio.io/v1
+kind: RequestAuthentication
+metadata: {name: jwt, namespace: web}
+spec: {jwtRules: [{issuer: example.com}]}
+---
+apiVersion: security.istio.io/v1
+kind: RequestAuthentication
+metadata: {name: mesh-jwt, namespace: istio-system}
+spec: {jwtRules: [{issuer: example.com}]}
+`}, []string{
+			`Error [SKF0001] (RequestAuthentication istio-system/mesh-jwt in:19) RequestAuthentication is not translated for proxyless gRPC (grpc-go) (1 pod): JWTs are not validated for proxyless workloads: this policy is not enforced for them`,
+		}},
 		{"sidecar", []string{reviewsSvc, grpcPod, `
 apiVersion: networking.istio.io/v1
 kind: Sidecar

@@ -61,23 +61,49 @@ func Sort(ms []Message) {
 	})
 }
 
+// workloads counts the proxy types of the pods, mesh-wide and by
+// namespace, for the support table.
+type workloads struct {
+	all  map[Proxy]int
+	byNS map[string][]*corev1.Pod
+}
+
+func (s *Set) workloads() *workloads {
+	w := &workloads{all: map[Proxy]int{}, byNS: map[string][]*corev1.Pod{}}
+	for _, p := range s.Pods {
+		w.all[ProxyOf(p)]++
+		w.byNS[p.Namespace] = append(w.byNS[p.Namespace], p)
+	}
+	return w
+}
+
 // proxies returns the proxy types of the pods o applies to, with their
 // counts; with no such pod, proxyless (the stricter assumption: it honours
 // less).
-func (s *Set) proxies(o object) map[Proxy]int {
+func (w *workloads) proxies(o object) map[Proxy]int {
 	out := map[Proxy]int{}
-	var sel labels.Selector
-	if len(o.selector) > 0 {
-		sel = labels.SelectorFromSet(o.selector)
-	}
-	for _, p := range s.Pods {
-		if (o.scoped || sel != nil) && o.key.Namespace != RootNamespace && p.Namespace != o.key.Namespace {
-			continue
+	switch {
+	case o.key.Namespace == RootNamespace && len(o.selector) == 0, !o.scoped && len(o.selector) == 0:
+		for p, n := range w.all {
+			out[p] = n
 		}
-		if sel != nil && !sel.Matches(labels.Set(p.Labels)) {
-			continue
+	default:
+		var sel labels.Selector
+		if len(o.selector) > 0 {
+			sel = labels.SelectorFromSet(o.selector)
 		}
-		out[ProxyOf(p)]++
+		pods := w.byNS[o.key.Namespace]
+		if o.key.Namespace == RootNamespace {
+			pods = nil
+			for _, ps := range w.byNS {
+				pods = append(pods, ps...)
+			}
+		}
+		for _, p := range pods {
+			if sel == nil || sel.Matches(labels.Set(p.Labels)) {
+				out[ProxyOf(p)]++
+			}
+		}
 	}
 	if len(out) == 0 {
 		out[Proxyless] = 0
@@ -98,8 +124,9 @@ func describe(p Proxy, n int) string {
 // support applies the support table.
 func (s *Set) support() []Message {
 	var out []Message
+	w := s.workloads()
 	for _, o := range s.objects() {
-		present := s.proxies(o)
+		present := w.proxies(o)
 		for _, r := range Untranslated {
 			n, ok := present[r.Proxy]
 			if r.Kind != o.key.Kind || !ok {

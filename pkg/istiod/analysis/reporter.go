@@ -60,6 +60,10 @@ func (r *Reporter) Report(ms []Message) int {
 	return n
 }
 
+// Analyze analyzes what istiod reads and reports the messages (what
+// istiod runs on each new push context).
+func (r *Reporter) Analyze(in *model.Inputs) int { return r.Report(Analyze(in)) }
+
 // Messages returns the current messages.
 func (r *Reporter) Messages() []Message {
 	r.mu.Lock()
