@@ -84,6 +84,7 @@ func (f levelFlag) Set(s string) error {
 type options struct {
 	files                []string
 	useKube, all, ignore bool
+	list                 bool
 	kubeconfig, context  string
 	namespace            string
 	failure, output      analysis.Level
@@ -96,6 +97,7 @@ func parse(args []string, env *Env) (*options, error) {
 	fs := pflag.NewFlagSet("istioctl analyze", pflag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.SortFlags = false
+	fs.BoolVarP(&o.list, "list-analyzers", "L", false, "list the message codes the analyzers report, and exit")
 	fs.StringArrayVarP(&o.files, "filename", "f", nil, "file or directory to analyze (repeatable; files may also be given as arguments; - is stdin)")
 	fs.BoolP("recursive", "R", true, "walk directories recursively (always on, as in Istio 1.31)")
 	fs.BoolVarP(&o.useKube, "use-kube", "k", true, "analyze the live cluster too (--use-kube=false: files only)")
@@ -132,6 +134,12 @@ func Run(ctx context.Context, env *Env, args []string) error {
 	o, err := parse(args, env)
 	if err != nil {
 		return err
+	}
+	if o.list {
+		for _, t := range analysis.Types() {
+			fmt.Fprintf(env.Stdout, "* %s %s (%s)\n", t.Code, t.Name, t.Level)
+		}
+		return nil
 	}
 	files := &analysis.Set{}
 	var fileNames []string

@@ -65,6 +65,7 @@ func TestAnalyzeFiles(t *testing.T) {
 		{"clean", []string{"--use-kube=false", "testdata/clean.yaml"}, 0, "empty.golden", "\u2714 No validation issues found when analyzing testdata/clean.yaml.", ""},
 		{"parse error", []string{"--use-kube=false", "testdata/broken.yaml"}, 65, "empty.golden", "unknown field \"rout\"", ""},
 		{"parse error ignored", []string{"--use-kube=false", "--ignore-unknown", "testdata/broken.yaml"}, 0, "empty.golden", "(but 1 file could not be parsed)", ""},
+		{"list", []string{"-L"}, 0, "list.golden", "", ""},
 		{"bad threshold", []string{"--use-kube=false", "--failure-threshold", "fatal"}, 2, "empty-nothing.golden", "want one of Info, Warning, Error", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
