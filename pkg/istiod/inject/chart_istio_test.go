@@ -40,11 +40,11 @@ func TestChartTemplatesMatchIstio(t *testing.T) {
 		t.Run(c.want, func(t *testing.T) {
 			inst := c.install(t, dir)
 			var vals map[string]any
-			if err := json.Unmarshal(inst.values, &vals); err != nil {
+			if err := json.Unmarshal(inst.Values, &vals); err != nil {
 				t.Fatal(err)
 			}
 			var mesh map[string]any
-			b, _ := json.Marshal(inst.mesh)
+			b, _ := json.Marshal(inst.Mesh)
 			_ = json.Unmarshal(b, &mesh)
 			if c.mesh != nil {
 				c.mesh(mesh)

@@ -177,18 +177,18 @@ func (c istioCase) injector(t *testing.T, dir string) *inject.Injector {
 	t.Helper()
 	inst := c.install(t, dir)
 	var vals map[string]any
-	if err := json.Unmarshal(inst.values, &vals); err != nil {
+	if err := json.Unmarshal(inst.Values, &vals); err != nil {
 		t.Fatalf("Istio's injector values: %v", err)
 	}
 	var mesh map[string]any
-	b, _ := json.Marshal(inst.mesh)
+	b, _ := json.Marshal(inst.Mesh)
 	_ = json.Unmarshal(b, &mesh)
 	if c.mesh != nil {
 		c.mesh(mesh)
 	}
 	vals["meshConfig"] = mesh
 	vb, _ := json.Marshal(vals)
-	cfg, err := inject.ParseConfig(inst.config, vb)
+	cfg, err := inject.ParseConfig(inst.Config, vb)
 	if err != nil {
 		t.Fatalf("Istio's istio-sidecar-injector ConfigMap: %v", err)
 	}

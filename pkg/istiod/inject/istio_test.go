@@ -6,118 +6,39 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
-)
-
-// istioModule is the Istio release whose injector Skiff's must match
-// (1.31); its chart and test data are read from the module cache at test
-// time, never copied here.
-const istioModule = "istio.io/istio@v0.0.0-20260827124520-eed52ebb66ad"
-
-var (
-	istioDirOnce sync.Once
-	istioDir     string
-	istioDirErr  error
+	"github.com/skiff-mesh/skiff/pkg/istiod/inject/istiochart"
 )
 
 // istioSource returns Istio's module directory, or skips the test when
 // the module cannot be had (offline without a module cache).
 func istioSource(t *testing.T) string {
 	t.Helper()
-	istioDirOnce.Do(func() {
-		out, err := exec.Command("go", "mod", "download", "-json", istioModule).Output()
-		if err != nil {
-			istioDirErr = err
-			return
-		}
-		var m struct{ Dir, Error string }
-		if err := json.Unmarshal(out, &m); err != nil {
-			istioDirErr = err
-			return
-		}
-		if m.Dir == "" {
-			istioDirErr = errors.New(m.Error)
-			return
-		}
-		istioDir = m.Dir
-	})
-	if istioDirErr != nil {
-		t.Skipf("Istio's module %s is not available: %v", istioModule, istioDirErr)
+	dir, err := istiochart.Dir()
+	if err != nil {
+		t.Skipf("Istio's module is not available: %v", err)
 	}
-	return istioDir
+	return dir
 }
 
-// istioInstall is what Istio's istio-discovery chart installs for some
-// values: the istio-sidecar-injector ConfigMap's keys and the istio
-// ConfigMap's mesh config.
-type istioInstall struct {
-	config, values []byte
-	mesh           map[string]any
-}
+// istioInstall is what Istio's istio-discovery chart installs for some values.
+type istioInstall = istiochart.Install
 
-// renderIstioChart renders Istio's istio-discovery chart with the helm
-// library (as `helm template` does), with vals as the user's values.
+// renderIstioChart renders Istio's istio-discovery chart with vals as the
+// user's values.
 func renderIstioChart(t *testing.T, vals map[string]any) istioInstall {
 	t.Helper()
-	dir := filepath.Join(istioSource(t), "manifests", "charts", "istio-control", "istio-discovery")
-	ch, err := loader.LoadDir(dir)
-	if err != nil {
-		t.Fatalf("load Istio's chart: %v", err)
-	}
-	rel := chartutil.ReleaseOptions{Name: "istiod", Namespace: "istio-system", IsInstall: true, Revision: 1}
-	rv, err := chartutil.ToRenderValues(ch, vals, rel, chartutil.DefaultCapabilities)
+	got, err := istiochart.Render(istioSource(t), vals)
 	if err != nil {
 		t.Fatal(err)
-	}
-	files, err := engine.Render(ch, rv)
-	if err != nil {
-		t.Fatalf("render Istio's chart: %v", err)
-	}
-	var got istioInstall
-	for name, text := range files {
-		if !strings.HasSuffix(name, ".yaml") {
-			continue
-		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(text)))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			var cm corev1.ConfigMap
-			if yaml.Unmarshal(doc, &cm) != nil || cm.Kind != "ConfigMap" {
-				continue
-			}
-			switch cm.Name {
-			case inject.ConfigMapName:
-				got.config, got.values = []byte(cm.Data[inject.ConfigKey]), []byte(cm.Data[inject.ValuesKey])
-			case "istio":
-				if err := yaml.Unmarshal([]byte(cm.Data["mesh"]), &got.mesh); err != nil {
-					t.Fatalf("Istio's mesh config: %v", err)
-				}
-			}
-		}
-	}
-	if got.config == nil || got.mesh == nil {
-		t.Fatalf("Istio's chart rendered no %s or istio ConfigMap", inject.ConfigMapName)
 	}
 	return got
 }
