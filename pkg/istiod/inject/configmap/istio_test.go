@@ -56,7 +56,9 @@ func TestWatchTakesIstiosConfigMap(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	synced := make(chan struct{})
-	go func() { done <- Watch(wctx, env.Client, ns, inject.ConfigMapName, in, slog.New(recorder(logs)), synced) }()
+	go func() {
+		done <- Watch(wctx, env.Client, ns, inject.ConfigMapName, in, slog.New(recorder(logs)), synced)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
