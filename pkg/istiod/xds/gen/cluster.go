@@ -60,12 +60,23 @@ func subsetLabels(dr *networking.DestinationRule, name string) (map[string]strin
 // cluster and one per DestinationRule subset, each with its traffic policy
 // resolved as Istio resolves it (port-level settings, then the subset's).
 // grpc builds them for proxyless gRPC clients (their TLS is added by the
-// caller).
+// caller). Auto mTLS takes every service's namespace as PERMISSIVE; use
+// outboundClustersIn to honour PeerAuthentication.
 func outboundClusters(svc *model.Service, port model.Port, dr *networking.DestinationRule, eps []model.Endpoint, grpc bool) []*clusterv3.Cluster {
-	out := []*clusterv3.Cluster{outboundCluster(svc, port, "", nil, clusterPolicy(dr, port.Port, ""), eps, grpc)}
+	return outboundClustersIn(nil, svc, port, dr, eps, grpc)
+}
+
+// outboundClustersIn is outboundClusters with the push's security
+// policies: auto mTLS is off for a service whose namespace (or, without
+// one there, the mesh) has a PeerAuthentication in DISABLE mode, as Istio.
+func outboundClustersIn(sec *model.SecurityPolicies, svc *model.Service, port model.Port, dr *networking.DestinationRule, eps []model.Endpoint, grpc bool) []*clusterv3.Cluster {
+	mode := sec.EffectiveMTLS(model.Workload{Namespace: svc.Namespace}).Mode
+	build := func(subset string, labels map[string]string) *clusterv3.Cluster {
+		return outboundCluster(svc, port, subset, labels, clusterPolicy(dr, port.Port, subset), eps, grpc, mode)
+	}
+	out := []*clusterv3.Cluster{build("", nil)}
 	for _, s := range subsetsOf(dr) {
-		p := clusterPolicy(dr, port.Port, s.GetName())
-		out = append(out, outboundCluster(svc, port, s.GetName(), s.GetLabels(), p, eps, grpc))
+		out = append(out, build(s.GetName(), s.GetLabels()))
 	}
 	return out
 }
@@ -81,7 +92,7 @@ func portEndpoints(eps []model.Endpoint, port uint16, labels map[string]string) 
 	return out
 }
 
-func outboundCluster(svc *model.Service, port model.Port, subset string, labels map[string]string, policy *apinet.TrafficPolicy, eps []model.Endpoint, grpc bool) *clusterv3.Cluster {
+func outboundCluster(svc *model.Service, port model.Port, subset string, labels map[string]string, policy *apinet.TrafficPolicy, eps []model.Endpoint, grpc bool, nsMode model.MTLSMode) *clusterv3.Cluster {
 	name := model.ClusterName(port.Port, subset, svc.Hostname)
 	c := &clusterv3.Cluster{Name: name, ConnectTimeout: durationpb.New(defaultConnectTimeout)}
 	switch svc.Resolution {
@@ -119,7 +130,7 @@ func outboundCluster(svc *model.Service, port model.Port, subset string, labels 
 	applyLoadBalancer(c, policy.GetLoadBalancer())
 	// A problem leaves the cluster without TLS, as in Istio; UnhonouredPolicy
 	// reports it.
-	_ = applyTLS(b, clusterTLS{svc: svc, port: port.Port, subset: subset, policy: policy, eps: portEndpoints(eps, port.Port, labels)})
+	_ = applyTLS(b, clusterTLS{svc: svc, port: port.Port, subset: subset, policy: policy, eps: portEndpoints(eps, port.Port, labels), nsMode: nsMode})
 	applyProxyProtocol(c, policy.GetProxyProtocol())
 	return b.finish()
 }

@@ -100,15 +100,16 @@ type clusterTLS struct {
 	policy *apinet.TrafficPolicy
 	// eps are the endpoints the cluster sends to (its subset's, on port).
 	eps []model.Endpoint
+	// nsMode is the PeerAuthentication mode of the service's namespace.
+	nsMode model.MTLSMode
 }
 
 // autoMTLS reports whether Istio's auto mTLS applies when the rule sets no
-// TLS (enableAutoMtls, on by default; no PeerAuthentication is read, so
-// every in-mesh service counts as PERMISSIVE). A passthrough cluster can
-// hold no per-endpoint match: mutual TLS only when every endpoint has a
-// sidecar.
+// TLS (enableAutoMtls, on by default): not for mesh-external services, nor when the service's namespace
+// disables mutual TLS). A passthrough cluster can hold no per-endpoint
+// match: mutual TLS only when every endpoint has a sidecar.
 func (t clusterTLS) autoMTLS(passthrough bool) bool {
-	if !enableAutoMTLS || t.svc.MeshExternal {
+	if !enableAutoMTLS || t.svc.MeshExternal || t.nsMode == model.MTLSDisable {
 		return false
 	}
 	if passthrough {
