@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,8 +30,9 @@ var leases = []string{leader.NamespaceController, leader.PerRevision(leader.Vali
 
 // TestThreeReplicas runs three istiod processes against one API server,
 // kills the leader and checks that a survivor takes its singletons over,
-// that a proxyless client rides it out and that nothing is rewritten in a
-// loop afterwards.
+// that a proxyless client rides it out, that nothing is rewritten in a
+// loop afterwards, and that a replica stopped with SIGTERM releases its
+// leases as it exits.
 func TestThreeReplicas(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (the API server harness)")
@@ -180,4 +182,30 @@ func TestThreeReplicas(t *testing.T) {
 	} else {
 		t.Logf("writes over the quiet period: %v", w)
 	}
+
+	// A replica told to stop (SIGTERM, as the kubelet does) releases its
+	// leases before exiting: right after it exits, it holds none of them,
+	// although they would not have expired yet.
+	stopping := replicas[successor]
+	if err := stopping.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stopping.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not exit on SIGTERM", stopping.id)
+	}
+	for _, l := range leases {
+		if h := holder(ctx, c, l); h == stopping.id {
+			t.Errorf("%s exited still holding %s", stopping.id, l)
+		}
+	}
+	polltest.Within(t, 15*time.Second, "the last replica holds every lease", func() bool {
+		for _, l := range leases {
+			if h := holder(ctx, c, l); h == "" || h == victim.id || h == stopping.id {
+				return false
+			}
+		}
+		return true
+	})
 }
