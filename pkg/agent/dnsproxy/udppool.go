@@ -10,9 +10,6 @@ import (
 	"net/netip"
 	"sync"
 	"time"
-
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
 )
 
 // The pool's shape. A socket answers for its random source port for at most
@@ -23,8 +20,6 @@ const (
 	poolSockets = 4
 	sockMaxUses = 2048
 	sockMaxAge  = 10 * time.Second
-	// upstreamBatch is how many answers one read takes at most.
-	upstreamBatch = 16
 )
 
 // errPoolClosed means the pool was closed while a query waited.
@@ -247,22 +242,12 @@ func (s *udpSock) fail(err error) {
 }
 
 // read delivers each datagram to the query it answers and ignores the rest
-// (late answers, forgeries), until the socket is closed. Under load one
-// recvmmsg reads several answers.
+// (late answers, forgeries), until the socket is closed.
 func (s *udpSock) read() {
 	defer s.pool.wg.Done()
-	var bc batchConn = ipv4.NewPacketConn(s.conn)
-	if s.pool.server.Addr().Is6() && !s.pool.server.Addr().Is4In6() {
-		bc = ipv6.NewPacketConn(s.conn)
-	}
-	ms := make([]ipv4.Message, upstreamBatch)
-	for i := range ms {
-		// We ask upstreams for at most maxUDPSize; one spare byte shows a
-		// datagram that was larger, which is dropped rather than cut.
-		ms[i].Buffers = [][]byte{make([]byte, maxUDPSize+1)}
-	}
+	buf := make([]byte, 65535) // as large as a datagram: nothing silently cut
 	for {
-		n, err := bc.ReadBatch(ms, 0)
+		n, err := s.conn.Read(buf)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				s.fail(errPoolClosed)
@@ -271,11 +256,10 @@ func (s *udpSock) read() {
 			s.fail(err) // e.g. connection refused: the upstream is not there
 			continue    // the retired socket closes once its waiters leave
 		}
-		for _, m := range ms[:n] {
-			if m.N >= headerLen && m.N <= maxUDPSize {
-				s.deliver(m.Buffers[0][:m.N])
-			}
+		if n < headerLen {
+			continue
 		}
+		s.deliver(buf[:n])
 	}
 }
 
