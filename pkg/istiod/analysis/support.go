@@ -61,6 +61,22 @@ func policyRules(p Proxy, field string, values []string, effect string) []Rule {
 	return rs
 }
 
+// unsetPolicies are the traffic-policy fields neither generator
+// translates: the cluster is built as if they were unset.
+func unsetPolicies(p Proxy) []Rule {
+	const effect = "the cluster is built as if it were unset"
+	var rs []Rule
+	for _, f := range []string{"loadBalancer.zoneAwareLbSetting", "loadBalancer.warmupDurationSecs", "loadBalancer.warmup"} {
+		rs = append(rs, policyRules(p, f, nil, effect)...)
+	}
+	for _, f := range []string{"tunnel", "proxyProtocol", "retryBudget"} { // not in portLevelSettings
+		for _, tp := range []string{"spec.trafficPolicy", "spec.subsets.trafficPolicy"} {
+			rs = append(rs, Rule{Kind: model.KindDestinationRule, Field: tp + "." + f, Proxy: p, Level: Warning, Effect: effect})
+		}
+	}
+	return rs
+}
+
 func rules(kind model.Kind, p Proxy, level Level, effect string, fields ...string) []Rule {
 	var rs []Rule
 	for _, f := range fields {
@@ -77,8 +93,9 @@ var Untranslated = concat(
 	rules(model.KindVirtualService, Envoy, Warning, "the route is sent without it",
 		"spec.http.directResponse", "spec.http.delegate"),
 	policyRules(Envoy, "loadBalancer.localityLbSetting", nil, "endpoints are balanced without locality preference or failover"),
+	unsetPolicies(Envoy),
 	rules(model.KindSidecar, Envoy, Warning, "ignored: inbound listeners are built as if it were unset",
-		"spec.ingress"),
+		"spec.ingress", "spec.inboundConnectionPool"),
 	[]Rule{{Kind: model.KindAuthorizationPolicy, Field: "spec.action", Values: []string{"CUSTOM"}, Proxy: Envoy, Level: Error,
 		Effect: "the policy is not enforced: no request is sent to the external authorizer"}},
 
@@ -94,6 +111,7 @@ var Untranslated = concat(
 	policyRules(Proxyless, "loadBalancer.consistentHash.useSourceIp", nil, "grpc-go hashes on a header only; the ring hash has no key"),
 	policyRules(Proxyless, "loadBalancer.consistentHash.httpQueryParameterName", nil, "grpc-go hashes on a header only; the ring hash has no key"),
 	policyRules(Proxyless, "loadBalancer.localityLbSetting", nil, "endpoints are balanced without locality preference or failover"),
+	unsetPolicies(Proxyless),
 	policyRules(Proxyless, "connectionPool.tcp", nil, "grpc-go applies only connectionPool.http.http2MaxRequests"),
 	concat(
 		policyRules(Proxyless, "connectionPool.http.http1MaxPendingRequests", nil, "grpc-go applies only connectionPool.http.http2MaxRequests"),
