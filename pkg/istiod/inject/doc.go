@@ -17,6 +17,17 @@
 // Envoy serving proxyless gRPC apps its xDS bootstrap and certificates; and
 // "grpc-simple": a bootstrap pointing the apps straight at istiod.
 //
+// Templates written for Istio render unchanged: they get Sprig's
+// functions and Istio's own (annotation, isset, toJsonMap, protoToJSON,
+// appendMultusNetwork, ... with Istio's meaning, funcs.go) and Istio's
+// template data (MeshConfig, NativeSidecars, ProxyUID...), and after
+// rendering the injector does what Istio's does to the merged pod
+// (postprocess.go, overrides.go): metrics merging, ISTIO_KUBE_APP_PROBERS
+// and the probe rewrite, the cluster and network environment,
+// proxy.istio.io/overrides, the container order. The tests render Istio's
+// own chart from the module cache (package istiochart) and compare with
+// Istio's expected pods.
+//
 // The admission webhook (pkg/istiod/webhook) and istioctl kube-inject use
 // the same Injector; package configmap keeps one in step with the
 // ConfigMap through the API server.
