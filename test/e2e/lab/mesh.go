@@ -81,7 +81,7 @@ endpoints:
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: {{.Name}}, namespace: {{.Namespace}}, labels: {app: {{.App}}{{if .Version}}, version: {{.Version}}{{end}}}}
+metadata: {name: {{.Name}}, namespace: {{.Namespace}}, labels: {app: {{.App}}{{if .Version}}, version: {{.Version}}{{end}}{{if $.MTLS}}, security.istio.io/tlsMode: istio{{end}}}}
 spec: {serviceAccountName: {{.ServiceAccount}}, containers: [{name: app, image: grpc-app}]}
 status: {podIP: {{.IP}}}
 {{- end}}
