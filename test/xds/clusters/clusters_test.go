@@ -96,9 +96,11 @@ func TestLeastRequest(t *testing.T) {
 	fast := proxylesstest.StartBackend(t, "127.0.0.122", "fast")
 	call := mesh(t, "least", `    loadBalancer: {simple: LEAST_REQUEST}
 `, slow, fast)
-	if _, err := call(t.Context()); err != nil { // the channel is up
-		t.Fatal(err)
-	}
+	// Both connections up first: the policy picks among ready backends.
+	polltest.Until(t, "calls reaching both backends", func() bool {
+		_, _ = call(t.Context())
+		return slow.Calls.Load() > 0 && fast.Calls.Load() > 0
+	})
 	release := make(chan struct{})
 	hold(slow, release)
 	fast.Calls.Store(0)
@@ -143,6 +145,11 @@ func TestOutlierEjection(t *testing.T) {
       baseEjectionTime: 300s
       maxEjectionPercent: 100
 `, good1, good2, bad)
+	// Round robin reaches every backend once its connection is up.
+	polltest.Until(t, "calls reaching all three backends", func() bool {
+		_, _ = call(t.Context())
+		return good1.Calls.Load() > 0 && good2.Calls.Load() > 0 && bad.Calls.Load() > 0
+	})
 	var last map[string]int
 	ok := polltest.Wait(polltest.Timeout, func() bool {
 		last = tally(t, call, 30)
@@ -152,11 +159,12 @@ func TestOutlierEjection(t *testing.T) {
 		t.Fatalf("the failing backend was never ejected; last 30 calls: %v", last)
 	}
 	before := bad.Calls.Load()
-	if got := tally(t, call, 30); got["good1"]+got["good2"] != 30 || bad.Calls.Load() != before {
+	got := tally(t, call, 30)
+	if got["good1"]+got["good2"] != 30 || bad.Calls.Load() != before {
 		t.Errorf("after ejection: %v (failing backend got %d more), want all 30 on good1 and good2", got, bad.Calls.Load()-before)
 	}
-	if good1.Calls.Load() == 0 || good2.Calls.Load() == 0 {
-		t.Errorf("good1 %d calls, good2 %d: want both used", good1.Calls.Load(), good2.Calls.Load())
+	if got["good1"] == 0 || got["good2"] == 0 {
+		t.Errorf("after ejection: %v, want both good backends used", got)
 	}
 }
 
