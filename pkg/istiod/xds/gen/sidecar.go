@@ -45,7 +45,7 @@ func scopeClusters(pc *model.PushContext, sc *model.Scope) []*Resource {
 		cs := fixedClusters()
 		for _, svc := range sc.Services {
 			for _, p := range svc.Ports {
-				cs = append(cs, outboundClusters(svc, p, sc.DestinationRule[svc.Hostname], pc.Endpoints[svc.Hostname], false)...)
+				cs = append(cs, outboundClustersIn(pc.Security, svc, p, sc.DestinationRule[svc.Hostname], pc.Endpoints[svc.Hostname], false)...)
 			}
 		}
 		return sortByName(marshalAll(cs, clusterName))
