@@ -194,7 +194,9 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 	cluster, network := clusterInfo(pod, c.cfg.Values)
 	setClusterEnv(pod, cluster, network)
 	if !setsAnnotation(js, "prometheus.io/port") {
-		s.mergeMetrics(pod)
+		if err := s.mergeMetrics(pod); err != nil {
+			return err
+		}
 	}
 	securePort(pod)
 	// A template may turn probe rewriting off (grpc-agent does: no Envoy

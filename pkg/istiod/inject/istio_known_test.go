@@ -54,11 +54,6 @@ var knownDifferences = map[string]known{
 	// injector is not given the namespace and uses 1337.
 	"hello-openshift.yaml.injected":                  {reason: "openshift uid range", paths: openshiftIDs},
 	"hello-openshift-custom-injection.yaml.injected": {reason: "openshift uid range", paths: append([]string{"metadata.annotations[proxy.istio.io/overrides]"}, openshiftIDs...)},
-	// prometheus.istio.io/scrape-targets (several app metrics ports) is
-	// not read: ISTIO_PROMETHEUS_ANNOTATIONS carries only scrape/path/port.
-	"hello-multiport-metrics.yaml.injected": {reason: "scrape-targets", paths: []string{
-		"spec.initContainers[istio-proxy].env[ISTIO_PROMETHEUS_ANNOTATIONS].value",
-	}},
 }
 
 var (

@@ -1,13 +1,10 @@
 package inject
 
 import (
-	"encoding/json"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
-	"istio.io/api/annotation"
 	"istio.io/api/label"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -79,59 +76,6 @@ func promKey(k string) string {
 		}
 		return '_'
 	}, k)
-}
-
-// mergeMetrics points Prometheus at the agent's merged metrics: unless the
-// pod's prometheus.io/scrape is false, the mesh's enablePrometheusMerge
-// or the pod's prometheus.istio.io/merge-metrics is false, or the pod is
-// already aimed at the agent, the app's own scrape annotations move into
-// the proxy's ISTIO_PROMETHEUS_ANNOTATIONS and the pod gets the agent's
-// (the mesh's default status port, /stats/prometheus).
-func (s *settings) mergeMetrics(pod *corev1.Pod) {
-	var scrape, path, port string
-	var hasScrape, hasPort bool
-	for k, v := range pod.Annotations {
-		switch promKey(k) {
-		case "prometheus_io_scrape":
-			scrape, hasScrape = v, true
-		case "prometheus_io_path":
-			path = v
-		case "prometheus_io_port":
-			port, hasPort = v, true
-		}
-	}
-	if on, err := strconv.ParseBool(scrape); hasScrape && err == nil && !on {
-		return
-	}
-	if !s.mesh.GetEnablePrometheusMerge().GetValue() && s.mesh.GetEnablePrometheusMerge() != nil {
-		return
-	}
-	if v, ok := pod.Annotations[annotation.PrometheusMergeMetrics.Name]; ok {
-		if on, err := strconv.ParseBool(v); err == nil && !on {
-			return
-		}
-	}
-	target := strconv.Itoa(int(s.mesh.GetDefaultConfig().GetStatusPort()))
-	if hasPort && port == target {
-		return
-	}
-	if c := sidecar(pod); c != nil && (scrape != "" || path != "" || port != "") && !hasEnv(c, "ISTIO_PROMETHEUS_ANNOTATIONS") {
-		js, _ := json.Marshal(struct {
-			Scrape string `json:"scrape"`
-			Path   string `json:"path"`
-			Port   string `json:"port"`
-		}{scrape, path, port})
-		c.Env = append(c.Env, corev1.EnvVar{Name: "ISTIO_PROMETHEUS_ANNOTATIONS", Value: string(js)})
-	}
-	for k := range pod.Annotations {
-		switch promKey(k) {
-		case "prometheus_io_scrape", "prometheus_io_path", "prometheus_io_port", "prometheus_istio_io_scrape_targets":
-			delete(pod.Annotations, k)
-		}
-	}
-	pod.Annotations["prometheus.io/port"] = target
-	pod.Annotations["prometheus.io/path"] = "/stats/prometheus"
-	pod.Annotations["prometheus.io/scrape"] = "true"
 }
 
 // securePort copies a non-zero ENVOY_SECURE_MERGED_METRICS_PORT of the
