@@ -3,8 +3,10 @@ package routes_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/proxylesstest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 // TestConsistentHashHeader: a DestinationRule hashing on a header makes
@@ -38,6 +40,17 @@ spec:
   trafficPolicy:
     loadBalancer: {%s}`, ns, ns, lb))
 	cl := dial(t, m, ns)
+	// Both backends ready first: a balancer with one ready backend sends
+	// everything there, whatever the policy.
+	seen, i := map[string]bool{}, 0
+	polltest.Within(t, 15*time.Second, "answers from both backends", func() bool {
+		i++
+		name, err := proxylesstest.Call(t.Context(), cl, "x-user", fmt.Sprintf("warm-%d", i))
+		if err == nil {
+			seen[name] = true
+		}
+		return seen["a"] && seen["b"]
+	})
 	for i := range 6 {
 		user := fmt.Sprintf("user-%d", i)
 		got := proxylesstest.Tally(t.Context(), cl, 8, "x-user", user)
