@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster"
@@ -156,6 +158,15 @@ func Run(ctx context.Context, env *Env, args []string) error {
 	}
 	if ns == "" {
 		ns = "default"
+	}
+	if c != nil {
+		// As Istio's: a namespace that does not exist is said, not analyzed.
+		if _, err := c.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			fmt.Fprintf(env.Stderr, "namespace %q not found\n", ns)
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("namespace %s: %w", ns, err)
+		}
 	}
 	for _, f := range o.files {
 		names, errs, err := readPath(env, files, f, ns)

@@ -3,6 +3,7 @@ package analyze_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	apinet "istio.io/api/networking/v1alpha3"
@@ -95,4 +96,9 @@ func TestAnalyzeCluster(t *testing.T) {
 		t.Errorf("with the Service from a file: exit %d, want 0 (warnings only); stderr:\n%s", code, errOut)
 	}
 	golden(t, "cluster-fixed.golden", out)
+
+	code, _, errOut = run(t, nil, "analyze", "--kubeconfig", env.Kubeconfig, "-n", "nowhere")
+	if code != 0 || !strings.Contains(errOut, `namespace "nowhere" not found`) {
+		t.Errorf("missing namespace: exit %d, stderr %q", code, errOut)
+	}
 }
