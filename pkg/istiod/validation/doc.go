@@ -25,4 +25,10 @@
 // knows: a VirtualService that names a subset no DestinationRule of its
 // host defines is refused; a host with no DestinationRule yet is accepted,
 // since the rule may be applied after the route.
+//
+// Whether a referenced host exists is not checked here: the webhook runs
+// the analyzers (pkg/istiod/analysis) on the admitted object and returns
+// their messages (IST0101 for a missing host) as admission warnings, or
+// refuses a missing host when istiod runs with
+// --validationDenyMissingHosts (see pkg/istiod/webhooks.go).
 package validation
