@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster"
 	"github.com/skiff-mesh/skiff/pkg/istioctl/proxyview"
 )
 
@@ -42,7 +44,7 @@ func proxyStatusCommand() Command {
 				if err != nil {
 					return err
 				}
-				s, err := (&proxyview.Client{Istiod: url}).Status(ctx)
+				s, err := r.status(ctx, &proxyview.Client{Istiod: url})
 				if err != nil {
 					return fmt.Errorf("istiod %s: %w", ep.Name, err)
 				}
@@ -54,7 +56,7 @@ func proxyStatusCommand() Command {
 			if r.kube.Namespace != "" {
 				streams = proxyview.InNamespace(streams, r.kube.Namespace)
 			}
-			return proxyview.WriteStatus(env.Stdout, streams, "", "skiff")
+			return proxyview.WriteStatus(env.Stdout, streams, "", "")
 		},
 	}
 }
@@ -135,7 +137,16 @@ func (r *reach) configDump(ctx context.Context, istiods []endpoint, pod string) 
 		if err != nil {
 			return nil, err
 		}
-		d, err := (&proxyview.Client{Istiod: url}).ConfigDump(ctx, pod)
+		c := &proxyview.Client{Istiod: url}
+		d, err := c.ConfigDump(ctx, pod)
+		if errors.Is(err, proxyview.ErrUnauthorized) {
+			tok, terr := r.token(ctx)
+			if terr != nil {
+				return nil, fmt.Errorf("istiod %s: %w; no token could be had: %v", ep.Name, err, terr)
+			}
+			c.Token = tok
+			d, err = c.ConfigDump(ctx, pod)
+		}
 		if err == nil {
 			return d, nil
 		}
@@ -156,4 +167,33 @@ func hostOf(url string) string {
 		h = h[:i]
 	}
 	return h
+}
+
+// tokenTTL is how long the token istioctl asks for lives (as Istio's: an hour).
+const tokenTTL = time.Hour
+
+// status reads syncz; when istiod answers 401 (Istio's istiod to a caller
+// off its host), it asks the API server for the token Istio's istioctl
+// presents (service account default of istiod's namespace, audience
+// istio-ca) and tries once more.
+func (r *reach) status(ctx context.Context, c *proxyview.Client) ([]proxyview.ProxyStatus, error) {
+	s, err := c.Status(ctx)
+	if !errors.Is(err, proxyview.ErrUnauthorized) {
+		return s, err
+	}
+	tok, terr := r.token(ctx)
+	if terr != nil {
+		return nil, fmt.Errorf("%w; no token could be had: %v", err, terr)
+	}
+	c.Token = tok
+	return c.Status(ctx)
+}
+
+// token gets a token for istiod from the cluster.
+func (r *reach) token(ctx context.Context) (string, error) {
+	cl, err := r.cluster()
+	if err != nil {
+		return "", err
+	}
+	return cl.Token(ctx, r.kube.IstioNamespace, "default", []string{cluster.IstioCAAudience}, tokenTTL)
 }

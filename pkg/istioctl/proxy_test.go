@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,7 +36,8 @@ func startIstiod(t *testing.T) string {
 	t.Helper()
 	d, ctx := istiodtest.Start(t, nil)
 
-	c, err := xdstest.DialSotW(ctx, d.Addr("grpc"), xdstest.Node(productpageID, nil))
+	// The metadata a pilot-agent reports: proxy-status prints it.
+	c, err := xdstest.DialSotW(ctx, d.Addr("grpc"), xdstest.Node(productpageID, map[string]string{"CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +90,42 @@ func createPod(ctx context.Context, t *testing.T, env *kubetest.Env, ns, name st
 	}
 }
 
+// istioSyncz is written from Istio 1.31's SyncStatus fields (proxy,
+// cluster_id, istio_version, resources by type URL with sent and acked
+// nonces).
+const istioSyncz = `[{"cluster_id": "east", "proxy": "sidecar~10.0.0.7~productpage-v1-6d8.default~default.svc.cluster.local",
+ "proxy_type": "sidecar", "istio_version": "1.31.0", "cluster_sent": "c1", "cluster_acked": "c1", "listener_sent": "l2", "listener_acked": "l1",
+ "resources": {"type.googleapis.com/envoy.config.cluster.v3.Cluster": {"sent": "c1", "acked": "c1"},
+  "type.googleapis.com/envoy.config.listener.v3.Listener": {"sent": "l2", "acked": "l1"}}}]`
+
+// startIstioDebug stands in for Istio's istiod debug port seen from off
+// its host: /debug/syncz in Istio's format, only to a bearer token the API
+// server reviews as service account default of istio-system for the
+// istio-ca audience (401 otherwise), as Istio's KubeJWT authenticator.
+func startIstioDebug(ctx context.Context, t *testing.T, env *kubetest.Env) string {
+	t.Helper()
+	if _, err := env.Client.CoreV1().ServiceAccounts("istio-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		tr, err := env.Client.AuthenticationV1().TokenReviews().Create(r.Context(), &authv1.TokenReview{
+			Spec: authv1.TokenReviewSpec{Token: tok, Audiences: []string{"istio-ca"}}}, metav1.CreateOptions{})
+		if err != nil || !tr.Status.Authenticated || tr.Status.User.Username != "system:serviceaccount:istio-system:default" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		io.WriteString(w, istioSyncz)
+	}))
+	t.Cleanup(s.Close)
+	return s.URL
+}
+
 // TestThroughTheAPIServer runs proxy-status and proxy-config as on a real
 // cluster: the pods are found in a real API server, and the forwards (which
 // need a kubelet) are recorded and answered by a real istiod and an agent's
@@ -99,6 +137,7 @@ func TestThroughTheAPIServer(t *testing.T) {
 	createPod(ctx, t, env, "istio-system", "istiod-canary-5d2b", map[string]string{"app": "istiod", "istio.io/rev": "canary"})
 	createPod(ctx, t, env, "default", "productpage-0", map[string]string{"app": "productpage"})
 	debug, agent := startIstiod(t), startAgent(t)
+	istio := startIstioDebug(ctx, t, env)
 	kc := env.Kubeconfig
 	// Two contexts: the current one points where nothing serves.
 	two := clientcmdapi.NewConfig()
@@ -186,6 +225,14 @@ func TestThroughTheAPIServer(t *testing.T) {
 		{
 			name: "--istiod skips the cluster", args: []string{"proxy-status", "--istiod", "http://" + debug},
 			want: []string{"productpage-0.default", "127.0.0.1"},
+		},
+		{
+			name: "Istio's istiod off its host: a token from the cluster", args: []string{"proxy-status", "--istiod", istio, "--kubeconfig", kc},
+			want: []string{"productpage-v1-6d8.default   east      SYNCED   STALE"},
+		},
+		{
+			name: "Istio's istiod off its host, no cluster for a token", args: []string{"proxy-status", "--istiod", istio}, code: ExitError,
+			want: []string{"401", "istio-ca", "no Kubernetes configuration"},
 		},
 		{
 			name: "ISTIOD_DEBUG_ADDR", args: []string{"proxy-status", "--kubeconfig", kc}, env: []string{"ISTIOD_DEBUG_ADDR", "http://" + debug},

@@ -18,7 +18,8 @@ import (
 	"time"
 )
 
-// TypeStatus and ProxyStatus mirror istiod's /debug/syncz.
+// TypeStatus and ProxyStatus are istiod's /debug/syncz, read from Skiff's
+// format or Istio's (ParseSyncz).
 type TypeStatus struct {
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
@@ -29,6 +30,10 @@ type ProxyStatus struct {
 	Proxy     string                `json:"proxy"`
 	Generator string                `json:"generator,omitempty"`
 	Types     map[string]TypeStatus `json:"types"`
+	// ClusterID and IstioVersion are what the proxy reported (CLUSTER_ID
+	// and ISTIO_VERSION node metadata); empty when it reported none.
+	ClusterID    string `json:"cluster_id,omitempty"`
+	IstioVersion string `json:"istio_version,omitempty"`
 	// Istiod names the istiod that reported the stream (set by the caller;
 	// WriteStatus's istiod argument stands in when it is empty).
 	Istiod string `json:"-"`
@@ -39,36 +44,60 @@ type Client struct {
 	// Istiod is istiod's debug address ("http://127.0.0.1:8080").
 	Istiod string
 	HTTP   *http.Client
+	// Token, when set, goes with every request as "Authorization: Bearer":
+	// Istio's istiod answers its debug endpoints only to loopback callers
+	// (a port-forward) and to callers with a service-account token.
+	Token string
 }
 
+// ErrUnauthorized says istiod answered 401: it wants a token (Token).
+var ErrUnauthorized = errors.New("istiod wants a service-account token for the istio-ca audience")
+
 func (c *Client) get(ctx context.Context, base, path string, out any) error {
+	body, err := c.getBody(ctx, base, path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(body, out)
+}
+
+func (c *Client) getBody(ctx context.Context, base, path string) ([]byte, error) {
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+path, nil)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return nil, fmt.Errorf("GET %s: %s: %w", path, resp.Status, ErrUnauthorized)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
 	}
-	return json.Unmarshal(body, out)
+	return body, nil
 }
 
-// Status fetches /debug/syncz.
+// Status fetches /debug/syncz, from Skiff's istiod or Istio's.
 func (c *Client) Status(ctx context.Context) ([]ProxyStatus, error) {
-	var out []ProxyStatus
-	return out, c.get(ctx, c.Istiod, "/debug/syncz", &out)
+	body, err := c.getBody(ctx, c.Istiod, "/debug/syncz")
+	if err != nil {
+		return nil, err
+	}
+	return ParseSyncz(body)
 }
 
 // podName turns a node id (sidecar~IP~POD.NS~NS.svc.cluster.local) into POD.NS.
@@ -94,8 +123,9 @@ func InNamespace(streams []ProxyStatus, ns string) []ProxyStatus {
 
 // proxyRow is one proxy's line of the status table.
 type proxyRow struct {
-	types   map[string]TypeStatus
-	istiods []string
+	types            map[string]TypeStatus
+	istiods          []string
+	cluster, version string
 }
 
 // merge folds the streams of one proxy (the agent's NameTable stream, the
@@ -117,6 +147,12 @@ func merge(streams []ProxyStatus, istiod string) map[string]*proxyRow {
 		if !slices.Contains(row.istiods, from) {
 			row.istiods = append(row.istiods, from)
 		}
+		if s.ClusterID != "" {
+			row.cluster = s.ClusterID
+		}
+		if s.IstioVersion != "" {
+			row.version = s.IstioVersion
+		}
 		for typ, st := range s.Types {
 			if cur, ok := row.types[typ]; !ok || rank[st.Status] > rank[cur.Status] {
 				row.types[typ] = st
@@ -128,7 +164,10 @@ func merge(streams []ProxyStatus, istiod string) map[string]*proxyRow {
 
 // WriteStatus prints the proxy-status table: NAME, CLUSTER, CDS, LDS, EDS,
 // RDS, ECDS, ISTIOD, VERSION. ISTIOD is each stream's Istiod, else istiod
-// (joined with commas when a proxy's streams are on several).
+// (joined with commas when a proxy's streams are on several). CLUSTER and
+// VERSION are what the proxy reported (its CLUSTER_ID and ISTIO_VERSION);
+// when it reported none, VERSION is version if given, and "-" stands for
+// what is not known.
 func WriteStatus(w io.Writer, streams []ProxyStatus, istiod, version string) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tCLUSTER\tCDS\tLDS\tEDS\tRDS\tECDS\tISTIOD\tVERSION")
@@ -146,7 +185,12 @@ func WriteStatus(w io.Writer, streams []ProxyStatus, istiod, version string) err
 			}
 			return "NOT SENT"
 		}
-		fmt.Fprintf(tw, "%s\tKubernetes\t%s\t%s\t%s\t%s\tNOT SENT\t%s\t%s\n", podName(id), st("CDS"), st("LDS"), st("EDS"), st("RDS"), strings.Join(row.istiods, ","), version)
+		cluster, ver := row.cluster, row.version
+		if ver == "" {
+			ver = version
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", podName(id), orDash(cluster), st("CDS"), st("LDS"), st("EDS"), st("RDS"), st("ECDS"),
+			strings.Join(row.istiods, ","), orDash(ver))
 	}
 	return tw.Flush()
 }
@@ -156,6 +200,11 @@ type Dump struct {
 	Proxy  string                       `json:"proxy"`
 	Config map[string][]json.RawMessage `json:"config"`
 }
+
+// ErrDumpFormat says istiod's /debug/config_dump is not Skiff's (Istio's
+// istiod answers with Envoy's ConfigDump, which this view does not read).
+var ErrDumpFormat = errors.New("istiod's /debug/config_dump is not in Skiff's format (Istio's istiod answers with Envoy's ConfigDump): " +
+	"this istioctl cannot show it; use Istio's istioctl proxy-config")
 
 // ErrNotConnected says the proxy has no stream to this istiod.
 var ErrNotConnected = errors.New("not connected to istiod")
@@ -179,6 +228,10 @@ func (c *Client) ConfigDump(ctx context.Context, pod string) (*Dump, error) {
 	var d Dump
 	if err := c.get(ctx, c.Istiod, "/debug/config_dump?proxyID="+url.QueryEscape(id), &d); err != nil {
 		return nil, err
+	}
+	if d.Proxy == "" && d.Config == nil {
+		// Istio's istiod answers with Envoy's ConfigDump ({"configs": [...]}).
+		return nil, ErrDumpFormat
 	}
 	return &d, nil
 }
@@ -316,4 +369,12 @@ func WriteSecrets(w io.Writer, secrets []Secret) error {
 			s.NotAfter.UTC().Format(time.RFC3339), s.NotBefore.UTC().Format(time.RFC3339))
 	}
 	return tw.Flush()
+}
+
+// orDash stands "-" for an unknown value.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

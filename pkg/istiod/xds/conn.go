@@ -100,7 +100,7 @@ func (c *Connection) Status() ProxyStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ps := ProxyStatus{Proxy: c.proxy.ID, ConnectionID: c.id, Delta: c.delta, Generator: c.proxy.Generator,
-		ConnectedAt: c.connected, Types: map[string]TypeStatus{}}
+		ClusterID: c.clusterID, IstioVersion: c.istioVersion, ConnectedAt: c.connected, Types: map[string]TypeStatus{}}
 	for _, t := range gen.PushOrder() {
 		w := c.watched[t]
 		ts := TypeStatus{Status: w.status()}

@@ -99,6 +99,10 @@ type ProxyStatus struct {
 	Delta bool `json:"delta"`
 	// Generator is "grpc" for proxyless clients.
 	Generator string `json:"generator,omitempty"`
+	// ClusterID and IstioVersion are the node's CLUSTER_ID and
+	// ISTIO_VERSION metadata (named as in Istio's syncz).
+	ClusterID    string `json:"cluster_id,omitempty"`
+	IstioVersion string `json:"istio_version,omitempty"`
 	// ConnectedAt is when the stream started.
 	ConnectedAt time.Time `json:"connected_at"`
 	// Types maps "CDS", "EDS", "LDS", "RDS", "NDS" to their status.
