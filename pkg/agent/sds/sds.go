@@ -1,10 +1,14 @@
 // Package sds serves the workload certificate to the proxy over Envoy's
 // Secret Discovery Service on a Unix socket: "default" (key and chain) and
-// "ROOTCA" (trusted roots), pushed again on every rotation.
+// "ROOTCA" (trusted roots), pushed again on every rotation, and, as Istio's
+// agent does, secrets read from mounted files ("file-cert:CERT~KEY",
+// "file-root:CA", "file-root:system"), pushed again when the files change.
 package sds
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,36 +86,83 @@ func (s *Server) Serve(ctx context.Context, path string) error {
 	return nil
 }
 
-// secret renders one named secret from the current certificate.
-func secret(name string, c *certs.Cert) (*anypb.Any, error) {
+// secret renders one named secret: from the current certificate (c may be
+// nil until the first arrives) or from mounted files. digest fingerprints
+// file contents, for the response's version.
+func secret(name string, c *certs.Cert) (a *anypb.Any, digest []byte, err error) {
 	var sec *tlsv3.Secret
 	switch name {
-	case WorkloadCert:
-		sec = &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
-			CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: c.ChainPEM}},
-			PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: c.KeyPEM}},
-		}}}
-	case RootCert:
-		sec = &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
-			TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: c.RootPEM}},
-		}}}
+	case WorkloadCert, RootCert:
+		if c == nil {
+			return nil, nil, errNoCert
+		}
+		if name == WorkloadCert {
+			sec = &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
+				CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: c.ChainPEM}},
+				PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: c.KeyPEM}},
+			}}}
+		} else {
+			sec = &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
+				TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: c.RootPEM}},
+			}}}
+		}
 	default:
-		return nil, fmt.Errorf("unknown secret %q (want %s or %s)", name, WorkloadCert, RootCert)
+		f, ok, err := parseFileSecret(name)
+		if !ok {
+			return nil, nil, fmt.Errorf("unknown secret %q (want %s, %s, %s... or %s...)", name, WorkloadCert, RootCert, FileCertPrefix, FileRootPrefix)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if sec, digest, err = f.load(name); err != nil {
+			return nil, nil, err
+		}
 	}
-	return anypb.New(sec)
+	a, err = anypb.New(sec)
+	return a, digest, err
 }
 
-func (s *Server) response(names []string, c *certs.Cert) (*discovery.DiscoveryResponse, error) {
-	resp := &discovery.DiscoveryResponse{TypeUrl: SecretType, VersionInfo: c.Leaf.SerialNumber.Text(16),
-		Nonce: strconv.FormatUint(s.nonce.Add(1), 10)}
+// errNoCert: the workload certificate is not there yet.
+var errNoCert = errors.New("no workload certificate yet")
+
+// filePaths lists the files of the file secrets among names.
+func filePaths(names []string) []string {
+	var out []string
 	for _, n := range names {
-		a, err := secret(n, c)
-		if err != nil {
-			return nil, err
+		if f, ok, err := parseFileSecret(n); ok && err == nil {
+			out = append(out, f.paths()...)
 		}
+	}
+	return out
+}
+
+// response renders the secrets of names that can be served now; the others
+// are left out (the proxy keeps waiting for them) and returned as errors.
+// nil when none can. The version changes with the certificate and with
+// the contents of the files.
+func (s *Server) response(names []string, c *certs.Cert) (*discovery.DiscoveryResponse, []error) {
+	resp := &discovery.DiscoveryResponse{TypeUrl: SecretType, Nonce: strconv.FormatUint(s.nonce.Add(1), 10)}
+	h := sha256.New()
+	if c != nil {
+		h.Write([]byte(c.Leaf.SerialNumber.Text(16)))
+	}
+	var errs []error
+	for _, n := range names {
+		a, digest, err := secret(n, c)
+		if err != nil {
+			if !errors.Is(err, errNoCert) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		h.Write(digest)
 		resp.Resources = append(resp.Resources, a)
 	}
-	return resp, nil
+	if len(resp.Resources) == 0 {
+		return nil, errs
+	}
+	resp.VersionInfo = hex.EncodeToString(h.Sum(nil)[:8])
+	return resp, errs
 }
 
 // StreamSecrets serves one proxy's SDS stream: the requested secrets as soon
@@ -136,16 +187,26 @@ func (s *Server) StreamSecrets(stream secretv3.SecretDiscoveryService_StreamSecr
 	}()
 	changed, cancel := s.src.Subscribe()
 	defer cancel()
+	files, err := newFileWatch()
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	defer files.close()
 	var names []string
 	var sentNonce, sentVersion string
 	send := func() error {
-		c := s.src.Current()
-		if c == nil || len(names) == 0 {
-			return nil // sent once the first certificate arrives
+		if len(names) == 0 {
+			return nil
 		}
-		resp, err := s.response(names, c)
-		if err != nil {
-			return status.Error(codes.InvalidArgument, err.Error())
+		if err := files.watch(filePaths(names)); err != nil {
+			s.log.Warn("secret files not watched; changes are seen at the next request", "err", err)
+		}
+		resp, errs := s.response(names, s.src.Current())
+		for _, err := range errs {
+			s.log.Warn("secret not served", "err", err)
+		}
+		if resp == nil || resp.VersionInfo == sentVersion {
+			return nil // sent once there is something new
 		}
 		sentNonce, sentVersion = resp.Nonce, resp.VersionInfo
 		return stream.Send(resp)
@@ -158,11 +219,18 @@ func (s *Server) StreamSecrets(stream secretv3.SecretDiscoveryService_StreamSecr
 			}
 			return err
 		case <-changed:
-			if c := s.src.Current(); c != nil && c.Leaf.SerialNumber.Text(16) != sentVersion {
-				if err := send(); err != nil {
-					return err
-				}
+			if err := send(); err != nil {
+				return err
 			}
+		case _, ok := <-files.w.Events:
+			if !ok {
+				return nil
+			}
+			if err := send(); err != nil {
+				return err
+			}
+		case err := <-files.w.Errors:
+			s.log.Warn("secret files watch", "err", err)
 		case req := <-reqs:
 			if req.GetTypeUrl() != "" && req.GetTypeUrl() != SecretType {
 				return status.Errorf(codes.InvalidArgument, "type %q is not %s", req.GetTypeUrl(), SecretType)
@@ -178,6 +246,9 @@ func (s *Server) StreamSecrets(stream secretv3.SecretDiscoveryService_StreamSecr
 			if req.GetResponseNonce() == sentNonce && sentNonce != "" && slices.Equal(requested, names) {
 				continue // an ACK
 			}
+			if !slices.Equal(requested, names) {
+				sentVersion = "" // a new set of names is answered even if unchanged
+			}
 			names = requested
 			if err := send(); err != nil {
 				return err
@@ -188,13 +259,12 @@ func (s *Server) StreamSecrets(stream secretv3.SecretDiscoveryService_StreamSecr
 
 // FetchSecrets answers a one-shot request.
 func (s *Server) FetchSecrets(_ context.Context, req *discovery.DiscoveryRequest) (*discovery.DiscoveryResponse, error) {
-	c := s.src.Current()
-	if c == nil {
-		return nil, status.Error(codes.Unavailable, "no workload certificate yet")
+	resp, errs := s.response(req.GetResourceNames(), s.src.Current())
+	if len(errs) > 0 {
+		return nil, status.Error(codes.InvalidArgument, errors.Join(errs...).Error())
 	}
-	resp, err := s.response(req.GetResourceNames(), c)
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+	if resp == nil || len(resp.Resources) < len(req.GetResourceNames()) {
+		return nil, status.Error(codes.Unavailable, "no workload certificate yet")
 	}
 	return resp, nil
 }
