@@ -94,7 +94,7 @@ func statusPort(pod *corev1.Pod, s *settings, pcPort int32) (int, error) {
 // With the CNI plugin the same flags run validation only. The result is
 // checked once more by parsing it as istio-iptables does, with metadata as
 // its environment.
-func initArgs(pod *corev1.Pod, s *settings, mode string, status int, metadata map[string]string) ([]string, error) {
+func initArgs(pod *corev1.Pod, s *settings, mode string, status int, metadata map[string]string, uid int64) ([]string, error) {
 	if mode == ModeNone {
 		return nil, nil
 	}
@@ -142,8 +142,14 @@ func initArgs(pod *corev1.Pod, s *settings, mode string, status int, metadata ma
 	if status != 0 && !slices.Contains(asked, strconv.Itoa(status)) {
 		exclude = append(exclude, strconv.Itoa(status))
 	}
+	// Traffic of the proxy's user is not captured: 1337 with TPROXY (the
+	// proxy then runs as root with that group), else the proxy's uid.
+	owner := strconv.FormatInt(uid, 10)
+	if mode == "TPROXY" {
+		owner = "1337"
+	}
 	args := []string{"istio-iptables",
-		"-p", "15001", "-z", "15006", "-u", "1337", "-m", mode,
+		"-p", "15001", "-z", "15006", "-u", owner, "-m", mode,
 		"-i", strings.TrimSpace(includeIPs), "-x", strings.TrimSpace(excludeIPs),
 		"-b", strings.TrimSpace(includeIn), "-d", strings.Join(exclude, ","),
 	}

@@ -80,6 +80,7 @@ func TestChartTemplatesMatchIstio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			in.SetNamespaces(istioNamespaces)
 			diffs, err := c.inject(t, dir, in)
 			k, ok := chartDifferences[c.want]
 			if !ok {

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// proxyID is the proxy's user and group id (Istio's default; OpenShift's
-// per-namespace ranges are not read).
+// proxyID is the proxy's user and group id unless the namespace says
+// otherwise (SetNamespaces).
 const proxyID = 1337
 
 // compiled is a checked configuration, swapped atomically by Update.
@@ -27,8 +27,9 @@ type compiled struct {
 // Injector injects sidecars into pods. It is safe for concurrent use; the
 // configuration can be replaced while it serves.
 type Injector struct {
-	cur atomic.Pointer[compiled]
-	log *slog.Logger
+	cur        atomic.Pointer[compiled]
+	namespaces atomic.Pointer[NamespaceAnnotations]
+	log        *slog.Logger
 }
 
 // New checks cfg (values, selectors, template) and returns an Injector.
@@ -102,6 +103,7 @@ func (in *Injector) Inject(pod *corev1.Pod, namespace string) (*Result, error) {
 // inject renders the template for pod and merges it in place.
 func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 	s := c.settings
+	in.resetAssignedUser(pod)
 	names, err := c.templates.forPod(pod)
 	if err != nil {
 		return err
@@ -126,7 +128,8 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 	if err != nil {
 		return err
 	}
-	args, err := initArgs(pod, s, mode, status, pc.GetProxyMetadata())
+	uid, gid := in.proxyIDs(ns)
+	args, err := initArgs(pod, s, mode, status, pc.GetProxyMetadata(), uid)
 	if err != nil {
 		return err
 	}
@@ -174,7 +177,7 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 
 		TypeMeta:   metav1.TypeMeta{Kind: w.Kind, APIVersion: w.APIVersion},
 		MeshConfig: s.mesh, NativeSidecars: c.cfg.NativeSidecars, ProxyInitImage: initImg,
-		ProxyUID: proxyID, ProxyGID: proxyID, InboundTrafficPolicyMode: inboundPolicyMode(s.mesh),
+		ProxyUID: uid, ProxyGID: gid, InboundTrafficPolicyMode: inboundPolicyMode(s.mesh),
 		CompliancePolicy: c.cfg.CompliancePolicy,
 	}
 	js, err := c.templates.render(names, data)

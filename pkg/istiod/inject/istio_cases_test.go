@@ -198,7 +198,20 @@ func (c istioCase) injector(t *testing.T, dir string) *inject.Injector {
 	if err != nil {
 		t.Fatalf("Istio's istio-sidecar-injector ConfigMap: %v", err)
 	}
+	in.SetNamespaces(istioNamespaces)
 	return in
+}
+
+// istioNamespaces are the namespaces of Istio's test: test-ns carries
+// OpenShift's id ranges.
+func istioNamespaces(ns string) (map[string]string, bool) {
+	if ns != "test-ns" {
+		return nil, false
+	}
+	return map[string]string{
+		"openshift.io/sa.scc.uid-range":           "1000620000/10000",
+		"openshift.io/sa.scc.supplemental-groups": "1000620000/10000",
+	}, true
 }
 
 // run injects every pod of c's input and returns the differences from

@@ -49,11 +49,6 @@ var knownDifferences = map[string]known{
 		"spec.containers[new].livenessProbe.httpGet.path", "spec.containers[new].livenessProbe.httpGet.port",
 		"spec.initContainers[istio-proxy]", "spec.volumes[istio-ca-crl]",
 	}},
-	// OpenShift: Istio runs the proxy as the top of the namespace's
-	// openshift.io/sa.scc.uid-range and supplemental-groups; Skiff's
-	// injector is not given the namespace and uses 1337.
-	"hello-openshift.yaml.injected":                  {reason: "openshift uid range", paths: openshiftIDs},
-	"hello-openshift-custom-injection.yaml.injected": {reason: "openshift uid range", paths: append([]string{"metadata.annotations[proxy.istio.io/overrides]"}, openshiftIDs...)},
 }
 
 var (
@@ -66,11 +61,6 @@ var (
 		"spec.initContainers[istio-proxy].env[ISTIO_KUBE_APP_PROBERS].value",
 	}}
 	cronJobMetadata = known{reason: "Istio's kube-inject CronJob quirk", paths: []string{"metadata.annotations", "metadata.labels"}}
-	openshiftIDs    = []string{
-		"spec.initContainers[istio-proxy].securityContext.runAsGroup", "spec.initContainers[istio-proxy].securityContext.runAsUser",
-		"spec.initContainers[istio-validation].args[6]",
-		"spec.initContainers[istio-validation].securityContext.runAsGroup", "spec.initContainers[istio-validation].securityContext.runAsUser",
-	}
 )
 
 // errorNames are the annotations Skiff's errors name for the settings
