@@ -40,10 +40,9 @@ var knownDifferences = map[string]known{
 	// test skips CronJob for this); Skiff's pod has it where it belongs.
 	"cronjob.yaml.injected":             cronJobMetadata,
 	"cronjob-old-version.yaml.injected": cronJobMetadata,
-	// Re-injecting a pod injected by an older version: Istio replaces what
-	// its sidecar.istio.io/status names (the old istio-proxy container,
-	// its volumes) and merges the old ISTIO_KUBE_APP_PROBERS; Skiff does
-	// not re-inject an injected pod's containers.
+	// A pod that already has sidecar.istio.io/status: Skiff leaves it alone
+	// (policy.go); Istio injects it again, replacing the containers and
+	// volumes the status names and merging the old ISTIO_KUBE_APP_PROBERS.
 	"merge-probers.yaml.injected": {reason: "re-injection", paths: []string{
 		"metadata.annotations[istio.io/rev]", "spec.containers[istio-proxy]",
 		"spec.containers[new].livenessProbe.httpGet.path", "spec.containers[new].livenessProbe.httpGet.port",
