@@ -1,16 +1,19 @@
 package inject
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // proxyID is the proxy's user and group id unless the namespace says
@@ -19,6 +22,9 @@ const proxyID = 1337
 
 // compiled is a checked configuration, swapped atomically by Update.
 type compiled struct {
+	// base is the configuration as given to Update; cfg is base with the
+	// mesh config of SetMesh merged into its values.
+	base      Config
 	cfg       Config
 	settings  *settings
 	templates *templateSet
@@ -30,6 +36,9 @@ type Injector struct {
 	cur        atomic.Pointer[compiled]
 	namespaces atomic.Pointer[NamespaceAnnotations]
 	log        *slog.Logger
+
+	mu   sync.Mutex     // serializes Update and SetMesh
+	mesh map[string]any // SetMesh's mesh config, or nil
 }
 
 // New checks cfg (values, selectors, template) and returns an Injector.
@@ -47,6 +56,37 @@ func New(cfg Config, log *slog.Logger) (*Injector, error) {
 // Update replaces the configuration if it is valid; on error the current
 // one stays.
 func (in *Injector) Update(cfg Config) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.update(cfg, in.mesh)
+}
+
+// SetMesh gives the injector the mesh configuration (istiod's mesh config
+// file, the istio ConfigMap's "mesh" key: YAML or JSON). It is merged over
+// the values' meshConfig of this and every later Update, as Istio's
+// templates see the mesh config istiod has. Empty clears it. On error the
+// current configuration and mesh config stay.
+func (in *Injector) SetMesh(mesh []byte) error {
+	var m map[string]any
+	if len(bytes.TrimSpace(mesh)) > 0 {
+		if err := yaml.Unmarshal(mesh, &m); err != nil {
+			return fmt.Errorf("mesh config: %w", err)
+		}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if err := in.update(in.cur.Load().base, m); err != nil {
+		return err
+	}
+	in.mesh = m
+	return nil
+}
+
+func (in *Injector) update(base Config, mesh map[string]any) error {
+	cfg := base
+	if mesh != nil {
+		cfg.Values = mergeValues(base.Values, map[string]any{"meshConfig": mesh})
+	}
 	s, err := newSettings(&cfg)
 	if err != nil {
 		return err
@@ -55,7 +95,7 @@ func (in *Injector) Update(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	in.cur.Store(&compiled{cfg: cfg, settings: s, templates: ts})
+	in.cur.Store(&compiled{base: base, cfg: cfg, settings: s, templates: ts})
 	return nil
 }
 
@@ -231,9 +271,10 @@ func setsAnnotation(js []byte, k string) bool {
 	return ok
 }
 
-// Config returns a copy of the current configuration.
+// Config returns a copy of the current configuration, as given to Update
+// (without SetMesh's mesh config).
 func (in *Injector) Config() Config {
-	c := in.cur.Load().cfg
+	c := in.cur.Load().base
 	c.Templates = maps.Clone(c.Templates)
 	return c
 }
