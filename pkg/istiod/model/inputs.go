@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 
+	meshconfig "istio.io/api/mesh/v1alpha1"
+
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 	security "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +44,9 @@ func (k Key) String() string { return fmt.Sprintf("%s %s/%s", k.Kind, k.Namespac
 // registry hands over a new Inputs on every change and never mutates one it
 // has handed over; objects that did not change keep their pointers.
 type Inputs struct {
+	// Mesh is the mesh configuration (nil: Istio's defaults). A new value
+	// is a new pointer, so a change of it is a configuration change.
+	Mesh *meshconfig.MeshConfig
 	Services         []*corev1.Service
 	EndpointSlices   []*discoveryv1.EndpointSlice
 	Pods             []*corev1.Pod

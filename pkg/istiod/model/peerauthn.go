@@ -72,14 +72,14 @@ func (s *SecurityPolicies) EffectiveMTLS(w Workload) MTLSPolicy {
 		return out
 	}
 	var mesh, ns, wl *security.PeerAuthentication
-	for _, p := range s.PeerAuthentications[RootNamespace] {
+	for _, p := range s.PeerAuthentications[s.RootNamespace] {
 		if len(p.Spec.GetSelector().GetMatchLabels()) == 0 && mesh == nil {
 			mesh = p
 		}
 	}
 	for _, p := range s.PeerAuthentications[w.Namespace] {
 		if len(p.Spec.GetSelector().GetMatchLabels()) == 0 {
-			if ns == nil && w.Namespace != RootNamespace {
+			if ns == nil && w.Namespace != s.RootNamespace {
 				ns = p
 			}
 			continue

@@ -10,9 +10,12 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/proto"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/mesh"
 )
 
 // PushContext is an immutable snapshot of the mesh for one push: services,
@@ -38,6 +41,9 @@ type PushContext struct {
 	Pods map[string]*corev1.Pod
 	// WorkloadEntries indexes workload entries by address, for proxy identity.
 	WorkloadEntries map[string]*networking.WorkloadEntry
+	// Mesh is the mesh configuration (Istio's defaults when the inputs
+	// have none).
+	Mesh *meshconfig.MeshConfig
 	// Security holds PeerAuthentication, AuthorizationPolicy and
 	// RequestAuthentication, indexed by namespace.
 	Security *SecurityPolicies
@@ -120,7 +126,7 @@ func Rebuild(prev *PushContext, in *Inputs, version string) *PushContext {
 // sameConfig reports whether a and b hold the same configuration objects
 // (everything but EndpointSlices and WorkloadEntries).
 func sameConfig(a, b *Inputs) bool {
-	return samePtrs(a.Services, b.Services) && samePtrs(a.Pods, b.Pods) && samePtrs(a.ServiceEntries, b.ServiceEntries) &&
+	return a.Mesh == b.Mesh && samePtrs(a.Services, b.Services) && samePtrs(a.Pods, b.Pods) && samePtrs(a.ServiceEntries, b.ServiceEntries) &&
 		samePtrs(a.VirtualServices, b.VirtualServices) && samePtrs(a.DestinationRules, b.DestinationRules) && samePtrs(a.Sidecars, b.Sidecars) &&
 		samePtrs(a.PeerAuthentications, b.PeerAuthentications) && samePtrs(a.AuthorizationPolicies, b.AuthorizationPolicies) &&
 		samePtrs(a.RequestAuthentications, b.RequestAuthentications)
@@ -133,7 +139,7 @@ func (pc *PushContext) copyConfig(prev *PushContext) {
 	pc.VirtualServices, pc.DestinationRules, pc.Sidecars = prev.VirtualServices, prev.DestinationRules, prev.Sidecars
 	pc.Pods, pc.pods, pc.ConfigHash = prev.Pods, prev.pods, prev.ConfigHash
 	pc.kubeByHost, pc.entryByHost = prev.kubeByHost, prev.entryByHost
-	pc.Security = prev.Security
+	pc.Security, pc.Mesh = prev.Security, prev.Mesh
 }
 
 // buildConfig indexes services and Istio configuration.
@@ -181,7 +187,11 @@ func (pc *PushContext) buildConfig(in *Inputs) {
 		})
 		pc.Sidecars[ns] = list
 	}
-	pc.Security = indexSecurity(in)
+	pc.Mesh = in.Mesh
+	if pc.Mesh == nil {
+		pc.Mesh = mesh.Default()
+	}
+	pc.Security = indexSecurity(in, pc.Mesh)
 	pc.ConfigHash = pc.hashConfig(in.Pods)
 }
 
@@ -358,6 +368,7 @@ func (pc *PushContext) hashConfig(pods []*corev1.Pod) uint64 {
 			put("sc", v.Namespace, v.Name, &v.Spec)
 		}
 	}
+	put("mesh", "", "", pc.Mesh)
 	pc.Security.hash(put)
 	ps := slices.Clone(pods)
 	slices.SortFunc(ps, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })

@@ -62,10 +62,8 @@ func (s *Scope) Visible(host string) bool { return s.visible[host] != nil }
 // the ports its Sidecar's egress listeners admit), or nil.
 func (s *Scope) Service(host string) *Service { return s.visible[host] }
 
-// meshOutboundPolicy is the mesh-wide outbound traffic policy. HOOK: the
-// push context carries no mesh config yet, so it is Istio's default,
-// ALLOW_ANY; once it does, this returns MeshOutboundMode(pc.Mesh).
-func (pc *PushContext) meshOutboundPolicy() OutboundMode { return OutboundAllowAny }
+// meshOutboundPolicy is the mesh config's outbound traffic policy.
+func (pc *PushContext) meshOutboundPolicy() OutboundMode { return MeshOutboundMode(pc.Mesh) }
 
 // MeshOutboundMode is the outbound traffic policy of a mesh config (nil,
 // or no policy: ALLOW_ANY, Istio's default).

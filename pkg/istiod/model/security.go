@@ -1,32 +1,46 @@
 package model
 
 import (
+	"cmp"
+
 	"google.golang.org/protobuf/proto"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 	apisec "istio.io/api/security/v1beta1"
 	apitype "istio.io/api/type/v1beta1"
 	security "istio.io/client-go/pkg/apis/security/v1"
 )
 
-// RootNamespace is the namespace whose security policies without a
-// selector apply to the whole mesh, and whose policies with a selector
-// apply to matching workloads in every namespace. It is Istio's default
-// rootNamespace; Skiff has no mesh config to change it yet.
-const RootNamespace = "istio-system"
+// DefaultRootNamespace is Istio's default mesh rootNamespace: the
+// namespace whose security policies without a selector apply to the whole
+// mesh, and whose policies with a selector apply to matching workloads in
+// every namespace.
+const DefaultRootNamespace = "istio-system"
 
-// TrustDomain is the trust domain of workload identities
-// (spiffe://TrustDomain/ns/NS/sa/SA), the CA's default.
-const TrustDomain = "cluster.local"
+// DefaultTrustDomain is Istio's default mesh trustDomain, of workload
+// identities spiffe://TRUST_DOMAIN/ns/NS/sa/SA.
+const DefaultTrustDomain = "cluster.local"
 
 // SecurityPolicies is the security configuration of one push context, by
-// namespace, each list oldest first (ties by name).
+// namespace, each list oldest first (ties by name), with the mesh config
+// settings that decide how it applies.
 type SecurityPolicies struct {
+	// RootNamespace is the mesh config's rootNamespace.
+	RootNamespace string
+	// TrustDomain is the mesh config's trustDomain.
+	TrustDomain string
+	// AutoMTLS is the mesh config's enableAutoMtls.
+	AutoMTLS bool
+
 	PeerAuthentications    map[string][]*security.PeerAuthentication
 	AuthorizationPolicies  map[string][]*security.AuthorizationPolicy
 	RequestAuthentications map[string][]*security.RequestAuthentication
 }
 
-func indexSecurity(in *Inputs) *SecurityPolicies {
+func indexSecurity(in *Inputs, mc *meshconfig.MeshConfig) *SecurityPolicies {
 	return &SecurityPolicies{
+		RootNamespace:          cmp.Or(mc.GetRootNamespace(), DefaultRootNamespace),
+		TrustDomain:            cmp.Or(mc.GetTrustDomain(), DefaultTrustDomain),
+		AutoMTLS:               mc.GetEnableAutoMtls() == nil || mc.GetEnableAutoMtls().GetValue(),
 		PeerAuthentications:    byNamespace(sortedByAge(in.PeerAuthentications)),
 		AuthorizationPolicies:  byNamespace(sortedByAge(in.AuthorizationPolicies)),
 		RequestAuthentications: byNamespace(sortedByAge(in.RequestAuthentications)),
@@ -60,6 +74,19 @@ func (s *SecurityPolicies) hash(put func(kind, ns, name string, m proto.Message)
 	}
 }
 
+// Domain is the trust domain of workload identities: the mesh config's,
+// Istio's default without one.
+func (s *SecurityPolicies) Domain() string {
+	if s == nil || s.TrustDomain == "" {
+		return DefaultTrustDomain
+	}
+	return s.TrustDomain
+}
+
+// AutoMTLSEnabled reports the mesh config's enableAutoMtls (true without
+// one, as Istio).
+func (s *SecurityPolicies) AutoMTLSEnabled() bool { return s == nil || s.AutoMTLS }
+
 // Workload names the workload a policy is selected for.
 type Workload struct {
 	Namespace string
@@ -70,8 +97,8 @@ type Workload struct {
 // applies to w: a policy in w's namespace or the root namespace, with no
 // selector or one matching w's labels. Policies with targetRefs are
 // for gateways and waypoints, never for sidecars or proxyless servers.
-func selects(ns string, sel *apitype.WorkloadSelector, refs int, w Workload) bool {
-	if refs > 0 || (ns != w.Namespace && ns != RootNamespace) {
+func (s *SecurityPolicies) selects(ns string, sel *apitype.WorkloadSelector, refs int, w Workload) bool {
+	if refs > 0 || (ns != w.Namespace && ns != s.RootNamespace) {
 		return false
 	}
 	if sel == nil || len(sel.GetMatchLabels()) == 0 {
@@ -97,9 +124,9 @@ func (s *SecurityPolicies) AuthorizationPoliciesFor(w Workload) AuthorizationPol
 	if s == nil {
 		return out
 	}
-	for _, ns := range policyNamespaces(w.Namespace) {
+	for _, ns := range s.policyNamespaces(w.Namespace) {
 		for _, p := range s.AuthorizationPolicies[ns] {
-			if !selects(p.Namespace, p.Spec.GetSelector(), len(p.Spec.GetTargetRefs())+boolInt(p.Spec.GetTargetRef() != nil), w) {
+			if !s.selects(p.Namespace, p.Spec.GetSelector(), len(p.Spec.GetTargetRefs())+boolInt(p.Spec.GetTargetRef() != nil), w) {
 				continue
 			}
 			switch p.Spec.GetAction() {
@@ -124,9 +151,9 @@ func (s *SecurityPolicies) RequestAuthenticationsFor(w Workload) []*security.Req
 		return nil
 	}
 	var out []*security.RequestAuthentication
-	for _, ns := range policyNamespaces(w.Namespace) {
+	for _, ns := range s.policyNamespaces(w.Namespace) {
 		for _, p := range s.RequestAuthentications[ns] {
-			if selects(p.Namespace, p.Spec.GetSelector(), len(p.Spec.GetTargetRefs())+boolInt(p.Spec.GetTargetRef() != nil), w) {
+			if s.selects(p.Namespace, p.Spec.GetSelector(), len(p.Spec.GetTargetRefs())+boolInt(p.Spec.GetTargetRef() != nil), w) {
 				out = append(out, p)
 			}
 		}
@@ -134,9 +161,9 @@ func (s *SecurityPolicies) RequestAuthenticationsFor(w Workload) []*security.Req
 	return out
 }
 
-func policyNamespaces(ns string) []string {
-	if ns == RootNamespace {
+func (s *SecurityPolicies) policyNamespaces(ns string) []string {
+	if ns == s.RootNamespace {
 		return []string{ns}
 	}
-	return []string{RootNamespace, ns}
+	return []string{s.RootNamespace, ns}
 }

@@ -61,13 +61,13 @@ func TestEffectiveMTLS(t *testing.T) {
 	}{
 		{name: "nothing: PERMISSIVE", w: app, want: model.MTLSPermissive},
 		{name: "mesh STRICT", w: app, want: model.MTLSStrict,
-			policies: []*security.PeerAuthentication{pa(model.RootNamespace, "default", 0, "", strict, nil)}},
+			policies: []*security.PeerAuthentication{pa(model.DefaultRootNamespace, "default", 0, "", strict, nil)}},
 		{name: "mesh UNSET is PERMISSIVE", w: app, want: model.MTLSPermissive,
-			policies: []*security.PeerAuthentication{pa(model.RootNamespace, "default", 0, "", unset, nil)}},
+			policies: []*security.PeerAuthentication{pa(model.DefaultRootNamespace, "default", 0, "", unset, nil)}},
 		{name: "namespace over mesh", w: app, want: model.MTLSDisable, policies: []*security.PeerAuthentication{
-			pa(model.RootNamespace, "default", 0, "", strict, nil), pa("shop", "default", 0, "", disable, nil)}},
+			pa(model.DefaultRootNamespace, "default", 0, "", strict, nil), pa("shop", "default", 0, "", disable, nil)}},
 		{name: "other namespace does not apply", w: app, want: model.MTLSStrict, policies: []*security.PeerAuthentication{
-			pa(model.RootNamespace, "default", 0, "", strict, nil), pa("other", "default", 0, "", disable, nil)}},
+			pa(model.DefaultRootNamespace, "default", 0, "", strict, nil), pa("other", "default", 0, "", disable, nil)}},
 		{name: "workload over namespace", w: app, want: model.MTLSStrict, policies: []*security.PeerAuthentication{
 			pa("shop", "default", 0, "", disable, nil), pa("shop", "cart", 0, "app=cart", strict, nil)}},
 		{name: "workload selector not matching", w: app, want: model.MTLSDisable, policies: []*security.PeerAuthentication{
@@ -77,11 +77,11 @@ func TestEffectiveMTLS(t *testing.T) {
 		{name: "oldest namespace policy wins", w: app, want: model.MTLSStrict, policies: []*security.PeerAuthentication{
 			pa("shop", "b-newer", 5, "", disable, nil), pa("shop", "a-older", 1, "", strict, nil)}},
 		{name: "root namespace selector applies only there", w: app, want: model.MTLSPermissive, policies: []*security.PeerAuthentication{
-			pa(model.RootNamespace, "cart", 0, "app=cart", strict, nil)}},
+			pa(model.DefaultRootNamespace, "cart", 0, "app=cart", strict, nil)}},
 		{name: "port level", w: app, want: model.MTLSStrict,
 			ports: map[uint32]model.MTLSMode{8080: model.MTLSDisable, 9090: model.MTLSStrict},
 			policies: []*security.PeerAuthentication{
-				pa(model.RootNamespace, "default", 0, "", strict, nil),
+				pa(model.DefaultRootNamespace, "default", 0, "", strict, nil),
 				pa("shop", "cart", 0, "app=cart", unset, map[uint32]apisec.PeerAuthentication_MutualTLS_Mode{8080: disable, 9090: unset}),
 			}},
 	}
@@ -119,8 +119,8 @@ func TestAuthorizationPoliciesFor(t *testing.T) {
 	withRef := ap("shop", "gateway-only", "", apisec.AuthorizationPolicy_DENY)
 	withRef.Spec.TargetRefs = []*apitype.PolicyTargetReference{{Kind: "Gateway", Name: "gw"}}
 	pc := model.BuildPushContext(&model.Inputs{AuthorizationPolicies: []*security.AuthorizationPolicy{
-		ap(model.RootNamespace, "mesh-deny", "", apisec.AuthorizationPolicy_DENY),
-		ap(model.RootNamespace, "mesh-cart-allow", "app=cart", apisec.AuthorizationPolicy_ALLOW),
+		ap(model.DefaultRootNamespace, "mesh-deny", "", apisec.AuthorizationPolicy_DENY),
+		ap(model.DefaultRootNamespace, "mesh-cart-allow", "app=cart", apisec.AuthorizationPolicy_ALLOW),
 		ap("shop", "ns-audit", "", apisec.AuthorizationPolicy_AUDIT),
 		ap("shop", "cart-custom", "app=cart", apisec.AuthorizationPolicy_CUSTOM),
 		ap("shop", "web-allow", "app=web", apisec.AuthorizationPolicy_ALLOW),
@@ -136,8 +136,8 @@ func TestAuthorizationPoliciesFor(t *testing.T) {
 		return out
 	}
 	want := map[string][]string{
-		"deny":   {model.RootNamespace + "/mesh-deny"},
-		"allow":  {model.RootNamespace + "/mesh-cart-allow"},
+		"deny":   {model.DefaultRootNamespace + "/mesh-deny"},
+		"allow":  {model.DefaultRootNamespace + "/mesh-cart-allow"},
 		"audit":  {"shop/ns-audit"},
 		"custom": {"shop/cart-custom"},
 	}

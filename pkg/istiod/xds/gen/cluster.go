@@ -72,7 +72,7 @@ func outboundClusters(svc *model.Service, port model.Port, dr *networking.Destin
 func outboundClustersIn(sec *model.SecurityPolicies, svc *model.Service, port model.Port, dr *networking.DestinationRule, eps []model.Endpoint, grpc bool) []*clusterv3.Cluster {
 	mode := sec.EffectiveMTLS(model.Workload{Namespace: svc.Namespace}).Mode
 	build := func(subset string, labels map[string]string) *clusterv3.Cluster {
-		return outboundCluster(svc, port, subset, labels, clusterPolicy(dr, port.Port, subset), eps, grpc, mode)
+		return outboundCluster(svc, port, subset, labels, clusterPolicy(dr, port.Port, subset), eps, grpc, mode, sec)
 	}
 	out := []*clusterv3.Cluster{build("", nil)}
 	for _, s := range subsetsOf(dr) {
@@ -92,7 +92,7 @@ func portEndpoints(eps []model.Endpoint, port uint16, labels map[string]string) 
 	return out
 }
 
-func outboundCluster(svc *model.Service, port model.Port, subset string, labels map[string]string, policy *apinet.TrafficPolicy, eps []model.Endpoint, grpc bool, nsMode model.MTLSMode) *clusterv3.Cluster {
+func outboundCluster(svc *model.Service, port model.Port, subset string, labels map[string]string, policy *apinet.TrafficPolicy, eps []model.Endpoint, grpc bool, nsMode model.MTLSMode, sec *model.SecurityPolicies) *clusterv3.Cluster {
 	name := model.ClusterName(port.Port, subset, svc.Hostname)
 	c := &clusterv3.Cluster{Name: name, ConnectTimeout: durationpb.New(defaultConnectTimeout)}
 	switch svc.Resolution {
@@ -130,7 +130,8 @@ func outboundCluster(svc *model.Service, port model.Port, subset string, labels 
 	applyLoadBalancer(c, policy.GetLoadBalancer())
 	// A problem leaves the cluster without TLS, as in Istio; UnhonouredPolicy
 	// reports it.
-	_ = applyTLS(b, clusterTLS{svc: svc, port: port.Port, subset: subset, policy: policy, eps: portEndpoints(eps, port.Port, labels), nsMode: nsMode})
+	_ = applyTLS(b, clusterTLS{svc: svc, port: port.Port, subset: subset, policy: policy, eps: portEndpoints(eps, port.Port, labels), nsMode: nsMode,
+		trustDomain: sec.Domain(), autoMTLSOn: sec.AutoMTLSEnabled()})
 	applyProxyProtocol(c, policy.GetProxyProtocol())
 	return b.finish()
 }

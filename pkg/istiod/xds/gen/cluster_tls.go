@@ -40,11 +40,6 @@ const (
 	rawBufferSocketName = "envoy.transport_sockets.raw_buffer"
 )
 
-// enableAutoMTLS is Istio's meshConfig.enableAutoMtls (default true). The
-// servers' side must accept Istio mutual TLS on their inbound listeners for
-// it to work between sidecars.
-const enableAutoMTLS = true
-
 // ALPN lists: in-mesh with metadata exchange (HTTP/2 adds h2), and h2 for
 // user TLS on an HTTP/2 cluster.
 var (
@@ -81,7 +76,7 @@ func istioSNI(port uint16, subset, host string) string {
 
 // serviceAccounts are the SPIFFE identities of a service's endpoints on
 // port, sorted: the names Istio mutual TLS to it accepts.
-func serviceAccounts(svc *model.Service, eps []model.Endpoint) []string {
+func serviceAccounts(svc *model.Service, eps []model.Endpoint, trustDomain string) []string {
 	var out []string
 	for _, e := range eps {
 		if e.ServiceAccount != "" {
@@ -102,6 +97,10 @@ type clusterTLS struct {
 	eps []model.Endpoint
 	// nsMode is the PeerAuthentication mode of the service's namespace.
 	nsMode model.MTLSMode
+	// trustDomain and autoMTLSOn are the mesh config's trustDomain and
+	// enableAutoMtls.
+	trustDomain string
+	autoMTLSOn  bool
 }
 
 // autoMTLS reports whether Istio's auto mTLS applies when the rule sets no
@@ -109,7 +108,7 @@ type clusterTLS struct {
 // disables mutual TLS). A passthrough cluster can hold no per-endpoint
 // match: mutual TLS only when every endpoint has a sidecar.
 func (t clusterTLS) autoMTLS(passthrough bool) bool {
-	if !enableAutoMTLS || t.svc.MeshExternal || t.nsMode == model.MTLSDisable {
+	if !t.autoMTLSOn || t.svc.MeshExternal || t.nsMode == model.MTLSDisable {
 		return false
 	}
 	if passthrough {
@@ -188,7 +187,7 @@ func baseTLSContext() *tlsv3.CommonTlsContext {
 func istioMutualContext(b *envoyCluster, t clusterTLS, tls *apinet.ClientTLSSettings) *tlsv3.UpstreamTlsContext {
 	sans := tls.GetSubjectAltNames()
 	if sans == nil {
-		sans = serviceAccounts(t.svc, t.eps)
+		sans = serviceAccounts(t.svc, t.eps, t.trustDomain)
 	}
 	sni := tls.GetSni()
 	if sni == "" {

@@ -42,8 +42,8 @@ func TestAutoMTLSFollowsNamespaceMode(t *testing.T) {
 		{"no policy", "", true},
 		{"namespace STRICT", pa("default", "STRICT"), true},
 		{"namespace DISABLE", pa("default", "DISABLE"), false},
-		{"mesh DISABLE", pa(model.RootNamespace, "DISABLE"), false},
-		{"mesh DISABLE, namespace PERMISSIVE", pa(model.RootNamespace, "DISABLE") + "---\n" + pa("default", "PERMISSIVE"), true},
+		{"mesh DISABLE", pa(model.DefaultRootNamespace, "DISABLE"), false},
+		{"mesh DISABLE, namespace PERMISSIVE", pa(model.DefaultRootNamespace, "DISABLE") + "---\n" + pa("default", "PERMISSIVE"), true},
 		{"other namespace DISABLE", pa("shop", "DISABLE"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -164,7 +164,7 @@ func grpcCluster(pc *model.PushContext, sc *model.Scope, name string) proto.Mess
 	for _, c := range outboundClusters(svc, sp, dr, pc.Endpoints[host], true) {
 		if c.GetName() == name {
 			_, subset, _, _ := model.ParseClusterName(name)
-			withClientTLS(c, dr, subset)
+			withClientTLS(c, dr, subset, pc.Security.Domain())
 			return c
 		}
 	}

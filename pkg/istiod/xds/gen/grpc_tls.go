@@ -26,8 +26,6 @@ const GRPCInboundPrefix = "xds.istio.io/grpc/lds/inbound/"
 // The certificate provider instance grpc-go reads the agent's files through
 // (the bootstrap's certificate_providers), and its two certificates.
 const (
-	// trustDomain is the identities' trust domain (the CA's default).
-	trustDomain  = model.TrustDomain
 	certProvider = "default"
 	certName     = "default"
 	rootCertName = "ROOTCA"
@@ -52,7 +50,7 @@ func istioMutual(dr *networking.DestinationRule, subset string) bool {
 // providerTLSContext presents the workload certificate and trusts the mesh
 // roots, both from the certificate provider. A client also checks that the
 // server's identity is in the trust domain (grpc-go servers take no SAN match).
-func providerTLSContext(client bool) *tlsv3.CommonTlsContext {
+func providerTLSContext(client bool, trustDomain string) *tlsv3.CommonTlsContext {
 	vc := &tlsv3.CertificateValidationContext{
 		CaCertificateProviderInstance: &tlsv3.CertificateProviderPluginInstance{InstanceName: certProvider, CertificateName: rootCertName},
 	}
@@ -67,12 +65,13 @@ func providerTLSContext(client bool) *tlsv3.CommonTlsContext {
 
 // withClientTLS adds Istio mutual TLS, through the certificate provider, to
 // a proxyless client's cluster when its DestinationRule asks for it.
-func withClientTLS(c *clusterv3.Cluster, dr *networking.DestinationRule, subset string) {
+// trustDomain is the mesh's, which the server's identity must be in.
+func withClientTLS(c *clusterv3.Cluster, dr *networking.DestinationRule, subset, trustDomain string) {
 	if !istioMutual(dr, subset) {
 		return
 	}
 	c.TransportSocket = &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{
-		TypedConfig: mustAny(&tlsv3.UpstreamTlsContext{CommonTlsContext: providerTLSContext(true)}),
+		TypedConfig: mustAny(&tlsv3.UpstreamTlsContext{CommonTlsContext: providerTLSContext(true, trustDomain)}),
 	}}
 }
 
@@ -121,7 +120,7 @@ func grpcInboundListener(pc *model.PushContext, _ *model.Scope, p *model.Proxy, 
 		Filters: []*listenerv3.Filter{{Name: "inbound-hcm" + suffix, ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(hcm)}}},
 	}
 	if mode == model.MTLSStrict {
-		chain.TransportSocket = downstreamTLS(providerTLSContext(false))
+		chain.TransportSocket = downstreamTLS(providerTLSContext(false, ""))
 	}
 	return &listenerv3.Listener{
 		Name: name,

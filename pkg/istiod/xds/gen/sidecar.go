@@ -131,14 +131,7 @@ func scopeRoutes(pc *model.PushContext, sc *model.Scope) []*Resource {
 		for _, p := range ports {
 			rc := byPort[p]
 			dedupeDomains(rc)
-			rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
-				Name: "allow_any", Domains: []string{"*"},
-				Routes: []*routev3.Route{{
-					Name:   "allow_any",
-					Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-					Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: PassthroughCluster}}},
-				}},
-			})
+			rc.VirtualHosts = append(rc.VirtualHosts, catchAllVirtualHost(sc))
 			rcs = append(rcs, rc)
 		}
 		return sortByName(marshalAll(rcs, func(r *routev3.RouteConfiguration) string { return r.GetName() }))
