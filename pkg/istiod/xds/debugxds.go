@@ -65,12 +65,14 @@ func (cp ControlPlane) core() *corev3.ControlPlane {
 	return &corev3.ControlPlane{Identifier: string(b)}
 }
 
-// answerDebug answers a debug request of a SotW stream. The acknowledgement
-// of a debug response gets nothing; a caller that may not have the answer
-// ends the stream with the status Istio gives (Unauthenticated,
-// PermissionDenied).
-func (s *Server) answerDebug(stream sotwStream, node *corev3.Node, req *discoveryv3.DiscoveryRequest, names []string) error {
-	if req.GetResponseNonce() != "" {
+// answerDebug answers a debug request of a SotW stream. sent holds the
+// types answered on the stream: the first request of a type is answered
+// whatever its nonce (Istio's adsc sends one it made up), later ones only
+// without a nonce (the acknowledgement of a debug response gets nothing). A
+// caller that may not have the answer ends the stream with the status Istio
+// gives (Unauthenticated, PermissionDenied).
+func (s *Server) answerDebug(stream sotwStream, node *corev3.Node, req *discoveryv3.DiscoveryRequest, names []string, sent map[string]bool) error {
+	if sent[req.GetTypeUrl()] && req.GetResponseNonce() != "" {
 		return nil
 	}
 	callerNS, err := s.debugCaller(stream.Context(), node)
@@ -81,6 +83,7 @@ func (s *Server) answerDebug(stream sotwStream, node *corev3.Node, req *discover
 	if err != nil {
 		return err
 	}
+	sent[req.GetTypeUrl()] = true
 	return stream.SendMsg(resp)
 }
 

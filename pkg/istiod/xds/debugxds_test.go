@@ -54,10 +54,18 @@ func newDebugEnv(t *testing.T) *debugEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d := newDebugEnvWith(t, jwt)
+	d.key = key
+	return d
+}
+
+// newDebugEnvWith is newDebugEnv with the CA's authenticators given.
+func newDebugEnvWith(t *testing.T, auths ...ca.Authenticator) *debugEnv {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	log := slog.New(slog.DiscardHandler)
-	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), Authenticators: []ca.Authenticator{jwt}}, log)
+	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), Authenticators: auths}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +86,7 @@ func newDebugEnv(t *testing.T) *debugEnv {
 	}
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
-	return &debugEnv{env: e, tlsAddr: lis.Addr().String(), key: key}
+	return &debugEnv{env: e, tlsAddr: lis.Addr().String()}
 }
 
 // token mints a service-account token for the istio-ca audience, as the
@@ -130,7 +138,8 @@ func ask(t *testing.T, addr string, dial []grpc.DialOption, node *corev3.Node, t
 	}
 	// A refused stream ends before the request is read: Send sees EOF,
 	// Recv the status.
-	_ = s.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names})
+	// Istio's adsc puts a nonce of its own making in its first request.
+	_ = s.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL, ResourceNames: names, ResponseNonce: time.Now().String()})
 	r, err := s.Recv()
 	if err != nil {
 		return nil, err

@@ -33,6 +33,7 @@ func (s *Server) streamSotW(stream sotwStream) error {
 	}()
 	var pushReady chan struct{}
 	var node *corev3.Node
+	debugSent := map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -49,7 +50,7 @@ func (s *Server) streamSotW(stream sotwStream) error {
 			if isDebugType(req.req.GetTypeUrl()) {
 				// Debug streams (istioctl's) are not proxies: they are
 				// answered without a connection.
-				err := s.answerDebug(stream, node, &req.req, req.Names(&s.names))
+				err := s.answerDebug(stream, node, &req.req, req.Names(&s.names), debugSent)
 				req.free()
 				if err != nil {
 					return err
