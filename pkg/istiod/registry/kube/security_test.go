@@ -27,16 +27,16 @@ func TestKubeSecurityKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: model.RootNamespace}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: model.DefaultRootNamespace}}
 	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sv := ic.SecurityV1()
 	pa := &security.PeerAuthentication{
-		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: model.RootNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: model.DefaultRootNamespace},
 		Spec:       apisec.PeerAuthentication{Mtls: &apisec.PeerAuthentication_MutualTLS{Mode: apisec.PeerAuthentication_MutualTLS_STRICT}},
 	}
-	if _, err := sv.PeerAuthentications(model.RootNamespace).Create(ctx, pa, metav1.CreateOptions{}); err != nil {
+	if _, err := sv.PeerAuthentications(model.DefaultRootNamespace).Create(ctx, pa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ap := &security.AuthorizationPolicy{
@@ -84,12 +84,12 @@ func TestKubeSecurityKinds(t *testing.T) {
 
 	// Switching the mesh to PERMISSIVE arrives through the informer and
 	// changes the config hash.
-	pa, err = sv.PeerAuthentications(model.RootNamespace).Get(ctx, "default", metav1.GetOptions{})
+	pa, err = sv.PeerAuthentications(model.DefaultRootNamespace).Get(ctx, "default", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pa.Spec.Mtls.Mode = apisec.PeerAuthentication_MutualTLS_PERMISSIVE
-	if _, err := sv.PeerAuthentications(model.RootNamespace).Update(ctx, pa, metav1.UpdateOptions{}); err != nil {
+	if _, err := sv.PeerAuthentications(model.DefaultRootNamespace).Update(ctx, pa, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	polltest.Until(t, "PERMISSIVE seen", func() bool {
