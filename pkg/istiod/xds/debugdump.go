@@ -58,6 +58,28 @@ func (c *Connection) clientConfig() *statusv3.ClientConfig {
 	return cc
 }
 
+// statusRank orders states: the worse a stream's state of a type, the more
+// it says about the proxy.
+var statusRank = map[statusv3.ConfigStatus]int{statusv3.ConfigStatus_NOT_SENT: 1, statusv3.ConfigStatus_SYNCED: 2,
+	statusv3.ConfigStatus_STALE: 3, statusv3.ConfigStatus_ERROR: 4}
+
+// mergeClientConfig folds another stream of the same proxy into dst: types
+// only it has join, and for a type both have the worse state wins.
+func mergeClientConfig(dst, src *statusv3.ClientConfig) {
+	for _, x := range src.GetGenericXdsConfigs() {
+		i := slices.IndexFunc(dst.GenericXdsConfigs, func(y *statusv3.ClientConfig_GenericXdsConfig) bool { return y.GetTypeUrl() == x.GetTypeUrl() })
+		switch {
+		case i < 0:
+			dst.GenericXdsConfigs = append(dst.GenericXdsConfigs, x)
+		case statusRank[x.GetConfigStatus()] > statusRank[dst.GenericXdsConfigs[i].GetConfigStatus()]:
+			dst.GenericXdsConfigs[i] = x
+		}
+	}
+	slices.SortFunc(dst.GenericXdsConfigs, func(a, b *statusv3.ClientConfig_GenericXdsConfig) int {
+		return strings.Compare(a.GetTypeUrl(), b.GetTypeUrl())
+	})
+}
+
 // configDump is what the connection's proxy should hold, in the shape of
 // Envoy's /config_dump (bootstrap, clusters, listeners, scoped routes,
 // routes, secrets, extension configs), as Istio's istiod answers

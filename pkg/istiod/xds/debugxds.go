@@ -10,6 +10,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -130,13 +131,26 @@ func (s *Server) debugResponse(typeURL string, names []string, callerNS string) 
 	switch typeURL {
 	case DebugSyncz:
 		resp.ControlPlane = s.controlPlane.core()
+		// One entry per proxy: the agent's NameTable stream carries the
+		// node of its Envoy's.
+		var order []string
+		byID := map[string]*statusv3.ClientConfig{}
 		for _, c := range s.Connections() {
 			if callerNS != "" && c.proxy.Namespace != callerNS {
 				continue
 			}
-			a, err := anypb.New(c.clientConfig())
+			cc := c.clientConfig()
+			if prev := byID[c.proxy.ID]; prev != nil {
+				mergeClientConfig(prev, cc)
+				continue
+			}
+			byID[c.proxy.ID] = cc
+			order = append(order, c.proxy.ID)
+		}
+		for _, id := range order {
+			a, err := anypb.New(byID[id])
 			if err != nil {
-				return nil, status.Errorf(codes.Internal, "syncz of %s: %v", c.proxy.ID, err)
+				return nil, status.Errorf(codes.Internal, "syncz of %s: %v", id, err)
 			}
 			resp.Resources = append(resp.Resources, a)
 		}

@@ -29,6 +29,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 // debugEnv is the sample mesh's xDS server also served on a TLS port that
@@ -185,8 +186,20 @@ func TestDebugTypesOverXDS(t *testing.T) {
 	must(t, pp.Subscribe(gen.ClusterType, nil, wait))
 	must(t, pp.Request(gen.ListenerType, nil, "", "", nil)) // sent, not acknowledged
 	recv(t, pp)
+	// productpage's agent keeps a NameTable stream of its own with the same
+	// node: syncz still shows one proxy.
+	agent := d.sotw(t, productpage, map[string]string{"CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0"})
+	must(t, agent.Subscribe(gen.NameTableType, nil, wait))
 	cart := d.sotw(t, cartProxy, nil)
 	must(t, cart.Subscribe(gen.ClusterType, nil, wait))
+	polltest.Within(t, wait, "the agent's NDS synced", func() bool {
+		for _, ps := range d.srv.Status() {
+			if ps.Proxy == productpage && ps.Types["NDS"].Status == xds.StatusSynced {
+				return true
+			}
+		}
+		return false
+	})
 	d.waitStatus(t, productpage, "CDS", xds.StatusSynced)
 	d.waitStatus(t, cartProxy, "CDS", xds.StatusSynced)
 
@@ -197,7 +210,7 @@ func TestDebugTypesOverXDS(t *testing.T) {
 		}
 		got, configs := syncz(t, r)
 		want := map[string]map[string]string{
-			productpage: {"CDS": "SYNCED", "LDS": "STALE"},
+			productpage: {"CDS": "SYNCED", "LDS": "STALE", "NDS": "SYNCED"},
 			cartProxy:   {"CDS": "SYNCED"},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -284,7 +297,7 @@ func TestDebugTypesOverXDS(t *testing.T) {
 			}
 		})
 	}
-	if n := len(d.srv.Connections()); n != 2 {
-		t.Errorf("%d connections after the debug streams, want the 2 proxies", n)
+	if n := len(d.srv.Connections()); n != 3 {
+		t.Errorf("%d connections after the debug streams, want the 3 proxy streams", n)
 	}
 }
