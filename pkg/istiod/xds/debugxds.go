@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -83,6 +84,35 @@ func (s *Server) answerDebug(stream sotwStream, node *corev3.Node, req *discover
 	resp, err := s.debugResponse(req.GetTypeUrl(), names, callerNS)
 	if err != nil {
 		return err
+	}
+	sent[req.GetTypeUrl()] = true
+	return stream.SendMsg(resp)
+}
+
+// answerDebugDelta is answerDebug for a delta stream: the same answer, each
+// resource named (syncz: by node id) in a DeltaDiscoveryResponse.
+func (s *Server) answerDebugDelta(stream deltaStream, node *corev3.Node, req *discoveryv3.DeltaDiscoveryRequest, sent map[string]bool) error {
+	if sent[req.GetTypeUrl()] && req.GetResponseNonce() != "" {
+		return nil
+	}
+	callerNS, err := s.debugCaller(stream.Context(), node)
+	if err != nil {
+		return err
+	}
+	names := slices.DeleteFunc(slices.Clone(req.GetResourceNamesSubscribe()), func(n string) bool { return n == "*" })
+	r, err := s.debugResponse(req.GetTypeUrl(), names, callerNS)
+	if err != nil {
+		return err
+	}
+	resp := &discoveryv3.DeltaDiscoveryResponse{TypeUrl: r.GetTypeUrl(), SystemVersionInfo: r.GetVersionInfo(), Nonce: r.GetNonce(),
+		ControlPlane: r.GetControlPlane()}
+	for i, a := range r.GetResources() {
+		name := strconv.Itoa(i)
+		var cc statusv3.ClientConfig
+		if a.MessageIs(&cc) && a.UnmarshalTo(&cc) == nil {
+			name = cc.GetNode().GetId()
+		}
+		resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: name, Version: r.GetVersionInfo(), Resource: a})
 	}
 	sent[req.GetTypeUrl()] = true
 	return stream.SendMsg(resp)

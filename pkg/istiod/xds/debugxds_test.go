@@ -297,6 +297,31 @@ func TestDebugTypesOverXDS(t *testing.T) {
 			}
 		})
 	}
+	t.Run("delta syncz", func(t *testing.T) {
+		conn, err := grpc.NewClient(d.tlsAddr, d.tlsDial(d.token(t, "istio-system", "default"))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		s, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: istioctlNode("istio-system", "default"), TypeUrl: xds.DebugSyncz}))
+		r, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, res := range r.GetResources() {
+			ids = append(ids, res.GetName())
+		}
+		if diff := cmp.Diff([]string{productpage, cartProxy}, ids); diff != "" {
+			t.Errorf("delta syncz names (-want +got):\n%s", diff)
+		}
+	})
 	if n := len(d.srv.Connections()); n != 3 {
 		t.Errorf("%d connections after the debug streams, want the 3 proxy streams", n)
 	}

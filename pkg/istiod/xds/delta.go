@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -32,6 +33,8 @@ func (s *Server) streamDelta(stream deltaStream) error {
 		}
 	}()
 	var pushReady chan struct{}
+	var node *corev3.Node
+	debugSent := map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -42,6 +45,15 @@ func (s *Server) streamDelta(stream deltaStream) error {
 			}
 			return err
 		case req := <-reqs:
+			if node == nil {
+				node = req.GetNode()
+			}
+			if isDebugType(req.GetTypeUrl()) {
+				if err := s.answerDebugDelta(stream, node, req, debugSent); err != nil {
+					return err
+				}
+				continue
+			}
 			if c == nil {
 				var err error
 				if c, err = s.initConnection(ctx, req.GetNode().GetId(), req.GetNode().GetMetadata(), true); err != nil {
