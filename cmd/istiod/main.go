@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/skiff-mesh/skiff/pkg/compat"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
 	"github.com/skiff-mesh/skiff/pkg/logflags"
@@ -28,9 +29,7 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(logflags.NewHandler(os.Stderr, f.LogLevel, f.LogJSON))
-	if len(f.Unapplied) > 0 {
-		log.Warn("accepted Istio arguments that Skiff's istiod does not honour", "args", f.Unapplied)
-	}
+	compat.Report(log, compat.PilotDiscovery, f.Unapplied, os.Environ())
 	lc, err := leader.ConfigFromEnv(os.LookupEnv, f.Security.Namespace)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "istiod:", err)

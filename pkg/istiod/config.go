@@ -34,6 +34,14 @@ type Config struct {
 	PushConcurrency int
 	// Keepalive is the gRPC servers' connection keepalive.
 	Keepalive Keepalive
+	// MeshConfigFile is the mesh config file (Istio's --meshConfig); when
+	// it does not exist, the Kubernetes registry's istio ConfigMap (or
+	// istio-REVISION) in Namespace is followed, else Istio's defaults.
+	MeshConfigFile string
+	// Namespace is istiod's namespace (POD_NAMESPACE).
+	Namespace string
+	// Revision is istiod's revision (REVISION), "" for the default.
+	Revision string
 }
 
 // Keepalive is pilot-discovery's keepalive settings for xDS connections.
@@ -57,6 +65,8 @@ func DefaultConfig() Config {
 		DebounceMax:     10 * time.Second,
 		EDSDebounce:     true,
 		PushConcurrency: 100,
+		MeshConfigFile:  "./etc/istio/config/mesh",
+		Namespace:       "istio-system",
 		Keepalive:       Keepalive{Interval: 30 * time.Second, Timeout: 10 * time.Second},
 	}
 }

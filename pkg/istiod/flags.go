@@ -40,7 +40,6 @@ type Flags struct {
 var compatFlags = []struct{ name, value, usage string }{
 	{"registries", "Kubernetes", "service registries (Skiff: --config-dir or Kubernetes)"},
 	{"clusterRegistriesNamespace", "istio-system", "multicluster secrets namespace (multicluster is not supported)"},
-	{"meshConfig", "./etc/istio/config/mesh", "mesh configuration file"},
 	{"networksConfig", "./etc/istio/config/meshNetworks", "mesh networks file"},
 	{"cniNamespace", "", "istio-cni namespace (node taints are not managed)"},
 	{"clusterAliases", "", "cluster ID aliases"},
@@ -70,6 +69,12 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	if err := envDefaults(c, getenv); err != nil {
 		return f, err
 	}
+	if ns := getenv("POD_NAMESPACE"); ns != "" {
+		c.Namespace = ns
+	}
+	if rev := getenv("REVISION"); rev != "default" {
+		c.Revision = rev
+	}
 	fs := pflag.NewFlagSet("istiod", pflag.ContinueOnError)
 	fs.SetOutput(usage)
 	fs.StringVar(&c.ConfigDir, "config-dir", "", "read services and Istio config from YAML files in this directory (watched)")
@@ -83,6 +88,15 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	fs.DurationVar(&c.DebounceMax, "debounce-max", c.DebounceMax, "longest a burst of changes delays a push (PILOT_DEBOUNCE_MAX)")
 	fs.BoolVar(&c.EDSDebounce, "eds-debounce", c.EDSDebounce, "debounce endpoint-only changes too (PILOT_ENABLE_EDS_DEBOUNCE)")
 	fs.IntVar(&c.PushConcurrency, "push-concurrency", c.PushConcurrency, "proxies pushed to at once (PILOT_PUSH_THROTTLE)")
+	fs.StringVar(&c.MeshConfigFile, "meshConfig", c.MeshConfigFile, "mesh configuration file; when absent, the istio ConfigMap (istio-REVISION) in istiod's namespace")
+	if v := getenv("VALIDATION_DENY_MISSING_HOSTS"); v != "" {
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return f, fmt.Errorf("VALIDATION_DENY_MISSING_HOSTS=%q: want true or false", v)
+		}
+		f.Webhooks.DenyMissingHosts = b
+	}
+	f.Security.Namespace = c.Namespace
 	f.Security.register(fs)
 	f.Webhooks.register(fs)
 	// Istio's names for what Skiff also does.
@@ -133,6 +147,7 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 			c.Kubeconfig = k
 		}
 	}
+	c.Namespace = f.Security.Namespace // --namespace wins over POD_NAMESPACE
 	c.InCluster = *inCluster || (c.ConfigDir == "" && c.Kubeconfig == "" && getenv("KUBERNETES_SERVICE_HOST") != "")
 	if err := c.Validate(); err != nil {
 		return f, err

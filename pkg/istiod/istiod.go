@@ -17,7 +17,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
+	meshconfig "istio.io/api/mesh/v1alpha1"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/analysis"
 	"github.com/skiff-mesh/skiff/pkg/istiod/debug"
+	"github.com/skiff-mesh/skiff/pkg/istiod/mesh"
 	"github.com/skiff-mesh/skiff/pkg/istiod/metrics"
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry"
@@ -34,6 +38,10 @@ type Istiod struct {
 	xds     *xds.Server
 	metrics *metrics.Metrics
 	promReg *prometheus.Registry
+	mesh    *mesh.Watcher
+	// analysis logs each new analysis message once and lists the current
+	// ones under /debug/analyze.
+	analysis *analysis.Reporter
 
 	grpcServers []*grpc.Server
 	listeners   []net.Listener // parallel to grpcServers
@@ -74,6 +82,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		return nil, err
 	}
 	d.reg = reg
+	src := mesh.Source{File: cfg.MeshConfigFile, Namespace: cfg.Namespace, Name: mesh.ConfigMapName(cfg.Revision)}
+	if kr, ok := reg.(*kube.Registry); ok {
+		src.Client = kr.Client()
+	}
+	if d.mesh, err = mesh.Watch(ctx, src, log); err != nil {
+		return nil, err
+	}
+	d.analysis = analysis.NewReporter(log)
 	d.xds = xds.New(xds.Options{Log: log, Metrics: d.metrics, PushConcurrency: cfg.PushConcurrency})
 
 	if err := d.addGRPC("grpc", cfg.GRPCAddr, o.registerGRPC); err != nil {
@@ -96,7 +112,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		}
 	}
 	if cfg.DebugAddr != "" {
-		if err := d.addHTTP("debug", cfg.DebugAddr, debug.Handler(d.xds, reg)); err != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET "+debug.AnalyzePath, debug.Analyze(d.analysis.Messages))
+		mux.Handle("/", debug.Handler(d.xds, reg))
+		if err := d.addHTTP("debug", cfg.DebugAddr, mux); err != nil {
 			d.closeListeners()
 			return nil, err
 		}
@@ -190,6 +209,7 @@ func (d *Istiod) Serve(ctx context.Context) error {
 		d.push(first, nil)
 	})
 	wg.Go(func() { deb.Run(ctx) })
+	d.mesh.Subscribe(func(*meshconfig.MeshConfig) { deb.Notify() })
 	wg.Go(func() {
 		if err := d.reg.Run(ctx, func() { d.changed(deb) }); err != nil {
 			errc <- fmt.Errorf("registry: %w", err)
@@ -246,13 +266,18 @@ func (d *Istiod) push(first time.Time, only func(model.Change) bool) bool {
 	start := time.Now()
 	version := strconv.FormatUint(d.versions.Add(1), 10)
 	prev := d.xds.PushContext()
-	pc := model.Rebuild(prev, d.reg.Inputs(), start.UTC().Format("2006-01-02T15:04:05Z")+"/"+version)
+	in := *d.reg.Inputs() // shallow: the objects are shared, never mutated
+	in.Mesh = d.mesh.Mesh()
+	pc := model.Rebuild(prev, &in, start.UTC().Format("2006-01-02T15:04:05Z")+"/"+version)
 	change := pc.Diff(prev)
 	if only != nil && !only(change) {
 		return false
 	}
 	if change.Empty() {
 		return true
+	}
+	if change.Full {
+		d.analysis.Analyze(&in)
 	}
 	pc.Inherit(prev, change)
 	if d.metrics != nil {

@@ -1,6 +1,7 @@
 package istiod
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -51,7 +52,7 @@ func (s *Security) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.RootCertFile, "root-cert-file", "", "file mode: write the root bundle here")
 	fs.StringVar(&s.JWTPublicKeyFile, "jwt-public-key", "", "file mode: PEM public key(s) that sign workload tokens")
 	fs.StringVar(&s.JWTIssuer, "jwt-issuer", "https://kubernetes.default.svc.cluster.local", "file mode: the tokens' issuer")
-	fs.StringVar(&s.Namespace, "namespace", "istio-system", "istiod's namespace")
+	fs.StringVar(&s.Namespace, "namespace", cmp.Or(s.Namespace, "istio-system"), "istiod's namespace (default $POD_NAMESPACE)")
 	fs.StringSliceVar(&s.ServingDNSNames, "serving-dns-names",
 		[]string{"istiod.istio-system.svc", "istiod.istio-system.svc.cluster.local", "istiod", "localhost"},
 		"comma list of DNS names in istiod's serving certificate")

@@ -85,6 +85,9 @@ func New(cfg Config, log *slog.Logger) (*Registry, error) {
 	return &Registry{log: log.With("component", "kube-registry"), kube: kc, istio: ic, inputs: &model.Inputs{}}, nil
 }
 
+// Client is the registry's Kubernetes client.
+func (r *Registry) Client() kubernetes.Interface { return r.kube }
+
 // Run starts the informers, waits for their caches, and calls changed after
 // the initial sync and after every change, until ctx ends.
 func (r *Registry) Run(ctx context.Context, changed func()) error {
