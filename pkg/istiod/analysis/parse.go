@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 	security "istio.io/client-go/pkg/apis/security/v1"
@@ -15,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/skiff-mesh/skiff/pkg/istiod/duration"
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
@@ -81,7 +81,7 @@ func (s *Set) AddJSON(raw []byte, ns, origin string) (model.Key, error) {
 	if len(bytes.TrimSpace(d.Spec)) == 0 || string(bytes.TrimSpace(d.Spec)) == "null" {
 		return k, fmt.Errorf("%s: spec: required", k)
 	}
-	if err := protojson.Unmarshal(d.Spec, spec); err != nil {
+	if err := duration.Unmarshal(d.Spec, spec); err != nil {
 		return k, fmt.Errorf("%s: spec: %w", k, err)
 	}
 	add()

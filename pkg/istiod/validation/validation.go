@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protojson"
+	"github.com/skiff-mesh/skiff/pkg/istiod/duration"
 	"google.golang.org/protobuf/proto"
 	apinet "istio.io/api/networking/v1alpha3"
 	apisec "istio.io/api/security/v1beta1"
@@ -132,7 +132,7 @@ func (v *Validator) ValidateJSON(gvk schema.GroupVersionKind, ns string, raw []b
 	if len(bytes.TrimSpace(d.Spec)) == 0 || string(bytes.TrimSpace(d.Spec)) == "null" {
 		return fail([]error{&FieldError{Field: "spec", Value: "null", Reason: "required"}})
 	}
-	if err := protojson.Unmarshal(d.Spec, spec); err != nil {
+	if err := duration.Unmarshal(d.Spec, spec); err != nil {
 		return fail([]error{&FieldError{Field: "spec", Value: "...", Reason: "does not parse as " + gvk.Kind + ": " + err.Error()}})
 	}
 	return fail(v.check(d.Metadata, spec))

@@ -9,7 +9,6 @@ import (
 	"io"
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 	security "istio.io/client-go/pkg/apis/security/v1"
@@ -19,6 +18,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/skiff-mesh/skiff/pkg/istiod/duration"
 	"github.com/skiff-mesh/skiff/pkg/istiod/validation"
 )
 
@@ -194,7 +194,7 @@ func parseIstio(js []byte, kind string) (any, error) {
 	if len(doc.Spec) == 0 || string(doc.Spec) == "null" {
 		return nil, errors.New("spec: required")
 	}
-	if err := protojson.Unmarshal(doc.Spec, spec); err != nil {
+	if err := duration.Unmarshal(doc.Spec, spec); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
 	return obj, nil

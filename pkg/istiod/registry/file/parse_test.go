@@ -140,3 +140,39 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseDurations: durations in every spelling Istio accepts ("300ms",
+// "1h", "1m30s", "0.2s"), and a bad one named with its field.
+func TestParseDurations(t *testing.T) {
+	objs, errs := Parse("d.yaml", []byte(`apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: r, namespace: default}
+spec:
+  hosts: [reviews]
+  http:
+  - timeout: 300ms
+    retries: {attempts: 2, perTryTimeout: 1m30s}
+    fault: {delay: {fixedDelay: 1h, percentage: {value: 1}}}
+    route: [{destination: {host: reviews}}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: bad, namespace: default}
+spec:
+  hosts: [reviews]
+  http:
+  - timeout: soon
+    route: [{destination: {host: reviews}}]
+`))
+	if len(objs) != 1 {
+		t.Fatalf("want the good VirtualService, got %d objects (errors %v)", len(objs), errs)
+	}
+	h := objs[0].(*networking.VirtualService).Spec.GetHttp()[0]
+	if h.GetTimeout().AsDuration().Milliseconds() != 300 || h.GetRetries().GetPerTryTimeout().AsDuration().Seconds() != 90 ||
+		h.GetFault().GetDelay().GetFixedDelay().AsDuration().Hours() != 1 {
+		t.Fatalf("durations read as %v", h)
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "VirtualService default/bad") || !strings.Contains(errs[0].Error(), "timeout") {
+		t.Fatalf("want one error naming the bad VirtualService's timeout, got %v", errs)
+	}
+}
