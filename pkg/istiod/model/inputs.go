@@ -46,7 +46,7 @@ func (k Key) String() string { return fmt.Sprintf("%s %s/%s", k.Kind, k.Namespac
 type Inputs struct {
 	// Mesh is the mesh configuration (nil: Istio's defaults). A new value
 	// is a new pointer, so a change of it is a configuration change.
-	Mesh *meshconfig.MeshConfig
+	Mesh             *meshconfig.MeshConfig
 	Services         []*corev1.Service
 	EndpointSlices   []*discoveryv1.EndpointSlice
 	Pods             []*corev1.Pod
