@@ -74,13 +74,13 @@ func TestChartTemplatesMatchIstio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.NativeSidecars = !c.legacy
-			cfg.CompliancePolicy = c.compliance
 			in, err := inject.New(cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			in.SetNamespaces(istioNamespaces)
+			in.SetNativeSidecars(!c.legacy)
+			in.SetCompliancePolicy(c.compliance)
 			diffs, err := c.inject(t, dir, in)
 			k, ok := chartDifferences[c.want]
 			if !ok {

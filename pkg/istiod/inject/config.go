@@ -62,14 +62,6 @@ type Config struct {
 	// Values are the chart values the template reads as .Values, merged
 	// over the istiod chart's defaults.
 	Values map[string]any `json:"-"`
-	// NativeSidecars tells templates (.NativeSidecars) to inject
-	// istio-proxy as a Kubernetes native sidecar (an init container with
-	// restartPolicy Always). Istio decides it from ENABLE_NATIVE_SIDECARS
-	// and the nodes' versions; the caller decides here.
-	NativeSidecars bool `json:"-"`
-	// CompliancePolicy is istiod's COMPLIANCE_POLICY ("" or fips-140-3),
-	// seen by templates as .CompliancePolicy.
-	CompliancePolicy string `json:"-"`
 }
 
 // SidecarTemplate is the name of the default template.

@@ -37,6 +37,9 @@ type Injector struct {
 	namespaces atomic.Pointer[NamespaceAnnotations]
 	log        *slog.Logger
 
+	native     atomic.Bool
+	compliance atomic.Pointer[string]
+
 	mu   sync.Mutex     // serializes Update and SetMesh
 	mesh map[string]any // SetMesh's mesh config, or nil
 }
@@ -97,6 +100,24 @@ func (in *Injector) update(base Config, mesh map[string]any) error {
 	}
 	in.cur.Store(&compiled{base: base, cfg: cfg, settings: s, templates: ts})
 	return nil
+}
+
+// SetNativeSidecars tells templates (.NativeSidecars) to inject
+// istio-proxy as a Kubernetes native sidecar (an init container with
+// restartPolicy Always), unless a pod's sidecar.istio.io/nativeSidecar says
+// otherwise. Istio decides it from ENABLE_NATIVE_SIDECARS and the nodes'
+// Kubernetes versions; the caller decides here. It holds across Update.
+func (in *Injector) SetNativeSidecars(on bool) { in.native.Store(on) }
+
+// SetCompliancePolicy is istiod's COMPLIANCE_POLICY ("" or fips-140-3),
+// seen by templates as .CompliancePolicy. It holds across Update.
+func (in *Injector) SetCompliancePolicy(p string) { in.compliance.Store(&p) }
+
+func (in *Injector) compliancePolicy() string {
+	if p := in.compliance.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Revision returns the control plane revision pods are injected for.
@@ -216,9 +237,9 @@ func (in *Injector) inject(c *compiled, pod *corev1.Pod, ns string) error {
 		Readiness: ready, ProxyResources: res,
 
 		TypeMeta:   metav1.TypeMeta{Kind: w.Kind, APIVersion: w.APIVersion},
-		MeshConfig: s.mesh, NativeSidecars: c.cfg.NativeSidecars, ProxyInitImage: initImg,
+		MeshConfig: s.mesh, NativeSidecars: in.native.Load(), ProxyInitImage: initImg,
 		ProxyUID: uid, ProxyGID: gid, InboundTrafficPolicyMode: inboundPolicyMode(s.mesh),
-		CompliancePolicy: c.cfg.CompliancePolicy,
+		CompliancePolicy: in.compliancePolicy(),
 	}
 	js, err := c.templates.render(names, data)
 	if err != nil {

@@ -192,13 +192,13 @@ func (c istioCase) injector(t *testing.T, dir string) *inject.Injector {
 	if err != nil {
 		t.Fatalf("Istio's istio-sidecar-injector ConfigMap: %v", err)
 	}
-	cfg.NativeSidecars = !c.legacy
-	cfg.CompliancePolicy = c.compliance
 	in, err := inject.New(cfg, nil)
 	if err != nil {
 		t.Fatalf("Istio's istio-sidecar-injector ConfigMap: %v", err)
 	}
 	in.SetNamespaces(istioNamespaces)
+	in.SetNativeSidecars(!c.legacy)
+	in.SetCompliancePolicy(c.compliance)
 	return in
 }
 

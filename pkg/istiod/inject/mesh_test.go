@@ -48,3 +48,34 @@ func TestSetMesh(t *testing.T) {
 		t.Errorf("after SetMesh(nil): TRUST_DOMAIN %q, want cluster.local", got)
 	}
 }
+
+// TestNativeSidecars: SetNativeSidecars puts istio-proxy among the init
+// containers (restartPolicy Always) and holds across Update; the pod's
+// sidecar.istio.io/nativeSidecar=false wins.
+func TestNativeSidecars(t *testing.T) {
+	in := newInjector(t, "", "")
+	in.SetNativeSidecars(true)
+	if err := in.Update(in.Config()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := in.Inject(appPod(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range res.Pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	p := sidecar(res.Pod)
+	if len(names) != 2 || names[0] != "istio-init" || names[1] != "istio-proxy" || p.RestartPolicy == nil || *p.RestartPolicy != "Always" {
+		t.Errorf("init containers %v (restartPolicy %v), want istio-init, istio-proxy (Always)", names, p.RestartPolicy)
+	}
+	pod := appPod()
+	annotate("sidecar.istio.io/nativeSidecar", "false")(pod)
+	if res, err = in.Inject(pod, ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pod.Spec.InitContainers) != 1 || res.Pod.Spec.Containers[len(res.Pod.Spec.Containers)-1].Name != "istio-proxy" {
+		t.Errorf("nativeSidecar=false: istio-proxy not the last container")
+	}
+}
