@@ -13,6 +13,7 @@ import (
 	apinet "istio.io/api/networking/v1alpha3"
 	apisec "istio.io/api/security/v1beta1"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
+	security "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -184,6 +185,12 @@ func Accept(obj any) error {
 		c.object(o.ObjectMeta, &o.Spec)
 	case *networking.Sidecar:
 		c.object(o.ObjectMeta, &o.Spec)
+	case *security.PeerAuthentication:
+		c.object(o.ObjectMeta, &o.Spec)
+	case *security.AuthorizationPolicy:
+		c.meta(o.ObjectMeta)
+	case *security.RequestAuthentication:
+		c.meta(o.ObjectMeta)
 	default:
 		return fmt.Errorf("unsupported object type %T", obj)
 	}
@@ -211,6 +218,7 @@ func (c *checker) object(meta metav1.ObjectMeta, spec proto.Message) {
 		c.meta(meta)
 		c.sidecar(s)
 	case *apisec.PeerAuthentication:
+		c.meta(meta)
 		c.peerAuthentication(s)
 	}
 }

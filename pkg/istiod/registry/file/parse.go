@@ -138,7 +138,7 @@ func parseDoc(raw []byte) (any, header, error) {
 	if m, ok := obj.(metav1.Object); ok && m.GetNamespace() == "" {
 		m.SetNamespace("default")
 	}
-	if err := accept(obj); err != nil {
+	if err := validation.Accept(obj); err != nil {
 		return nil, h, err
 	}
 	return obj, h, nil
@@ -206,14 +206,3 @@ func typeMeta(d istioDoc) metav1.TypeMeta {
 
 // securityKinds are the security.istio.io kinds istiod reads.
 var securityKinds = map[string]bool{"PeerAuthentication": true, "AuthorizationPolicy": true, "RequestAuthentication": true}
-
-// accept runs istiod's validation. The security kinds are not known to
-// validation.Accept yet: their specs have been parsed strictly and the
-// generators report what they cannot honour, so they pass as they are.
-func accept(obj any) error {
-	switch obj.(type) {
-	case *security.PeerAuthentication, *security.AuthorizationPolicy, *security.RequestAuthentication:
-		return nil
-	}
-	return validation.Accept(obj)
-}

@@ -40,7 +40,7 @@ func keep[T interface {
 }](kind model.Kind, objs []T, problems *[]error) []T {
 	out := objs[:0:0]
 	for _, o := range objs {
-		if err := accept(any(o)); err != nil {
+		if err := validation.Accept(any(o)); err != nil {
 			*problems = append(*problems, fmt.Errorf("%s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err))
 			continue
 		}
@@ -102,15 +102,4 @@ func (l *listers) build() (*model.Inputs, []error) {
 		}
 	}
 	return in, problems
-}
-
-// accept runs istiod's validation; the security kinds are not known to
-// validation.Accept yet (the API server has checked their schema), so they
-// pass as they are.
-func accept(obj any) error {
-	switch obj.(type) {
-	case *security.PeerAuthentication, *security.AuthorizationPolicy, *security.RequestAuthentication:
-		return nil
-	}
-	return validation.Accept(obj)
 }
