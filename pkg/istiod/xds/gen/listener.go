@@ -6,12 +6,9 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
-	origdstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
@@ -149,51 +146,4 @@ func cidr(ip string) *corev3.CidrRange {
 type inboundPort struct {
 	port     uint16 // workload (target) port
 	protocol model.Protocol
-}
-
-// virtualInbound builds the 15006 listener: one filter chain per workload
-// port, then a passthrough chain.
-func virtualInbound(ports []inboundPort) *listenerv3.Listener {
-	var chains []*listenerv3.FilterChain
-	for _, p := range ports {
-		cluster := model.InboundClusterName(p.port)
-		var f *listenerv3.Filter
-		if p.protocol.IsHTTP() {
-			f = hcmFilter(&hcmv3.HttpConnectionManager{
-				StatPrefix: cluster,
-				RouteSpecifier: &hcmv3.HttpConnectionManager_RouteConfig{RouteConfig: &routev3.RouteConfiguration{
-					Name: cluster,
-					VirtualHosts: []*routev3.VirtualHost{{
-						Name: fmt.Sprintf("inbound|http|%d", p.port), Domains: []string{"*"},
-						Routes: []*routev3.Route{{
-							Name:  "default",
-							Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-							Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-								ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster}, Timeout: durationpb.New(0),
-								MaxStreamDuration: &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(0), GrpcTimeoutHeaderMax: durationpb.New(0)},
-							}},
-						}},
-					}},
-				}},
-				HttpFilters: sidecarHTTPFilters(),
-			})
-		} else {
-			f = tcpFilter(cluster)
-		}
-		chains = append(chains, &listenerv3.FilterChain{
-			Name:             cluster,
-			FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(uint32(p.port))},
-			Filters:          []*listenerv3.Filter{f},
-		})
-	}
-	return &listenerv3.Listener{
-		Name:             VirtualInbound,
-		Address:          address("0.0.0.0", VirtualInboundPort),
-		TrafficDirection: corev3.TrafficDirection_INBOUND,
-		ListenerFilters: []*listenerv3.ListenerFilter{{Name: "envoy.filters.listener.original_dst",
-			ConfigType: &listenerv3.ListenerFilter_TypedConfig{TypedConfig: mustAny(&origdstv3.OriginalDst{})}}},
-		FilterChains: chains,
-		DefaultFilterChain: &listenerv3.FilterChain{Name: "InboundPassthroughFilterChain",
-			Filters: []*listenerv3.Filter{tcpFilter(InboundPassthroughCluster)}},
-	}
 }
