@@ -119,7 +119,8 @@ func kubeInject(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	if err := os.WriteFile(in, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(istiobin.Path(t, istiobin.Istioctl), "kube-inject", "-f", in,
+	// --revision: else istioctl asks the API server for the default one.
+	cmd := exec.Command(istiobin.Path(t, istiobin.Istioctl), "kube-inject", "--revision", "default", "-f", in,
 		"--injectConfigFile", files.config, "--valuesFile", files.values, "--meshConfigFile", files.mesh,
 		"--kubeconfig", dummyKubeconfig(t, dir))
 	cmd.Env = append(os.Environ(), "HOME="+dir)
@@ -132,7 +133,8 @@ func kubeInject(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 		t.Fatalf("istioctl kube-inject: %v\n%s", err, stderr)
 	}
 	var injected corev1.Pod
-	if err := yaml.Unmarshal(out, &injected); err != nil {
+	first, _, _ := strings.Cut(string(out), "\n---")
+	if err := yaml.Unmarshal([]byte(first), &injected); err != nil {
 		t.Fatalf("parse injected pod: %v\n%s", err, out)
 	}
 	return &injected

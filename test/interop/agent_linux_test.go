@@ -1,0 +1,109 @@
+package interop
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/xds"
+
+	"github.com/skiff-mesh/skiff/pkg/istiobin"
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
+	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
+)
+
+// leafURI returns the URI SAN of the first certificate in a PEM chain.
+func leafURI(t *testing.T, chain []byte) string {
+	t.Helper()
+	b, _ := pem.Decode(chain)
+	if b == nil {
+		t.Fatalf("no PEM block in %q", chain)
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.URIs) != 1 {
+		t.Fatalf("leaf has URI SANs %v, want one", c.URIs)
+	}
+	return c.URIs[0].String()
+}
+
+// connectThroughAgent connects grpc-go's xDS client to the agent with the
+// bootstrap the agent wrote, so the agent opens its upstream stream (Istio's
+// agent asks for the NameTable on the stream it proxies).
+func connectThroughAgent(t *testing.T, root, bootstrap, target string) {
+	t.Helper()
+	var b []byte
+	polltest.Within(t, 30*time.Second, "agent's gRPC bootstrap "+bootstrap, func() bool {
+		var err error
+		b, err = os.ReadFile(bootstrap)
+		return err == nil && len(b) > 0
+	})
+	// The agent names its socket as the container sees it, with the pod's
+	// root at /.
+	b = bytes.ReplaceAll(b, []byte(`"unix:///`), []byte(`"unix://`+root+`/`))
+	builder, err := xds.NewXDSResolverWithConfigForTesting(b)
+	if err != nil {
+		t.Fatalf("bootstrap %s: %v\n%s", bootstrap, err, b)
+	}
+	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(builder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	cc.Connect()
+}
+
+// TestIstioAgentUnderSkiffIstiod runs Istio's pilot-agent, as Istio's
+// kube-inject sets it up, under Skiff's istiod on a real API server: the
+// agent gets a certificate for its SPIFFE identity from Skiff's CA and its
+// DNS proxy answers a mesh name from Skiff's NameTable. Istio's agent
+// runs with DISABLE_ENVOY (there is no Envoy on these machines), so it
+// serves no SDS: it writes the certificate to OUTPUT_CERTS, which is
+// checked instead.
+func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
+	netnstest.RequireRoot(t)
+	agent := istiobin.Path(t, istiobin.PilotAgent)
+	env, ctx := crdtest.Start(t)
+	namespace := netnstest.UniqueName("interop-")
+	meshObjects(t, ctx, env, namespace)
+	secure := freeAddr(t)
+	startProcess(t, t.TempDir(), nil, skiff(t, "istiod"), "--kubeconfig", env.Kubeconfig,
+		"--grpcAddr", freeAddr(t), "--secureGRPCAddr", secure, "--httpAddr", freeAddr(t),
+		"--monitoringAddr", "", "--httpsAddr", freeAddr(t))
+	listening(t, secure)
+
+	p := newPod(t, ctx, env, namespace, secure)
+	bootstrap := filepath.Join(p.root, "etc/istio/proxy/grpc-bootstrap.json")
+	certs := filepath.Join(p.root, "var/lib/istio/data")
+	p.start(t, agent, "DISABLE_ENVOY=true", "ISTIO_META_DNS_CAPTURE=true",
+		"GRPC_XDS_BOOTSTRAP="+bootstrap, "OUTPUT_CERTS="+certs)
+
+	t.Run("certificate", func(t *testing.T) {
+		var chain []byte
+		polltest.Within(t, 30*time.Second, "cert-chain.pem in OUTPUT_CERTS", func() bool {
+			var err error
+			chain, err = os.ReadFile(filepath.Join(certs, "cert-chain.pem"))
+			return err == nil && len(chain) > 0
+		})
+		if got, want := leafURI(t, chain), "spiffe://cluster.local/ns/"+namespace+"/sa/app"; got != want {
+			t.Errorf("identity %s, want %s", got, want)
+		}
+	})
+	t.Run("dns", func(t *testing.T) {
+		connectThroughAgent(t, p.root, bootstrap, "xds:///reviews."+namespace+".svc.cluster.local:9080")
+		name := "reviews." + namespace + ".svc.cluster.local"
+		polltest.Within(t, 30*time.Second, "DNS proxy answers "+name, func() bool {
+			return slices.Contains(p.lookup(t, name), "10.0.0.50")
+		})
+	})
+}
