@@ -53,6 +53,14 @@ func main() {
 		log.Error("istiod CA failed", "err", err)
 		os.Exit(1)
 	}
+	d, err := istiod.New(ctx, f.Config, log, opts...)
+	if err != nil {
+		log.Error("istiod failed", "err", err)
+		os.Exit(1)
+	}
+	// The webhooks analyze against istiod's registry and inject with its
+	// mesh config instead of watching the cluster a second time.
+	f.Webhooks.Inputs, f.Webhooks.Synced, f.Webhooks.Mesh = d.Inputs, d.Synced, d.Mesh()
 	if err := istiod.StartWebhooks(ctx, f.Config, f.Webhooks, authority, log); err != nil {
 		log.Error("istiod webhooks failed", "err", err)
 		os.Exit(1)
@@ -61,7 +69,7 @@ func main() {
 		log.Error("istiod webhook patcher failed", "err", err)
 		os.Exit(1)
 	}
-	err = istiod.Run(ctx, f.Config, log, opts...)
+	err = d.Serve(ctx)
 	stop()
 	elector.Wait() // the singletons have stopped and their leases are released
 	if err != nil {

@@ -192,6 +192,15 @@ func (d *Istiod) closeListeners() {
 // "monitoring" or "debug" ("" when not running).
 func (d *Istiod) Addr(name string) string { return d.addrs[name] }
 
+// Mesh returns the mesh config watcher.
+func (d *Istiod) Mesh() *mesh.Watcher { return d.mesh }
+
+// Synced reports whether the registry has read its source once.
+func (d *Istiod) Synced() bool { return d.reg.Synced() }
+
+// Inputs returns the registry's current objects.
+func (d *Istiod) Inputs() *model.Inputs { return d.reg.Inputs() }
+
 // XDS returns the xDS server.
 func (d *Istiod) XDS() *xds.Server { return d.xds }
 

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"google.golang.org/protobuf/encoding/protojson"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +31,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject/configmap"
+	"github.com/skiff-mesh/skiff/pkg/istiod/mesh"
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/validation"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
@@ -60,6 +63,30 @@ type Webhooks struct {
 	// admitted object against (istiod passes its registry's Inputs); nil:
 	// the webhooks read the cluster (or the config directory) themselves.
 	Inputs func() *model.Inputs
+	// Synced reports whether Inputs holds the registry's first full read;
+	// until then objects are admitted without analysis (a missing host
+	// would only mean "not read yet"). Nil: always.
+	Synced func() bool
+	// Mesh, when set, is istiod's mesh config, which the injector's
+	// templates see as Istio's do (.MeshConfig), followed as it changes.
+	Mesh *mesh.Watcher
+}
+
+// injectorEnv applies Istio's injector variables: COMPLIANCE_POLICY and
+// ENABLE_NATIVE_SIDECARS ("true" or "false"; Istio's default "auto",
+// which detects the nodes' support, is taken as false and said once).
+func injectorEnv(inj *inject.Injector, getenv func(string) string, log *slog.Logger) error {
+	inj.SetCompliancePolicy(getenv("COMPLIANCE_POLICY"))
+	switch v := getenv("ENABLE_NATIVE_SIDECARS"); v {
+	case "true":
+		inj.SetNativeSidecars(true)
+	case "false":
+	case "", "auto":
+		log.Info("native sidecars are injected only with ENABLE_NATIVE_SIDECARS=true (node support is not detected)", "ENABLE_NATIVE_SIDECARS", v)
+	default:
+		return fmt.Errorf("ENABLE_NATIVE_SIDECARS=%q: want true, false or auto", v)
+	}
+	return nil
 }
 
 // SyncTimeout bounds how long the webhooks wait, in Kubernetes mode, for
@@ -124,6 +151,22 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 	if err != nil {
 		return nil, err
 	}
+	if err := injectorEnv(inj, os.Getenv, log); err != nil {
+		return nil, err
+	}
+	if w.Mesh != nil {
+		give := func(mc *meshconfig.MeshConfig) {
+			b, err := protojson.Marshal(mc)
+			if err == nil {
+				err = inj.SetMesh(b)
+			}
+			if err != nil {
+				log.Error("mesh config not given to the injector; keeping the current one", "err", err)
+			}
+		}
+		give(w.Mesh.Mesh())
+		w.Mesh.Subscribe(give)
+	}
 	v := &validation.Validator{DomainSuffix: "cluster.local"}
 	var synced chan struct{}
 	var wg sync.WaitGroup
@@ -166,10 +209,10 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 				log.Error("webhook registry stopped", "err", err)
 			}
 		})
-		w.Inputs = reg.Inputs
+		w.Inputs, w.Synced = reg.Inputs, reg.Synced
 	}
 	srv := webhook.New(webhook.Options{Injector: inj, Validator: v, Log: log})
-	h := &analyzed{next: srv, inputs: w.Inputs, deny: w.DenyMissingHosts, log: log.With("component", "webhook")}
+	h := &analyzed{next: srv, inputs: w.Inputs, synced: w.Synced, deny: w.DenyMissingHosts, log: log.With("component", "webhook")}
 	wg.Go(func() {
 		if synced != nil {
 			select {
@@ -198,6 +241,7 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 type analyzed struct {
 	next   *webhook.Server
 	inputs func() *model.Inputs
+	synced func() bool
 	deny   bool
 	log    *slog.Logger
 }
@@ -260,6 +304,9 @@ func (a *analyzed) amend(body, out []byte) []byte {
 		return out
 	}
 	req := rev.Request
+	if a.synced != nil && !a.synced() {
+		return out
+	}
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
 		return out
 	}
