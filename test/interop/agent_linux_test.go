@@ -2,6 +2,7 @@ package interop
 
 import (
 	"bytes"
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"os"
@@ -10,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	secretv3 "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/xds"
@@ -101,6 +106,90 @@ func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 	})
 	t.Run("dns", func(t *testing.T) {
 		connectThroughAgent(t, p.root, bootstrap, "xds:///reviews."+namespace+".svc.cluster.local:9080")
+		name := "reviews." + namespace + ".svc.cluster.local"
+		polltest.Within(t, 30*time.Second, "DNS proxy answers "+name, func() bool {
+			return slices.Contains(p.lookup(t, name), "10.0.0.50")
+		})
+	})
+}
+
+// sdsChain asks the agent's SDS socket for the "default" secret, as Envoy
+// would, and returns its certificate chain (PEM).
+func sdsChain(t *testing.T, socket string) []byte {
+	t.Helper()
+	polltest.Within(t, 30*time.Second, "SDS socket "+socket, func() bool {
+		_, err := os.Stat(socket)
+		return err == nil
+	})
+	cc, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	stream, err := secretv3.NewSecretDiscoveryServiceClient(cc).StreamSecrets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&discoveryv3.DiscoveryRequest{
+		Node:          &corev3.Node{Id: "sidecar~" + podIP + "~app-0.interop~interop.svc.cluster.local"},
+		TypeUrl:       "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
+		ResourceNames: []string{"default"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatalf("SDS: %v", err)
+	}
+	for _, r := range resp.GetResources() {
+		var s tlsv3.Secret
+		if err := r.UnmarshalTo(&s); err != nil {
+			t.Fatal(err)
+		}
+		if s.GetName() == "default" {
+			return s.GetTlsCertificate().GetCertificateChain().GetInlineBytes()
+		}
+	}
+	t.Fatalf("SDS answered no default secret: %v", resp)
+	return nil
+}
+
+// TestSkiffAgentUnderIstioPilotDiscovery runs Skiff's pilot-agent, set up
+// as Istio's kube-inject sets up istio-proxy, under Istio 1.31's own
+// pilot-discovery on a real API server: a certificate for the pod's
+// SPIFFE identity from Istio's CA, served by the agent's SDS, and the
+// agent's DNS proxy answering a Service from Istio's NameTable.
+func TestSkiffAgentUnderIstioPilotDiscovery(t *testing.T) {
+	netnstest.RequireRoot(t)
+	discovery := istiobin.Path(t, istiobin.PilotDiscovery)
+	mesh := istioInjectFiles(t).mesh
+	agent := skiff(t, "pilot-agent")
+	env, ctx := crdtest.Start(t)
+	namespace := netnstest.UniqueName("interop-")
+	meshObjects(t, ctx, env, namespace)
+	secure := freeAddr(t)
+	startProcess(t, t.TempDir(), []string{
+		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-0", "REVISION=default", "JWT_POLICY=third-party-jwt",
+		"PILOT_CERT_PROVIDER=istiod", "CLUSTER_ID=Kubernetes", "ISTIOD_ADDR=istiod.istio-system.svc:15012",
+		"PILOT_ENABLE_ANALYSIS=false", "ENABLE_CA_SERVER=true", "KUBECONFIG=" + env.Kubeconfig,
+	}, discovery, "discovery", "--kubeconfig", env.Kubeconfig, "--meshConfig", mesh,
+		"--grpcAddr", freeAddr(t), "--secureGRPCAddr", secure, "--httpAddr", freeAddr(t),
+		"--monitoringAddr", freeAddr(t), "--httpsAddr", freeAddr(t))
+	listening(t, secure)
+
+	p := newPod(t, ctx, env, namespace, secure)
+	bootstrap := filepath.Join(p.root, "etc/istio/proxy/grpc-bootstrap.json")
+	p.start(t, agent, "DISABLE_ENVOY=true", "ISTIO_META_DNS_CAPTURE=true", "GRPC_XDS_BOOTSTRAP="+bootstrap)
+
+	t.Run("certificate through SDS", func(t *testing.T) {
+		chain := sdsChain(t, filepath.Join(p.root, "var/run/secrets/workload-spiffe-uds/socket"))
+		if got, want := leafURI(t, chain), "spiffe://cluster.local/ns/"+namespace+"/sa/app"; got != want {
+			t.Errorf("identity %s, want %s", got, want)
+		}
+	})
+	t.Run("dns", func(t *testing.T) {
 		name := "reviews." + namespace + ".svc.cluster.local"
 		polltest.Within(t, 30*time.Second, "DNS proxy answers "+name, func() bool {
 			return slices.Contains(p.lookup(t, name), "10.0.0.50")
