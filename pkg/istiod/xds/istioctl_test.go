@@ -2,17 +2,25 @@ package xds_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	adminv3 "github.com/envoyproxy/go-control-plane/envoy/admin/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/anypb"
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 )
@@ -75,5 +83,78 @@ func TestIstioIstioctlProxyStatus(t *testing.T) {
 		if col[h] != want {
 			t.Errorf("%s = %q, want %q\n%s", h, col[h], want, out)
 		}
+	}
+}
+
+// TestIstioIstioctlSyncDiff runs Istio's istioctl proxy-status POD, which
+// compares istiod's istio.io/debug/config_dump of the proxy with the
+// proxy's own config dump: given a dump equal to what the proxy holds, it
+// finds clusters, listeners and routes matching.
+func TestIstioIstioctlSyncDiff(t *testing.T) {
+	istioctl := istiobin.Path(t, istiobin.Istioctl)
+	kube := kubetest.Start(t)
+	ctx := kubetest.Context(t)
+	if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.Client.CoreV1().ServiceAccounts("istio-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := newDebugEnvWith(t, ca.NewTokenReviewAuthenticator(kube.Client, "cluster.local"))
+	pp := d.sotw(t, productpage, nil)
+	subscribeAll(t, pp)
+
+	// The proxy's own dump: what istiod sent it, in Envoy's JSON.
+	tok, err := kube.Client.CoreV1().ServiceAccounts("istio-system").CreateToken(ctx, "default",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{"istio-ca"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ask(t, d.tlsAddr, d.tlsDial(tok.Status.Token), istioctlNode("istio-system", "default"), xds.DebugConfigDump, "productpage-0.default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff := func(dump *adminv3.ConfigDump) string {
+		t.Helper()
+		b, err := protojson.Marshal(dump)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "config_dump.json")
+		if err := os.WriteFile(file, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, istioctl, "proxy-status", "productpage-0.default", "--file", file,
+			"--kubeconfig", kube.Kubeconfig, "--xds-address", d.tlsAddr)
+		cmd.Env = []string{"HOME=" + t.TempDir()}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("istioctl: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	out := diff(&adminv3.ConfigDump{Configs: r.GetResources()})
+	for _, want := range []string{"Clusters Match", "Listeners Match", "Routes Match"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// A proxy missing its clusters: the clusters differ.
+	var clusters adminv3.ClustersConfigDump
+	configs := slices.Clone(r.GetResources())
+	for i, a := range configs {
+		if a.MessageIs(&clusters) {
+			empty, err := anypb.New(&adminv3.ClustersConfigDump{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			configs[i] = empty
+		}
+	}
+	if out := diff(&adminv3.ConfigDump{Configs: configs}); !strings.Contains(out, "Clusters Don't Match") {
+		t.Errorf("a dump without clusters matched:\n%s", out)
 	}
 }
