@@ -30,7 +30,10 @@ func (c *Connection) generate(pc *model.PushContext, w *watch, names []string) (
 	label := typeLabel(w.typeURL)
 	w.genError, w.genVersion = err.Error(), pc.Version
 	c.server.metrics.InternalError(label)
-	resource := strings.Join(names, ",")
+	resource := "*" // a whole wildcard type
+	if len(names) > 0 {
+		resource = strings.Join(names, ",")
+	}
 	if re := (*gen.ResourceError)(nil); errors.As(err, &re) {
 		resource = re.Name
 	}
