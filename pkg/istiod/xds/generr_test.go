@@ -1,10 +1,14 @@
 package xds_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -189,7 +193,8 @@ func TestGenerateErrorKeepsConfig(t *testing.T) {
 // namespace shop, whose Sidecar hides the service, is unaffected.
 func TestGenerateErrorFromBadService(t *testing.T) {
 	m := metrics.New(prometheus.NewRegistry())
-	e := newEnvWith(t, xds.Options{Metrics: m})
+	logs := &logBuffer{}
+	e := newEnvWith(t, xds.Options{Metrics: m, Log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	a, s := e.sotw(t, productpage, nil), e.sotw(t, cartProxy, nil)
 	subscribeWildcard(t, a)
 	subscribeWildcard(t, s)
@@ -213,6 +218,12 @@ func TestGenerateErrorFromBadService(t *testing.T) {
 	if n := testutil.ToFloat64(m.InternalErrors.WithLabelValues("cds")); n != 1 {
 		t.Errorf("pilot_total_xds_internal_errors{type=cds} = %v, want 1", n)
 	}
+	if !logs.has(func(r map[string]any) bool {
+		res, _ := r["resource"].(string)
+		return r["level"] == "ERROR" && r["proxy"] == productpage && r["type"] == "cds" && strings.HasPrefix(res, "outbound|9080||bad")
+	}) {
+		t.Errorf("no error log naming the proxy, type and resource:\n%s", logs)
+	}
 	drain(t, s)
 	for _, typ := range []string{"CDS", "LDS"} {
 		e.waitStatus(t, cartProxy, typ, xds.StatusSynced)
@@ -228,4 +239,34 @@ func TestGenerateErrorFromBadService(t *testing.T) {
 	if msg := e.errorOf(productpage, "CDS"); msg != "" {
 		t.Errorf("syncz still shows %q", msg)
 	}
+}
+
+// logBuffer collects JSON log lines (the server logs from several
+// goroutines).
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// has reports whether a logged record satisfies ok.
+func (l *logBuffer) has(ok func(map[string]any) bool) bool {
+	for _, line := range strings.Split(l.String(), "\n") {
+		var r map[string]any
+		if json.Unmarshal([]byte(line), &r) == nil && ok(r) {
+			return true
+		}
+	}
+	return false
 }
