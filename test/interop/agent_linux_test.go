@@ -25,21 +25,45 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
-// leafURI returns the URI SAN of the first certificate in a PEM chain.
-func leafURI(t *testing.T, chain []byte) string {
+// leafURI verifies a PEM chain (leaf first) against the pod's root
+// certificate, the control plane's istio-ca-root-cert, and returns the
+// leaf's one URI SAN.
+func leafURI(t *testing.T, p *pod, chain []byte) string {
 	t.Helper()
-	b, _ := pem.Decode(chain)
-	if b == nil {
-		t.Fatalf("no PEM block in %q", chain)
+	var certs []*x509.Certificate
+	for rest := chain; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		certs = append(certs, c)
 	}
-	c, err := x509.ParseCertificate(b.Bytes)
+	if len(certs) == 0 {
+		t.Fatalf("no certificate in %q", chain)
+	}
+	rootPEM, err := os.ReadFile(filepath.Join(p.root, "var/run/secrets/istio/root-cert.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.URIs) != 1 {
-		t.Fatalf("leaf has URI SANs %v, want one", c.URIs)
+	roots, inter := x509.NewCertPool(), x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(rootPEM) {
+		t.Fatal("no root certificate")
 	}
-	return c.URIs[0].String()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		t.Errorf("leaf does not verify against the control plane's root: %v", err)
+	}
+	if len(certs[0].URIs) != 1 {
+		t.Fatalf("leaf has URI SANs %v, want one", certs[0].URIs)
+	}
+	return certs[0].URIs[0].String()
 }
 
 // connectThroughAgent connects grpc-go's xDS client to the agent with the
@@ -100,7 +124,7 @@ func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 			chain, err = os.ReadFile(filepath.Join(certs, "cert-chain.pem"))
 			return err == nil && len(chain) > 0
 		})
-		if got, want := leafURI(t, chain), "spiffe://cluster.local/ns/"+namespace+"/sa/app"; got != want {
+		if got, want := leafURI(t, p, chain), "spiffe://cluster.local/ns/"+namespace+"/sa/app"; got != want {
 			t.Errorf("identity %s, want %s", got, want)
 		}
 	})
@@ -115,8 +139,9 @@ func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 
 // sdsChain asks the agent's SDS socket for the "default" secret, as Envoy
 // would, and returns its certificate chain (PEM).
-func sdsChain(t *testing.T, socket string) []byte {
+func sdsChain(t *testing.T, p *pod) []byte {
 	t.Helper()
+	socket := filepath.Join(p.root, "var/run/secrets/workload-spiffe-uds/socket")
 	polltest.Within(t, 30*time.Second, "SDS socket "+socket, func() bool {
 		_, err := os.Stat(socket)
 		return err == nil
@@ -133,7 +158,7 @@ func sdsChain(t *testing.T, socket string) []byte {
 		t.Fatal(err)
 	}
 	if err := stream.Send(&discoveryv3.DiscoveryRequest{
-		Node:          &corev3.Node{Id: "sidecar~" + podIP + "~app-0.interop~interop.svc.cluster.local"},
+		Node:          &corev3.Node{Id: "sidecar~" + podIP + "~" + p.name + "." + p.namespace + "~" + p.namespace + ".svc.cluster.local"},
 		TypeUrl:       "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
 		ResourceNames: []string{"default"},
 	}); err != nil {
@@ -184,8 +209,8 @@ func TestSkiffAgentUnderIstioPilotDiscovery(t *testing.T) {
 	p.start(t, agent, "DISABLE_ENVOY=true", "ISTIO_META_DNS_CAPTURE=true", "GRPC_XDS_BOOTSTRAP="+bootstrap)
 
 	t.Run("certificate through SDS", func(t *testing.T) {
-		chain := sdsChain(t, filepath.Join(p.root, "var/run/secrets/workload-spiffe-uds/socket"))
-		if got, want := leafURI(t, chain), "spiffe://cluster.local/ns/"+namespace+"/sa/app"; got != want {
+		chain := sdsChain(t, p)
+		if got, want := leafURI(t, p, chain), "spiffe://cluster.local/ns/"+namespace+"/sa/app"; got != want {
 			t.Errorf("identity %s, want %s", got, want)
 		}
 	})
