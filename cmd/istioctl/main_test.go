@@ -76,8 +76,8 @@ func startIstiod(t *testing.T) string {
 		types []string
 		names []string
 	}{
-		{types: []string{gen.NameTableType, gen.ClusterType}},
-		{meta: map[string]string{"GENERATOR": "grpc"}, types: []string{gen.ListenerType}, names: []string{target}},
+		{meta: map[string]string{"CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0"}, types: []string{gen.NameTableType, gen.ClusterType}},
+		{meta: map[string]string{"GENERATOR": "grpc", "CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0"}, types: []string{gen.ListenerType}, names: []string{target}},
 	} {
 		c, err := xdstest.DialSotW(ctx, d.Addr("grpc"), xdstest.Node(reviewsID, s.meta))
 		if err != nil {
@@ -143,7 +143,7 @@ func TestBinaryThroughTheAPIServer(t *testing.T) {
 		want []string
 	}{
 		{name: "proxy-status --kubeconfig", args: []string{"proxy-status", "--kubeconfig", kc},
-			want: []string{"reviews-v1-0.default   Kubernetes   SYNCED   SYNCED   NOT SENT   NOT SENT   NOT SENT   istiod-7f9c   skiff"}},
+			want: []string{"reviews-v1-0.default   Kubernetes   SYNCED   SYNCED   NOT SENT   NOT SENT   NOT SENT   istiod-7f9c   1.31.0"}},
 		{name: "proxy-status KUBECONFIG", args: []string{"proxy-status"}, env: "KUBECONFIG=" + kc, want: []string{"reviews-v1-0.default"}},
 		{name: "proxy-config secret", args: []string{"proxy-config", "secret", "reviews-v1-0.default", "--kubeconfig", kc},
 			want: []string{"default         Cert Chain   ACTIVE   true         1f2e"}},

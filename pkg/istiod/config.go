@@ -42,7 +42,16 @@ type Config struct {
 	Namespace string
 	// Revision is istiod's revision (REVISION), "" for the default.
 	Revision string
+	// PodName names this replica (POD_NAME, else the host name) in syncz.
+	PodName string
+	// DebugAuthOff serves the xDS debug types to callers that proved no
+	// identity (Istio's ENABLE_DEBUG_ENDPOINT_AUTH=false).
+	DebugAuthOff bool
 }
+
+// IstioVersion is the Istio release whose interfaces istiod implements, as
+// it reports itself to istioctl.
+const IstioVersion = "1.31.0"
 
 // Keepalive is pilot-discovery's keepalive settings for xDS connections.
 type Keepalive struct {

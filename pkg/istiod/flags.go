@@ -75,6 +75,17 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	if rev := getenv("REVISION"); rev != "default" {
 		c.Revision = rev
 	}
+	c.PodName = getenv("POD_NAME")
+	if c.PodName == "" {
+		c.PodName, _ = os.Hostname()
+	}
+	if v := getenv("ENABLE_DEBUG_ENDPOINT_AUTH"); v != "" {
+		on, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return f, fmt.Errorf("ENABLE_DEBUG_ENDPOINT_AUTH=%q: want true or false", v)
+		}
+		c.DebugAuthOff = !on
+	}
 	fs := pflag.NewFlagSet("istiod", pflag.ContinueOnError)
 	fs.SetOutput(usage)
 	fs.StringVar(&c.ConfigDir, "config-dir", "", "read services and Istio config from YAML files in this directory (watched)")

@@ -90,7 +90,15 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		return nil, err
 	}
 	d.analysis = analysis.NewReporter(log)
-	d.xds = xds.New(xds.Options{Log: log, Metrics: d.metrics, PushConcurrency: cfg.PushConcurrency})
+	d.xds = xds.New(xds.Options{Log: log, Metrics: d.metrics, PushConcurrency: cfg.PushConcurrency,
+		Identity: func(ctx context.Context) (xds.Identity, bool) {
+			id, ok := IdentityFrom(ctx)
+			return xds.Identity{Namespace: id.Namespace, ServiceAccount: id.ServiceAccount}, ok
+		},
+		SystemNamespace: cfg.Namespace,
+		ControlPlane:    xds.ControlPlane{ID: cfg.PodName, Version: IstioVersion, Revision: cfg.Revision},
+		DebugAuthOff:    cfg.DebugAuthOff,
+	})
 
 	if err := d.addGRPC("grpc", cfg.GRPCAddr, o.registerGRPC); err != nil {
 		d.closeListeners()

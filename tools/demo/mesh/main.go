@@ -131,7 +131,7 @@ func run(root string, verbose bool, calls int) (err error) {
 		return err
 	}
 	var b strings.Builder
-	proxyview.WriteStatus(&b, streams, "istiod", "skiff")
+	proxyview.WriteStatus(&b, streams, "istiod", "")
 	fmt.Print(indent(b.String()))
 
 	say("istioctl proxy-config clusters productpage.default")
