@@ -148,6 +148,7 @@ var (
 	saveComment = regexp.MustCompile(`(?m)^#.*\n`)
 	counters    = regexp.MustCompile(` ?\[\d+:\d+\]`)
 	ruleComment = regexp.MustCompile(` -m comment --comment ("[^"]*"|\S+)`)
+	nftCounters = regexp.MustCompile(`counter packets \d+ bytes \d+ ?| comment "[^"]*"`)
 )
 
 // saves are the iptables-save commands of both backends and families.
@@ -204,6 +205,14 @@ func kernelState(t *testing.T, ns *netnstest.NS) kernel {
 		{"-o", "addr", "show", "dev", "lo"},
 	} {
 		fmt.Fprintf(&b, "== ip %s\n%s", strings.Join(args, " "), ns.Exec(t, "ip", args...))
+	}
+	// Native nftables tables named istio-proxy-* (neither run should make
+	// any here), without counters.
+	for _, line := range strings.Split(ns.Exec(t, "nft", "list", "tables"), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && strings.HasPrefix(f[2], "istio-proxy-") {
+			out := nftCounters.ReplaceAllString(ns.Exec(t, "nft", "list", "table", f[1], f[2]), "")
+			fmt.Fprintf(&b, "== nft list table %s %s\n%s", f[1], f[2], out)
+		}
 	}
 	k.ip = b.String()
 	return k
