@@ -7,18 +7,12 @@
 package configmap
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
+	"github.com/skiff-mesh/skiff/pkg/configmap"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
 )
 
@@ -44,50 +38,17 @@ func Watch(ctx context.Context, client kubernetes.Interface, namespace, name str
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "injector-configmap", "configmap", namespace+"/"+name)
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}))
-	inf := factory.Core().V1().ConfigMaps().Informer()
-	// The informer calls its handlers one at a time, so last needs no lock.
-	var last []byte
-	onConfigMap := func(obj any) {
-		cm, ok := obj.(*corev1.ConfigMap)
-		if !ok || cm.Name != name {
-			return
-		}
-		config, values := []byte(cm.Data[inject.ConfigKey]), []byte(cm.Data[inject.ValuesKey])
-		key := append(append(append([]byte{}, config...), 0), values...)
-		if last != nil && bytes.Equal(key, last) {
-			return
-		}
-		last = key
-		if err := apply(in, config, values); err != nil {
-			log.Error("injector configuration not applied; keeping the current one", "resourceVersion", cm.ResourceVersion, "err", err)
-			return
-		}
-		log.Info("injector configuration applied", "resourceVersion", cm.ResourceVersion, "revision", in.Revision())
-	}
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    onConfigMap,
-		UpdateFunc: func(_, obj any) { onConfigMap(obj) },
-		DeleteFunc: func(any) {
-			log.Warn("injector ConfigMap deleted; keeping the current configuration")
+	h := configmap.Handler{
+		Changed: func(data map[string]string, rv string) {
+			if err := apply(in, []byte(data[inject.ConfigKey]), []byte(data[inject.ValuesKey])); err != nil {
+				log.Error("injector configuration not applied; keeping the current one", "resourceVersion", rv, "err", err)
+				return
+			}
+			log.Info("injector configuration applied", "resourceVersion", rv, "revision", in.Revision())
 		},
-	})
-	if err != nil {
-		return fmt.Errorf("watch configmap %s/%s: %w", namespace, name, err)
+		Deleted: func() { log.Warn("injector ConfigMap deleted; keeping the current configuration") },
 	}
-	factory.Start(ctx.Done())
-	if synced != nil {
-		if cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-			close(synced)
-		}
-	}
-	<-ctx.Done()
-	factory.Shutdown()
-	return nil
+	return configmap.Follow(ctx, client, namespace, name, h, log, synced)
 }
 
 // apply parses a ConfigMap's keys and gives them to in.
