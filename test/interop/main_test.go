@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	skiffBin = dir
 	code := m.Run()
 	os.RemoveAll(dir)
+	if injectDir != "" {
+		os.RemoveAll(injectDir)
+	}
 	os.Exit(code)
 }
 
