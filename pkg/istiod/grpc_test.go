@@ -1,7 +1,6 @@
 package istiod_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,62 +8,22 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/xds"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/proxylesstest"
 )
 
 const reviewsTarget = "xds:///reviews.default.svc.cluster.local:9080"
 
-// xdsClient dials target through grpc-go's xDS resolver, bootstrapped to
-// istiod at addr as a proxyless client in namespace default.
-func xdsClient(t *testing.T, addr, target string) testpb.TestServiceClient {
-	t.Helper()
-	bootstrap := fmt.Sprintf(`{
-  "xds_servers": [{"server_uri": %q, "channel_creds": [{"type": "insecure"}], "server_features": ["xds_v3"]}],
-  "node": {"id": "sidecar~127.0.0.99~client.default~default.svc.cluster.local",
-           "metadata": {"GENERATOR": "grpc", "NAMESPACE": "default"}}
-}`, addr)
-	builder, err := xds.NewXDSResolverWithConfigForTesting([]byte(bootstrap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(builder))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return testpb.NewTestServiceClient(cc)
-}
-
-// call makes one RPC and returns the backend's name.
-func call(ctx context.Context, c testpb.TestServiceClient, md ...string) (string, error) {
-	if len(md) > 0 {
-		ctx = metadata.AppendToOutgoingContext(ctx, md...)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	resp, err := c.UnaryCall(ctx, &testpb.SimpleRequest{}, grpc.WaitForReady(true))
-	if err != nil {
-		return "", err
-	}
-	return resp.GetHostname(), nil
-}
-
-// tally makes n RPCs and counts answers by backend.
+// tally makes n RPCs and counts answers by backend; any error fails.
 func tally(t *testing.T, c testpb.TestServiceClient, n int, md ...string) map[string]int {
 	t.Helper()
-	counts := map[string]int{}
-	for range n {
-		name, err := call(t.Context(), c, md...)
-		if err != nil {
-			t.Fatalf("rpc: %v", err)
+	counts := proxylesstest.Tally(t.Context(), c, n, md...)
+	for k := range counts {
+		if strings.HasPrefix(k, "error: ") {
+			t.Fatalf("rpc: %v", counts)
 		}
-		counts[name]++
 	}
 	return counts
 }
@@ -78,7 +37,7 @@ func eventually(t *testing.T, c testpb.TestServiceClient, want, gone string, k i
 	run, seen := 0, false
 	last := ""
 	for time.Now().Before(deadline) {
-		name, err := call(t.Context(), c)
+		name, err := proxylesstest.Call(t.Context(), c)
 		if err == nil && name != gone {
 			run++
 			seen = seen || name == want
@@ -94,12 +53,12 @@ func eventually(t *testing.T, c testpb.TestServiceClient, want, gone string, k i
 }
 
 func TestProxylessGRPC(t *testing.T) {
-	v1 := startBackend(t, "127.0.0.11", "v1")
-	v2 := startBackend(t, "127.0.0.12", "v2")
+	v1 := proxylesstest.StartBackend(t, "127.0.0.11", "v1")
+	v2 := proxylesstest.StartBackend(t, "127.0.0.12", "v2")
 	dir := meshDir(t, "reviews-endpoints.yaml")
 	writeFile(t, filepath.Join(dir, "reviews-endpoints.yaml"), reviewsSlices(v1, v2))
 	d := startIstiod(t, istiod.Config{ConfigDir: dir})
-	client := xdsClient(t, d.Addr("grpc"), reviewsTarget)
+	client := proxylesstest.Client(t, d.Addr("grpc"), reviewsTarget, "default")
 
 	t.Run("split 90/10", func(t *testing.T) {
 		const n = 1000
@@ -128,7 +87,7 @@ func TestProxylessGRPC(t *testing.T) {
 		eventually(t, client, "v1", "", 50)
 	})
 	t.Run("EndpointSlice edit converges", func(t *testing.T) {
-		v1b := startBackend(t, "127.0.0.13", "v1b")
+		v1b := proxylesstest.StartBackend(t, "127.0.0.13", "v1b")
 		slices := strings.Replace(reviewsSlices(v1b, v2), `"127.0.0.11"`, `"127.0.0.13"`, 1)
 		writeFile(t, filepath.Join(dir, "reviews-endpoints.yaml"), slices)
 		eventually(t, client, "v1b", "v1", 100)

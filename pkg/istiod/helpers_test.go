@@ -5,17 +5,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	testpb "google.golang.org/grpc/interop/grpc_testing"
-
 	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/proxylesstest"
 )
 
 // meshDir copies examples/mesh into a temporary directory, leaving out the
@@ -102,34 +99,8 @@ func (w testWriter) Write(b []byte) (int, error) {
 
 var _ io.Writer = testWriter{}
 
-// backend is a gRPC TestService answering with its name.
-type backend struct {
-	testpb.UnimplementedTestServiceServer
-	name string
-	port int
-}
-
-func (b *backend) UnaryCall(context.Context, *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
-	return &testpb.SimpleResponse{Hostname: b.name}, nil
-}
-
-// startBackend serves a named backend on ip:0 until the test ends.
-func startBackend(t *testing.T, ip, name string) *backend {
-	t.Helper()
-	lis, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &backend{name: name, port: lis.Addr().(*net.TCPAddr).Port}
-	g := grpc.NewServer()
-	testpb.RegisterTestServiceServer(g, b)
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	return b
-}
-
 // reviewsSlices renders one EndpointSlice per reviews version.
-func reviewsSlices(v1, v2 *backend) string {
+func reviewsSlices(v1, v2 *proxylesstest.Backend) string {
 	one := func(name, ip, pod string, port int) string {
 		return fmt.Sprintf(`apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -146,5 +117,5 @@ endpoints:
   targetRef: {kind: Pod, name: %s}
 `, name, port, ip, pod)
 	}
-	return one("reviews-v1", "127.0.0.11", "reviews-v1-0", v1.port) + "---\n" + one("reviews-v2", "127.0.0.12", "reviews-v2-0", v2.port)
+	return one("reviews-v1", "127.0.0.11", "reviews-v1-0", v1.Port) + "---\n" + one("reviews-v2", "127.0.0.12", "reviews-v2-0", v2.Port)
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
+	"github.com/skiff-mesh/skiff/pkg/istiod/proxylesstest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
@@ -48,7 +49,7 @@ func TestThreeReplicas(t *testing.T) {
 	if _, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, webhook.ValidatingConfiguration(validatingOptions), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	b1, b2 := startBackend(t, "b1"), startBackend(t, "b2")
+	b1, b2 := proxylesstest.StartBackend(t, "127.0.0.1", "b1"), proxylesstest.StartBackend(t, "127.0.0.1", "b2")
 	ic, err := istioclient.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +98,8 @@ func TestThreeReplicas(t *testing.T) {
 		}
 	}
 	fwd := startForwarder(t, order...)
-	client := xdsClient(t, fwd.addr(), target)
-	if got, err := call(ctx, client); err != nil || got != "b1" {
+	client := proxylesstest.Client(t, fwd.addr(), target, "default")
+	if got, err := proxylesstest.Call(ctx, client); err != nil || got != "b1" {
 		t.Fatalf("before the kill: answer %q, %v; want b1", got, err)
 	}
 	if fwd.upstream() != victim.grpc {
@@ -119,7 +120,7 @@ func TestThreeReplicas(t *testing.T) {
 	breakCABundle(ctx, t, c)
 	// The client keeps its last configuration while it reconnects.
 	for i := range 20 {
-		if got, err := call(ctx, client); err != nil || got != "b1" {
+		if got, err := proxylesstest.Call(ctx, client); err != nil || got != "b1" {
 			t.Fatalf("rpc %d after the kill: answer %q, %v; want b1 from the kept configuration", i, got, err)
 		}
 	}
@@ -162,7 +163,7 @@ func TestThreeReplicas(t *testing.T) {
 	// New configuration reaches the client: it reconnected to a survivor.
 	moveEcho(ctx, t, ic, b2)
 	polltest.Within(t, 30*time.Second, "the client follows an endpoint change served by a survivor", func() bool {
-		got, err := call(ctx, client)
+		got, err := proxylesstest.Call(ctx, client)
 		return err == nil && got == "b2"
 	})
 	if up := fwd.upstream(); up == victim.grpc || up == "" {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
+	"github.com/skiff-mesh/skiff/pkg/istiod/proxylesstest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -111,7 +112,7 @@ func breakCABundle(ctx context.Context, t *testing.T, c kubernetes.Interface) {
 
 // echoEntry is a ServiceEntry for echo.ha.test:9080 with one endpoint, b
 // (EndpointSlices may not hold loopback addresses; ServiceEntries may).
-func echoEntry(b *backend) *networkingv1.ServiceEntry {
+func echoEntry(b *proxylesstest.Backend) *networkingv1.ServiceEntry {
 	return &networkingv1.ServiceEntry{
 		ObjectMeta: metav1.ObjectMeta{Name: "echo", Namespace: "default"},
 		Spec: networkingapi.ServiceEntry{
@@ -119,13 +120,13 @@ func echoEntry(b *backend) *networkingv1.ServiceEntry {
 			Ports:      []*networkingapi.ServicePort{{Number: 9080, Name: "grpc", Protocol: "GRPC"}},
 			Location:   networkingapi.ServiceEntry_MESH_INTERNAL,
 			Resolution: networkingapi.ServiceEntry_STATIC,
-			Endpoints:  []*networkingapi.WorkloadEntry{{Address: "127.0.0.1", Ports: map[string]uint32{"grpc": uint32(b.port)}, Labels: map[string]string{"backend": b.name}}},
+			Endpoints:  []*networkingapi.WorkloadEntry{{Address: "127.0.0.1", Ports: map[string]uint32{"grpc": uint32(b.Port)}, Labels: map[string]string{"backend": b.Name}}},
 		},
 	}
 }
 
 // createEcho makes the echo ServiceEntry with endpoint b.
-func createEcho(ctx context.Context, t *testing.T, c istioclient.Interface, b *backend) {
+func createEcho(ctx context.Context, t *testing.T, c istioclient.Interface, b *proxylesstest.Backend) {
 	t.Helper()
 	if _, err := c.NetworkingV1().ServiceEntries("default").Create(ctx, echoEntry(b), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -133,7 +134,7 @@ func createEcho(ctx context.Context, t *testing.T, c istioclient.Interface, b *b
 }
 
 // moveEcho points echo's endpoint at b.
-func moveEcho(ctx context.Context, t *testing.T, c istioclient.Interface, b *backend) {
+func moveEcho(ctx context.Context, t *testing.T, c istioclient.Interface, b *proxylesstest.Backend) {
 	t.Helper()
 	ses := c.NetworkingV1().ServiceEntries("default")
 	cur, err := ses.Get(ctx, "echo", metav1.GetOptions{})
