@@ -1,9 +1,7 @@
 package gen_test
 
 import (
-	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -271,22 +269,7 @@ func TestClusterPolicyGolden(t *testing.T) {
 			}
 			got := renderJSON(t, cfg)
 			got = append(got, renderJSON(t, xdstest.Config{gen.ClusterType: grpc})...)
-			path := filepath.Join("testdata", "clusters", tc.name+".golden.json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the generated clusters; run `go test ./pkg/istiod/xds/gen -run ClusterPolicyGolden -update` and review the diff", path)
-			}
+			checkGolden(t, filepath.Join("testdata", "clusters", tc.name+".golden.json"), got, "ClusterPolicyGolden")
 		})
 	}
 }

@@ -115,22 +115,7 @@ func TestGolden(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := generateAll(t, pc, c)
 			got := renderJSON(t, cfg)
-			path := filepath.Join("testdata", c.name+".golden.json")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the generated config; run `go test ./pkg/istiod/xds/gen -run Golden -update` and review the diff", path)
-			}
+			checkGolden(t, filepath.Join("testdata", c.name+".golden.json"), got, "Golden")
 		})
 	}
 }
@@ -210,5 +195,26 @@ func TestResponseEntry(t *testing.T) {
 		if !proto.Equal(a, rs[i].Any) {
 			t.Fatalf("resource %d differs", i)
 		}
+	}
+}
+
+// checkGolden compares got with the golden file at path, rewriting it with
+// -update; run names the test to rerun with -update.
+func checkGolden(t *testing.T, path string, got []byte, run string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the generated config; run `go test ./pkg/istiod/xds/gen -run %s -update` and review the diff", path, run)
 	}
 }

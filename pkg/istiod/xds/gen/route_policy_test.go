@@ -1,9 +1,7 @@
 package gen_test
 
 import (
-	"bytes"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -61,19 +59,7 @@ func TestPolicyGolden(t *testing.T) {
 			// Only listeners and routes are rendered: clusters and endpoints
 			// have goldens of their own.
 			got := renderJSON(t, xdstest.Config{gen.ListenerType: cfg[gen.ListenerType], gen.RouteType: cfg[gen.RouteType]})
-			path := filepath.Join("testdata", c.name+".golden.json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the generated config; run `go test ./pkg/istiod/xds/gen -run PolicyGolden -update` and review the diff", path)
-			}
+			checkGolden(t, filepath.Join("testdata", c.name+".golden.json"), got, "PolicyGolden")
 		})
 	}
 }
