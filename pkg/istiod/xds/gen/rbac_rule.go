@@ -142,64 +142,81 @@ func buildRule(r *apisec.Rule, policyNS string, tcp, strict bool) (*rbacv3.Polic
 	return pol, nil
 }
 
-func andPermissions(cs []cond, tcp, strict bool) (*rbacv3.Permission, error) {
-	var and []*rbacv3.Permission
+// matcherSet builds one kind of RBAC matcher, permissions or principals.
+type matcherSet[T any] struct {
+	match    func(c cond, v string, tcp bool) (T, error)
+	or, and  func([]T) T
+	not      func(T) T
+	anything func() T
+}
+
+var permissionSet = matcherSet[*rbacv3.Permission]{
+	match: func(c cond, v string, tcp bool) (*rbacv3.Permission, error) { return c.perm(v, tcp) },
+	or: func(ps []*rbacv3.Permission) *rbacv3.Permission {
+		return &rbacv3.Permission{Rule: &rbacv3.Permission_OrRules{OrRules: &rbacv3.Permission_Set{Rules: ps}}}
+	},
+	and: func(ps []*rbacv3.Permission) *rbacv3.Permission {
+		return &rbacv3.Permission{Rule: &rbacv3.Permission_AndRules{AndRules: &rbacv3.Permission_Set{Rules: ps}}}
+	},
+	not: func(p *rbacv3.Permission) *rbacv3.Permission {
+		return &rbacv3.Permission{Rule: &rbacv3.Permission_NotRule{NotRule: p}}
+	},
+	anything: func() *rbacv3.Permission { return &rbacv3.Permission{Rule: &rbacv3.Permission_Any{Any: true}} },
+}
+
+var principalSet = matcherSet[*rbacv3.Principal]{
+	match: func(c cond, v string, tcp bool) (*rbacv3.Principal, error) { return c.prin(v, tcp) },
+	or: func(ps []*rbacv3.Principal) *rbacv3.Principal {
+		return &rbacv3.Principal{Identifier: &rbacv3.Principal_OrIds{OrIds: &rbacv3.Principal_Set{Ids: ps}}}
+	},
+	and: func(ps []*rbacv3.Principal) *rbacv3.Principal {
+		return &rbacv3.Principal{Identifier: &rbacv3.Principal_AndIds{AndIds: &rbacv3.Principal_Set{Ids: ps}}}
+	},
+	not: func(p *rbacv3.Principal) *rbacv3.Principal {
+		return &rbacv3.Principal{Identifier: &rbacv3.Principal_NotId{NotId: p}}
+	},
+	anything: func() *rbacv3.Principal { return &rbacv3.Principal{Identifier: &rbacv3.Principal_Any{Any: true}} },
+}
+
+// andOf ANDs the conditions cs: each one's values ORed, its nots ORed and
+// negated. A value that cannot be rendered fails when strict, else is left
+// out; no condition at all matches anything.
+func andOf[T any](cs []cond, tcp, strict bool, set matcherSet[T]) (T, error) {
+	var and []T
 	for _, c := range cs {
 		for i, vals := range [][]string{c.values, c.nots} {
-			var or []*rbacv3.Permission
+			var or []T
 			for _, v := range vals {
-				p, err := c.perm(v, tcp)
+				m, err := set.match(c, v, tcp)
 				if err != nil {
 					if strict {
-						return nil, fmt.Errorf("%s %q: %w", c.key, v, err)
+						var zero T
+						return zero, fmt.Errorf("%s %q: %w", c.key, v, err)
 					}
 					continue
 				}
-				or = append(or, p)
+				or = append(or, m)
 			}
 			if len(or) == 0 {
 				continue
 			}
-			p := &rbacv3.Permission{Rule: &rbacv3.Permission_OrRules{OrRules: &rbacv3.Permission_Set{Rules: or}}}
+			m := set.or(or)
 			if i == 1 {
-				p = &rbacv3.Permission{Rule: &rbacv3.Permission_NotRule{NotRule: p}}
+				m = set.not(m)
 			}
-			and = append(and, p)
+			and = append(and, m)
 		}
 	}
 	if len(and) == 0 {
-		and = []*rbacv3.Permission{{Rule: &rbacv3.Permission_Any{Any: true}}}
+		and = []T{set.anything()}
 	}
-	return &rbacv3.Permission{Rule: &rbacv3.Permission_AndRules{AndRules: &rbacv3.Permission_Set{Rules: and}}}, nil
+	return set.and(and), nil
+}
+
+func andPermissions(cs []cond, tcp, strict bool) (*rbacv3.Permission, error) {
+	return andOf(cs, tcp, strict, permissionSet)
 }
 
 func andPrincipals(cs []cond, tcp, strict bool) (*rbacv3.Principal, error) {
-	var and []*rbacv3.Principal
-	for _, c := range cs {
-		for i, vals := range [][]string{c.values, c.nots} {
-			var or []*rbacv3.Principal
-			for _, v := range vals {
-				p, err := c.prin(v, tcp)
-				if err != nil {
-					if strict {
-						return nil, fmt.Errorf("%s %q: %w", c.key, v, err)
-					}
-					continue
-				}
-				or = append(or, p)
-			}
-			if len(or) == 0 {
-				continue
-			}
-			p := &rbacv3.Principal{Identifier: &rbacv3.Principal_OrIds{OrIds: &rbacv3.Principal_Set{Ids: or}}}
-			if i == 1 {
-				p = &rbacv3.Principal{Identifier: &rbacv3.Principal_NotId{NotId: p}}
-			}
-			and = append(and, p)
-		}
-	}
-	if len(and) == 0 {
-		and = []*rbacv3.Principal{{Identifier: &rbacv3.Principal_Any{Any: true}}}
-	}
-	return &rbacv3.Principal{Identifier: &rbacv3.Principal_AndIds{AndIds: &rbacv3.Principal_Set{Ids: and}}}, nil
+	return andOf(cs, tcp, strict, principalSet)
 }
