@@ -94,11 +94,11 @@ func connectThroughAgent(t *testing.T, root, bootstrap, target string) {
 
 // TestIstioAgentUnderSkiffIstiod runs Istio's pilot-agent, as Istio's
 // kube-inject sets it up, under Skiff's istiod on a real API server: the
-// agent gets a certificate for its SPIFFE identity from Skiff's CA and its
-// DNS proxy answers a mesh name from Skiff's NameTable. Istio's agent
-// runs with DISABLE_ENVOY (there is no Envoy on these machines), so it
-// serves no SDS: it writes the certificate to OUTPUT_CERTS, which is
-// checked instead.
+// agent's SDS serves a certificate for its SPIFFE identity from Skiff's CA,
+// and its DNS proxy answers a mesh name from Skiff's NameTable. There is no
+// Envoy on these machines: a stand-in that only waits takes its place
+// (with DISABLE_ENVOY Istio's agent serves no SDS), started from the
+// bootstrap template Istio's proxyv2 image ships.
 func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 	netnstest.RequireRoot(t)
 	agent := istiobin.Path(t, istiobin.PilotAgent)
@@ -113,21 +113,28 @@ func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 
 	p := newPod(t, ctx, env, namespace, secure)
 	bootstrap := filepath.Join(p.root, "etc/istio/proxy/grpc-bootstrap.json")
-	certs := filepath.Join(p.root, "var/lib/istio/data")
-	p.start(t, agent, "DISABLE_ENVOY=true", "ISTIO_META_DNS_CAPTURE=true",
-		"GRPC_XDS_BOOTSTRAP="+bootstrap, "OUTPUT_CERTS="+certs)
-
-	t.Run("certificate", func(t *testing.T) {
-		var chain []byte
-		polltest.Within(t, 30*time.Second, "cert-chain.pem in OUTPUT_CERTS", func() bool {
-			var err error
-			chain, err = os.ReadFile(filepath.Join(certs, "cert-chain.pem"))
-			return err == nil && len(chain) > 0
-		})
+	// No Envoy on these machines: a stand-in that just waits, so the agent
+	// runs as a sidecar's would (SDS served) rather than proxyless.
+	envoy := filepath.Join(p.root, "usr/local/bin/envoy")
+	write(t, envoy, "#!/bin/sh\nexec sleep 600\n")
+	if err := os.Chmod(envoy, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The bootstrap template Istio's proxyv2 image ships.
+	tmpl, err := os.ReadFile(filepath.Join(istiobin.ModuleDir(t), "tools/packaging/common/envoy_bootstrap.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(p.root, "var/lib/istio/envoy/envoy_bootstrap_tmpl.json"), string(tmpl))
+	p.start(t, agent, `PROXY_CONFIG={"binaryPath": "`+envoy+`"}`, "ISTIO_META_DNS_CAPTURE=true",
+		"GRPC_XDS_BOOTSTRAP="+bootstrap)
+	t.Run("certificate through SDS", func(t *testing.T) {
+		chain := sdsChain(t, p)
 		if got, want := leafURI(t, p, chain), "spiffe://cluster.local/ns/"+namespace+"/sa/app"; got != want {
 			t.Errorf("identity %s, want %s", got, want)
 		}
 	})
+
 	t.Run("dns", func(t *testing.T) {
 		connectThroughAgent(t, p.root, bootstrap, "xds:///reviews."+namespace+".svc.cluster.local:9080")
 		name := "reviews." + namespace + ".svc.cluster.local"
