@@ -48,7 +48,7 @@ var goldenCases = []goldenCase{
 	{name: "inbound-ports-range", args: "-b 8000:8100,9090"},
 	{name: "inbound-ports-wildcard", args: "-b * -d 15090,15021"},
 	{name: "inbound-ports-tproxy", args: "-m TPROXY -b 32000,31000"},
-	{name: "inbound-ports-wildcard-tproxy", args: "-m tproxy -b * -d 15090"},
+	{name: "inbound-ports-wildcard-tproxy", args: "-m TPROXY -b * -d 15090"},
 	{name: "tproxy-full", args: "-m TPROXY -b * -i 9.9.0.0/16 -x 1.1.0.0/16 -c not-istio-nic --redirect-dns", dns4: []string{"127.0.0.53"}, ipv6: true},
 	{name: "tproxy-mark-table", args: "-m TPROXY -b * -t 4242 -r 77"},
 	{name: "outbound-ports-include", args: "-q 32000,31000"},

@@ -178,6 +178,9 @@ var options = []option{
 	}},
 	{long: "istio-inbound-interception-mode", short: "m", envs: []string{"ISTIO_INBOUND_INTERCEPTION_MODE"}, def: "REDIRECT", usage: "REDIRECT or TPROXY", set: func(c *Config, _ Environment, v string) (err error) {
 		c.InboundMode, err = ParseMode(v)
+		if SpelledAsRedirect(v) {
+			c.Unapplied = append(c.Unapplied, fmt.Sprintf("-m %s: REDIRECT, as Istio programs for anything but TPROXY in capitals", v))
+		}
 		return err
 	}},
 	{long: "istio-inbound-ports", short: "b", envs: []string{"ISTIO_INBOUND_PORTS"}, usage: "inbound ports to capture: '*' for all, empty for none", set: func(c *Config, _ Environment, v string) (err error) {
@@ -309,7 +312,7 @@ func Parse(args []string, env Environment, usage io.Writer) (*Config, error) {
 		return nil, &UsageError{err}
 	}
 	c.LogLevel = lvl
-	c.LogJSON, c.Unapplied = logs.JSON(), logs.Unapplied()
+	c.LogJSON, c.Unapplied = logs.JSON(), append(logs.Unapplied(), c.Unapplied...)
 	return &c, nil
 }
 

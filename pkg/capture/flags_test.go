@@ -68,7 +68,10 @@ func TestParsePrecedenceAndEnv(t *testing.T) {
 		{"bare bool flag", "--dual-stack", nil, func(c *Config) bool { return c.DualStack }},
 		{"invalid drop alias", "", map[string]string{"INVALID_DROP": "1"}, func(c *Config) bool { return c.DropInvalid }},
 		{"dual stack alias", "", map[string]string{"ISTIO_DUAL_STACK": "true"}, func(c *Config) bool { return c.DualStack }},
-		{"mode lower case", "-m tproxy", nil, func(c *Config) bool { return c.InboundMode == TProxy }},
+		{"mode lower case is REDIRECT, as in Istio, and said", "-m tproxy", nil, func(c *Config) bool {
+			return c.InboundMode == Redirect && len(c.Unapplied) == 1 && strings.Contains(c.Unapplied[0], "-m tproxy")
+		}},
+		{"mode TPROXY", "-m TPROXY", nil, func(c *Config) bool { return c.InboundMode == TProxy }},
 		{"ranges", "-b 8000:8100 -q 9000:9001", nil, func(c *Config) bool {
 			return cmp.Equal(c.InboundPorts.Ranges, []ipt.PortRange{{Lo: 8000, Hi: 8100}}) && cmp.Equal(c.OutboundPorts, []ipt.PortRange{{Lo: 9000, Hi: 9001}})
 		}},

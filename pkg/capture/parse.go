@@ -106,13 +106,26 @@ func parseIDs(s string) ([]uint32, error) {
 	return out, nil
 }
 
-// ParseMode reads an inbound interception mode, in any letter case.
+// ParseMode reads an inbound interception mode as Istio does: TPROXY
+// exactly is TPROXY; REDIRECT, and "tproxy" in any other letter case, are
+// REDIRECT (Istio 1.31 compares with "TPROXY" and redirects otherwise; see
+// SpelledAsRedirect). Anything else is an error.
 func ParseMode(s string) (InterceptionMode, error) {
-	switch m := InterceptionMode(strings.ToUpper(strings.TrimSpace(s))); m {
-	case Redirect, TProxy:
-		return m, nil
+	s = strings.TrimSpace(s)
+	switch {
+	case s == string(TProxy):
+		return TProxy, nil
+	case strings.EqualFold(s, string(Redirect)), strings.EqualFold(s, string(TProxy)):
+		return Redirect, nil
 	}
 	return "", fmt.Errorf("%q is not an interception mode (REDIRECT or TPROXY)", s)
+}
+
+// SpelledAsRedirect reports whether s asks for TPROXY in a letter case that
+// Istio, and so Skiff, takes as REDIRECT: worth telling the user.
+func SpelledAsRedirect(s string) bool {
+	s = strings.TrimSpace(s)
+	return s != string(TProxy) && strings.EqualFold(s, string(TProxy))
 }
 
 // ParseInterfaces reads a comma list of interface names.

@@ -51,10 +51,9 @@ var rulesCases = []rulesCase{
 	{name: "inbound-ports-range", args: "-b 8000:8100,9090"},
 	{name: "inbound-ports-wildcard", args: "-b * -d 15090,15021"},
 	{name: "inbound-ports-tproxy", args: "-m TPROXY -b 32000,31000"},
-	// Istio 1.31 compares the mode with "TPROXY" as written: "tproxy"
-	// gets REDIRECT rules (and no TPROXY routing); Skiff upper-cases it.
-	// Not yet in docs/istio-iptables.md.
-	{name: "inbound-ports-wildcard-tproxy", args: "-m tproxy -b * -d 15090", differs: "-m tproxy is TPROXY in Skiff, REDIRECT in Istio (undocumented)"},
+	// Istio 1.31 compares the mode with "TPROXY" as written: "tproxy" gets
+	// REDIRECT rules, and so it does in Skiff (which says so in its log).
+	{name: "inbound-ports-wildcard-tproxy", args: "-m tproxy -b * -d 15090"},
 	{name: "inbound-ports-wildcard-tproxy-upper", args: "-m TPROXY -b * -d 15090"},
 	{name: "tproxy-full", args: "-m TPROXY -b * -i 9.9.0.0/16 -x 1.1.0.0/16 -c not-istio-nic --redirect-dns", dns4: []string{"127.0.0.53"}, addrs: []string{"fd00::2"}},
 	{name: "tproxy-mark-table", args: "-m TPROXY -b * -t 4242 -r 77"},
