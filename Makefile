@@ -8,7 +8,7 @@ DEB_PKGS := iptables:iptables nft:nftables ip:iproute2 conntrack:conntrack dig:d
 	containerd:containerd runc:runc /bin/busybox:busybox-static
 BINARIES := istio-iptables
 
-.PHONY: help deps k8s-assets build test bench bench-iptables bench-cni bench-agent demo demo-cluster demo-capture lint golden e2e fuzz clean images
+.PHONY: help deps k8s-assets istio-bins interop build test bench bench-iptables bench-cni bench-agent demo demo-cluster demo-capture lint golden e2e fuzz clean images
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -32,7 +32,13 @@ images: deps ## container images of the binaries (proxyv2, pilot, install-cni, a
 k8s-assets: ## build kube-apiserver and etcd once per machine, cached outside the repo (first time: 20+ min)
 	bash tools/k8sassets/build.sh
 
-test: deps k8s-assets ## run every test, privileged ones included (run as root, as CI does)
+istio-bins: deps ## build Istio 1.31's pilot-agent, pilot-discovery and istioctl from its Go module once per machine, cached outside the repo, for the interop tests (first time: 10-20 min)
+	bash tools/istiobin/build.sh
+
+interop: deps k8s-assets istio-bins ## Skiff's binaries against Istio 1.31's own (test/interop)
+	$(GO) test -count=1 ./test/interop/
+
+test: deps k8s-assets istio-bins ## run every test, privileged ones included (run as root, as CI does)
 	@[ "$$(id -u)" = 0 ] || echo "warning: not root: privileged tests will skip"
 	$(GO) vet ./...
 	GOOS=darwin $(GO) build ./pkg/... ./cmd/...
