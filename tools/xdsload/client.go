@@ -83,7 +83,6 @@ func (rawCodec) Unmarshal(b []byte, v any) error {
 type client struct {
 	id       int
 	delta    bool
-	conn     *grpc.ClientConn
 	stream   grpc.ClientStream
 	sendMu   sync.Mutex
 	edsNames []string
@@ -95,25 +94,30 @@ type client struct {
 
 var adsDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerStreams: true, ClientStreams: true}
 
-func dial(ctx context.Context, addr string, id int, edsNames []string, delta bool) (*client, error) {
+// newConn opens one gRPC connection to istiod; one or more clients' streams
+// share it (--streams-per-conn).
+func newConn(addr string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20)),
 		// Envoy's defaults: 256 MiB stream and connection windows, so the
 		// client never throttles istiod.
 		grpc.WithInitialWindowSize(256<<20), grpc.WithInitialConnWindowSize(256<<20))
 	if err != nil {
-		return nil, fmt.Errorf("dial: %w", err)
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
+	return conn, nil
+}
+
+func dial(ctx context.Context, conn *grpc.ClientConn, id int, edsNames []string, delta bool) (*client, error) {
 	method := "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 	if delta {
 		method = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
 	}
 	s, err := conn.NewStream(ctx, adsDesc, method)
 	if err != nil {
-		conn.Close()
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
-	return &client{id: id, delta: delta, conn: conn, stream: s, edsNames: edsNames}, nil
+	return &client{id: id, delta: delta, stream: s, edsNames: edsNames}, nil
 }
 
 func (c *client) names(t int) []string {

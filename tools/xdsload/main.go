@@ -13,6 +13,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -22,7 +25,8 @@ func main() {
 	flag.StringVar(&cfg.istiod, "istiod", "bin/istiod", "istiod binary")
 	flag.IntVar(&cfg.services, "services", 1000, "services in the mesh")
 	flag.IntVar(&cfg.endpoints, "endpoints", 5, "endpoints per service")
-	flag.IntVar(&cfg.clients, "clients", 1000, "connected sidecar clients")
+	clients := flag.String("clients", "1000", "connected sidecar clients; a comma-separated list (250,1000,4000) runs istiod once per count and adds a scaling table")
+	flag.IntVar(&cfg.streamsPerConn, "streams-per-conn", 1, "ADS streams multiplexed over one gRPC connection (Envoy: 1; more when file descriptors run short)")
 	flag.IntVar(&cfg.fullPushes, "full-pushes", 5, "full pushes to time")
 	flag.IntVar(&cfg.edsChanges, "eds-changes", 50, "endpoint changes to time")
 	flag.BoolVar(&cfg.edsDebounce, "eds-debounce", true, "run istiod with EDS debounce (Istio's default)")
@@ -31,13 +35,57 @@ func main() {
 	flag.StringVar(&cfg.logLevel, "istiod-log-level", "warn", "istiod's --log-level")
 	flag.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "longest wait for one convergence")
 	flag.Parse()
+	counts, err := parseCounts(*clients)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "xdsload: --clients:", err)
+		os.Exit(2)
+	}
+	if cfg.streamsPerConn < 1 {
+		fmt.Fprintf(os.Stderr, "xdsload: --streams-per-conn %d: must be at least 1\n", cfg.streamsPerConn)
+		os.Exit(2)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := run(ctx, cfg, log)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "xdsload:", err)
-		os.Exit(1)
+	warnFiles(log, counts, cfg.streamsPerConn)
+	var all []*results
+	for _, n := range counts {
+		cfg.clients = n
+		res, err := run(ctx, cfg, log)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "xdsload: %d clients: %v\n", n, err)
+			os.Exit(1)
+		}
+		res.print(os.Stdout, cfg)
+		fmt.Fprintln(os.Stdout)
+		all = append(all, res)
 	}
-	res.print(os.Stdout, cfg)
+	printCurve(os.Stdout, cfg, all)
+}
+
+// parseCounts reads "250,1000,4000".
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: want positive client counts separated by commas", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// warnFiles logs when the file descriptor limit cannot hold the largest
+// run's connections (istiod's side needs as many as the load generator's).
+func warnFiles(log *slog.Logger, counts []int, perConn int) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return
+	}
+	need := uint64(slices.Max(counts)/perConn + 256)
+	if need > lim.Cur {
+		log.Warn("file descriptor limit too low for one connection per stream: raise ulimit -n or --streams-per-conn",
+			"need", need, "limit", lim.Cur)
+	}
 }

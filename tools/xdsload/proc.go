@@ -49,3 +49,19 @@ func memory(pid int) (rss, peak int64, err error) {
 	}
 	return rss, peak, nil
 }
+
+// loadAvg returns the 1, 5 and 15 minute load averages (zeros if unknown).
+func loadAvg() [3]float64 {
+	var out [3]float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return out
+	}
+	for i, f := range strings.Fields(string(b)) {
+		if i == 3 {
+			break
+		}
+		out[i], _ = strconv.ParseFloat(f, 64)
+	}
+	return out
+}

@@ -24,8 +24,9 @@ func (r *results) print(w io.Writer, cfg config) {
 	if cfg.delta {
 		kind = "delta"
 	}
-	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d %s clients on loopback, EDS debounce %t, push concurrency %d\n\n",
-		cfg.services, cfg.endpoints, cfg.clients, kind, cfg.edsDebounce, cfg.pushConcurrency)
+	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d %s clients on %d gRPC connections on loopback, EDS debounce %t, push concurrency %d; load average (1, 5, 15 min) before %.2f %.2f %.2f, after %.2f %.2f %.2f\n\n",
+		cfg.services, cfg.endpoints, r.clients, kind, r.conns, cfg.edsDebounce, cfg.pushConcurrency,
+		r.load0[0], r.load0[1], r.load0[2], r.load[0], r.load[1], r.load[2])
 	fmt.Fprintf(w, "| measure | result |\n| --- | --- |\n")
 	fmt.Fprintf(w, "| initial sync of all clients (CDS+EDS+LDS+RDS) | %s, istiod CPU %.1f s, %.0f KiB per client |\n",
 		ms(r.connect), r.connectCPU.Seconds(), float64(r.bytesPerClient)/1024)
@@ -38,5 +39,45 @@ func (r *results) print(w io.Writer, cfg config) {
 			p.name, n, ms(percentile(p.samples, .5)), ms(percentile(p.samples, .99)), ms(slices.Max(p.samples)),
 			ms(percentile(p.clients, .5)), ms(percentile(p.clients, .99)), p.cpu.Seconds()/float64(n), p.selfCPU.Seconds()/float64(n))
 	}
-	fmt.Fprintf(w, "| istiod RSS at the end / peak | %.0f MiB / %.0f MiB |\n", float64(r.rss)/(1<<20), float64(r.peak)/(1<<20))
+	fmt.Fprintf(w, "| istiod RSS before clients / after the initial sync / at the end / peak | %.0f / %.0f / %.0f / %.0f MiB |\n",
+		mib(r.baseRSS), mib(r.syncRSS), mib(r.rss), mib(r.peak))
+	fmt.Fprintf(w, "| per client: istiod CPU of the initial sync, RSS above the baseline (at the end) | %.2f ms, %.0f KiB |\n",
+		perClientMs(r.connectCPU, r.clients), r.rssPerClient()/1024)
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func perClientMs(d time.Duration, n int) float64 { return d.Seconds() * 1000 / float64(n) }
+
+// rssPerClient is istiod's RSS at the end above its RSS before any client,
+// per client, in bytes.
+func (r *results) rssPerClient() float64 { return float64(r.rss-r.baseRSS) / float64(r.clients) }
+
+// printCurve prints one row per client count, so the growth per sidecar
+// shows; nothing for a single count.
+func printCurve(w io.Writer, cfg config, all []*results) {
+	if len(all) < 2 {
+		return
+	}
+	fmt.Fprintf(w, "scaling (%d services x %d endpoints, %d streams per gRPC connection):\n\n", cfg.services, cfg.endpoints, cfg.streamsPerConn)
+	fmt.Fprintf(w, "| clients | initial sync | istiod CPU per sidecar: sync / full push / endpoint change | full push p50 | endpoint change p50 / p99 | RSS end (peak) | RSS per sidecar | load average before / after |\n")
+	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range all {
+		perPush := func(p *phase) string {
+			if len(p.samples) == 0 {
+				return "—"
+			}
+			return fmt.Sprintf("%.3f ms", perClientMs(p.cpu/time.Duration(len(p.samples)), r.clients))
+		}
+		p50 := func(p *phase) string {
+			if len(p.samples) == 0 {
+				return "—"
+			}
+			return ms(percentile(p.samples, .5))
+		}
+		full, epc := r.phases[0], r.phases[2]
+		fmt.Fprintf(w, "| %d | %s | %.2f ms / %s / %s | %s | %s / %s | %.0f (%.0f) MiB | %.0f KiB | %.2f / %.2f |\n",
+			r.clients, ms(r.connect), perClientMs(r.connectCPU, r.clients), perPush(full), perPush(epc),
+			p50(full), p50(epc), ms(percentile(epc.samples, .99)), mib(r.rss), mib(r.peak), r.rssPerClient()/1024, r.load0[0], r.load[0])
+	}
 }

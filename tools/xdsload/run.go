@@ -14,11 +14,14 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc"
 )
 
 type config struct {
 	istiod                       string
 	services, endpoints, clients int
+	streamsPerConn               int
 	fullPushes, edsChanges       int
 	edsDebounce                  bool
 	logLevel                     string
@@ -38,6 +41,10 @@ type phase struct {
 }
 
 type results struct {
+	clients, conns int
+	baseRSS        int64      // before any client connected
+	syncRSS        int64      // after the initial sync
+	load0, load    [3]float64 // load averages before and after the run
 	connect        time.Duration
 	connectCPU     time.Duration
 	phases         []*phase
@@ -109,15 +116,32 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	res := &results{}
+	res := &results{clients: cfg.clients, load0: loadAvg()}
+	// istiod has built its first push context; let it settle before the
+	// baseline the per-client memory is measured against.
+	time.Sleep(500 * time.Millisecond)
+	res.baseRSS, _, _ = memory(pid)
 	cpu0, _ := cpuTime(pid)
 	start := time.Now()
 	clients := make([]*client, cfg.clients)
+	var conns []*grpc.ClientConn
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	defer func() {
+		cancel()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
 	for i := range clients {
-		c, err := dial(cctx, grpcAddr, i, edsNames, cfg.delta)
+		if i%cfg.streamsPerConn == 0 {
+			conn, err := newConn(grpcAddr)
+			if err != nil {
+				return nil, err
+			}
+			conns = append(conns, conn)
+		}
+		c, err := dial(cctx, conns[len(conns)-1], i, edsNames, cfg.delta)
 		if err != nil {
 			return nil, err
 		}
@@ -126,9 +150,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 			if err := c.run(); err != nil && cctx.Err() == nil {
 				log.Warn("client ended", "client", c.id, "err", err)
 			}
-			c.conn.Close()
 		})
 	}
+	res.conns = len(conns)
 	if _, err := waitAll(ctx, clients, start, []int{cds, eds, lds, rds}, cfg.timeout, true); err != nil {
 		return nil, fmt.Errorf("initial sync: %w", err)
 	}
@@ -140,6 +164,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 		total += c.bytes.Load()
 	}
 	res.bytesPerClient = total / int64(len(clients))
+	res.syncRSS, _, _ = memory(pid)
 	log.Info("clients synced", "clients", cfg.clients, "took", res.connect)
 	time.Sleep(500 * time.Millisecond)
 
@@ -182,6 +207,7 @@ spec:
 	}
 	res.phases = []*phase{full, vs, epc}
 	res.rss, res.peak, _ = memory(pid)
+	res.load = loadAvg()
 	return res, nil
 }
 
