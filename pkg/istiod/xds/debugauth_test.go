@@ -21,7 +21,7 @@ func TestDebugAuthOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := syncz(t, r); got[productpage]["CDS"] != "SYNCED" {
+	if got, _ := syncz(t, r); got[podID(productpage)]["CDS"] != "SYNCED" {
 		t.Fatalf("syncz: %v", got)
 	}
 }

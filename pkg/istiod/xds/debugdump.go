@@ -29,7 +29,8 @@ func configStatus(s string) statusv3.ConfigStatus {
 }
 
 // clientConfig is the connection as Istio's syncz reports a proxy: the
-// node (id; metadata CLUSTER_ID, NAMESPACE, ISTIO_VERSION) and, per
+// node (id: the proxy ID, POD.NAMESPACE; metadata CLUSTER_ID, NAMESPACE,
+// ISTIO_VERSION) and, per
 // subscribed type in type URL order, its status, when it was last sent
 // and what went wrong.
 func (c *Connection) clientConfig() *statusv3.ClientConfig {
@@ -39,7 +40,7 @@ func (c *Connection) clientConfig() *statusv3.ClientConfig {
 			meta[k] = structpb.NewStringValue(v)
 		}
 	}
-	cc := &statusv3.ClientConfig{Node: &corev3.Node{Id: c.proxy.ID, Metadata: &structpb.Struct{Fields: meta}}}
+	cc := &statusv3.ClientConfig{Node: &corev3.Node{Id: proxyID(c.proxy.ID), Metadata: &structpb.Struct{Fields: meta}}}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for t, w := range c.watched {
@@ -56,6 +57,17 @@ func (c *Connection) clientConfig() *statusv3.ClientConfig {
 		return strings.Compare(a.GetTypeUrl(), b.GetTypeUrl())
 	})
 	return cc
+}
+
+// proxyID is the third field of a node id (TYPE~IP~POD.NAMESPACE~DOMAIN),
+// which Istio calls the proxy ID and names a proxy by in syncz: istioctl
+// proxy-status prints it as NAME and matches `proxy-status POD.NAMESPACE`
+// against it.
+func proxyID(nodeID string) string {
+	if parts := strings.Split(nodeID, "~"); len(parts) == 4 {
+		return parts[2]
+	}
+	return nodeID
 }
 
 // statusRank orders states: the worse a stream's state of a type, the more

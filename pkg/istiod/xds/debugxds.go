@@ -90,7 +90,8 @@ func (s *Server) answerDebug(stream sotwStream, node *corev3.Node, req *discover
 }
 
 // answerDebugDelta is answerDebug for a delta stream: the same answer, each
-// resource named (syncz: by node id) in a DeltaDiscoveryResponse.
+// resource named (syncz: by proxy ID; istio.io/debug: by the request) in a
+// DeltaDiscoveryResponse.
 func (s *Server) answerDebugDelta(stream deltaStream, node *corev3.Node, req *discoveryv3.DeltaDiscoveryRequest, sent map[string]bool) error {
 	if sent[req.GetTypeUrl()] && req.GetResponseNonce() != "" {
 		return nil
@@ -109,7 +110,9 @@ func (s *Server) answerDebugDelta(stream deltaStream, node *corev3.Node, req *di
 	for i, a := range r.GetResources() {
 		name := strconv.Itoa(i)
 		var cc statusv3.ClientConfig
-		if a.MessageIs(&cc) && a.UnmarshalTo(&cc) == nil {
+		if r.GetTypeUrl() == DebugGeneric && len(names) == 1 {
+			name = names[0]
+		} else if a.MessageIs(&cc) && a.UnmarshalTo(&cc) == nil {
 			name = cc.GetNode().GetId()
 		}
 		resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: name, Version: r.GetVersionInfo(), Resource: a})
@@ -202,8 +205,12 @@ func (s *Server) debugResponse(typeURL string, names []string, callerNS string) 
 			break
 		}
 		resp.Resources = dump
+	case DebugGeneric:
+		if err := s.genericDebug(resp, names, callerNS); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, status.Errorf(codes.Unimplemented, "debug type %q is not served (only %s and %s)", typeURL, DebugSyncz, DebugConfigDump)
+		return nil, status.Errorf(codes.Unimplemented, "debug type %q is not served (only %s, %s and %s)", typeURL, DebugGeneric, DebugSyncz, DebugConfigDump)
 	}
 	return resp, nil
 }

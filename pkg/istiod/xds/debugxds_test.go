@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -159,7 +160,10 @@ func (d *debugEnv) tlsDial(tok string) []grpc.DialOption {
 	}
 }
 
-// syncz decodes a syncz response: proxy id to type short name to status.
+// podID is a node id's proxy ID (POD.NS), by which syncz names a proxy.
+func podID(nodeID string) string { return strings.Split(nodeID, "~")[2] }
+
+// syncz decodes a syncz response: proxy ID to type short name to status.
 func syncz(t *testing.T, r *discoveryv3.DiscoveryResponse) (map[string]map[string]string, map[string]*statusv3.ClientConfig) {
 	t.Helper()
 	out, configs := map[string]map[string]string{}, map[string]*statusv3.ClientConfig{}
@@ -210,17 +214,17 @@ func TestDebugTypesOverXDS(t *testing.T) {
 		}
 		got, configs := syncz(t, r)
 		want := map[string]map[string]string{
-			productpage: {"CDS": "SYNCED", "LDS": "STALE", "NDS": "SYNCED"},
-			cartProxy:   {"CDS": "SYNCED"},
+			podID(productpage): {"CDS": "SYNCED", "LDS": "STALE", "NDS": "SYNCED"},
+			podID(cartProxy):   {"CDS": "SYNCED"},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("syncz (-want +got):\n%s", diff)
 		}
-		meta := configs[productpage].GetNode().GetMetadata().AsMap()
+		meta := configs[podID(productpage)].GetNode().GetMetadata().AsMap()
 		if diff := cmp.Diff(map[string]any{"CLUSTER_ID": "Kubernetes", "NAMESPACE": "default", "ISTIO_VERSION": "1.31.0"}, meta); diff != "" {
 			t.Errorf("node metadata (-want +got):\n%s", diff)
 		}
-		for _, x := range configs[productpage].GetGenericXdsConfigs() {
+		for _, x := range configs[podID(productpage)].GetGenericXdsConfigs() {
 			if x.GetLastUpdated() == nil {
 				t.Errorf("%s: no last_updated", x.GetTypeUrl())
 			}
@@ -269,7 +273,7 @@ func TestDebugTypesOverXDS(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, _ := syncz(t, r)
-		if _, ok := got[cartProxy]; !ok || len(got) != 1 {
+		if _, ok := got[podID(cartProxy)]; !ok || len(got) != 1 {
 			t.Errorf("a shop caller sees %v, want only %s", got, cartProxy)
 		}
 	})
@@ -318,7 +322,7 @@ func TestDebugTypesOverXDS(t *testing.T) {
 		for _, res := range r.GetResources() {
 			ids = append(ids, res.GetName())
 		}
-		if diff := cmp.Diff([]string{productpage, cartProxy}, ids); diff != "" {
+		if diff := cmp.Diff([]string{podID(productpage), podID(cartProxy)}, ids); diff != "" {
 			t.Errorf("delta syncz names (-want +got):\n%s", diff)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,12 +69,12 @@ func TestIstioIstioctlProxyStatus(t *testing.T) {
 		switch {
 		case strings.HasPrefix(l, "NAME"):
 			header = strings.Fields(l)
-		case strings.HasPrefix(l, productpage):
+		case strings.HasPrefix(l, podID(productpage)+" "):
 			row = strings.Fields(l)
 		}
 	}
 	if row == nil || len(row) != len(header) {
-		t.Fatalf("no row of %d columns for %s:\n%s", len(header), productpage, out)
+		t.Fatalf("no row of %d columns for %s:\n%s", len(header), podID(productpage), out)
 	}
 	col := map[string]string{}
 	for i, h := range header {
@@ -83,6 +84,14 @@ func TestIstioIstioctlProxyStatus(t *testing.T) {
 		if col[h] != want {
 			t.Errorf("%s = %q, want %q\n%s", h, col[h], want, out)
 		}
+	}
+
+	// Istio's generic debug type: istioctl prints the endpoint's body.
+	var calls atomic.Int32
+	d.srv.SetDebugHandler(echoDebug(&calls))
+	out = run("x", "internal-debug", "config_dump?proxyID="+productpage, "--kubeconfig", kube.Kubeconfig, "--xds-address", d.tlsAddr)
+	if want := "path=/debug/config_dump query=proxyID=" + productpage; !strings.Contains(out, want) || calls.Load() != 1 {
+		t.Errorf("istioctl x internal-debug config_dump (%d debug requests): want %q in:\n%s", calls.Load(), want, out)
 	}
 }
 

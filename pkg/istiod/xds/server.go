@@ -58,6 +58,7 @@ type Server struct {
 	systemNamespace string
 	debugAuthOff    bool
 	controlPlane    ControlPlane
+	debugHTTP       debugHTTP // the HTTP debug endpoints DebugGeneric answers from (debuggeneric.go)
 
 	pc     atomic.Pointer[model.PushContext]
 	nextID atomic.Uint64
@@ -66,6 +67,8 @@ type Server struct {
 	conns map[string]*Connection
 
 	names interner
+	// bodies holds encoded response bodies shared by streams.
+	bodies bodies
 }
 
 var _ adsHandler = (*Server)(nil)
