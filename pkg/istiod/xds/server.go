@@ -67,8 +67,6 @@ type Server struct {
 	conns map[string]*Connection
 
 	names interner
-	// bodies holds encoded response bodies shared by streams.
-	bodies bodies
 }
 
 var _ adsHandler = (*Server)(nil)
