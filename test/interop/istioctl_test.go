@@ -109,12 +109,7 @@ func TestIstioctlProxyStatus(t *testing.T) {
 		case strings.HasPrefix(line, grpcProxyID+" "):
 			row = line
 		case strings.HasPrefix(line, grpcNode+" "):
-			// Known gap (reported, issue 13): Istio's syncz names a proxy
-			// by its proxy ID (POD.NS), Skiff's by the whole node id, so
-			// the NAME column differs and `istioctl proxy-status POD.NS`
-			// cannot match it by name.
-			t.Logf("GAP: syncz names the proxy %q; Istio names it %q", grpcNode, grpcProxyID)
-			row = line
+			t.Errorf("NAME is the whole node id %q, want the proxy ID %q as Istio's syncz names it", grpcNode, grpcProxyID)
 		}
 	}
 	if row == "" {
@@ -141,23 +136,22 @@ func TestIstioctlProxyStatus(t *testing.T) {
 
 // TestIstioctlInternalDebugSyncz: Istio's `istioctl x internal-debug
 // syncz` (type istio.io/debug, resource syncz) against Skiff's istiod
-// prints Istio's /debug/syncz JSON, which names the connected client.
+// prints the body of Skiff's /debug/syncz, which names the connected
+// client; configz likewise.
 func TestIstioctlInternalDebugSyncz(t *testing.T) {
 	istiobin.Path(t, istiobin.Istioctl)
 	d, _ := istiodtest.Start(t, debugAuthOff)
 	connectGRPCClient(t, d)
 	out, err := istioctl(t, d.Addr("grpc"), "x", "internal-debug", "syncz")
-	if err != nil && strings.Contains(out, `debug type "istio.io/debug" is not served`) {
-		// Known gap (reported, issue 13): Skiff's istiod serves
-		// istio.io/debug/syncz and istio.io/debug/config_dump, not Istio's
-		// generic istio.io/debug type that internal-debug asks for.
-		t.Logf("GAP: %s", strings.TrimSpace(out))
-		return
-	}
 	if err != nil {
 		t.Fatalf("istioctl x internal-debug syncz: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, grpcProxyID) {
-		t.Errorf("syncz output lacks %s:\n%s", grpcProxyID, out)
+	// The body of Skiff's /debug/syncz, which names the node.
+	if !strings.Contains(out, `"proxy": "`+grpcNode+`"`) {
+		t.Errorf("syncz output lacks %s:\n%s", grpcNode, out)
+	}
+	out, err = istioctl(t, d.Addr("grpc"), "x", "internal-debug", "configz")
+	if err != nil || !strings.Contains(out, `"version"`) {
+		t.Errorf("istioctl x internal-debug configz: %v\n%s", err, out)
 	}
 }
