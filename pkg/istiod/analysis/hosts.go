@@ -11,12 +11,12 @@ import (
 )
 
 // qualify returns host as a fully qualified name: a short name is a
-// Service in ns.
-func qualify(host, ns string) string {
+// Service in ns, named in the set's cluster domain.
+func (s *Set) qualify(host, ns string) string {
 	if strings.Contains(host, ".") || host == "" || strings.HasPrefix(host, "*") {
 		return host
 	}
-	return host + "." + ns + ".svc." + DomainSuffix
+	return model.KubeHostnameIn(host, ns, s.Domain)
 }
 
 // hostIndex knows the hosts of the mesh: Services and ServiceEntry hosts.
@@ -28,7 +28,7 @@ type hostIndex struct {
 func (s *Set) hostIndex() *hostIndex {
 	idx := &hostIndex{exact: map[string]bool{}}
 	for _, svc := range s.Services {
-		idx.exact[svc.Name+"."+svc.Namespace+".svc."+DomainSuffix] = true
+		idx.exact[model.KubeHostnameIn(svc.Name, svc.Namespace, s.Domain)] = true
 		idx.exact[svc.Name+"."+svc.Namespace] = true // resolved through the pod's DNS search path
 	}
 	for _, se := range s.ServiceEntries {
@@ -37,7 +37,7 @@ func (s *Set) hostIndex() *hostIndex {
 				idx.wildcards = append(idx.wildcards, rest)
 				continue
 			}
-			idx.exact[qualify(h, se.Namespace)] = true
+			idx.exact[s.qualify(h, se.Namespace)] = true
 		}
 	}
 	return idx
@@ -96,14 +96,14 @@ func (s *Set) hosts() []Message {
 	subsets := map[string]bool{} // "qualified host+subset"
 	for _, dr := range s.DestinationRules {
 		for _, ss := range dr.Spec.GetSubsets() {
-			subsets[qualify(dr.Spec.GetHost(), dr.Namespace)+"+"+ss.GetName()] = true
+			subsets[s.qualify(dr.Spec.GetHost(), dr.Namespace)+"+"+ss.GetName()] = true
 		}
 	}
 	var out []Message
 	for _, vs := range s.VirtualServices {
 		k := key(model.KindVirtualService, vs.ObjectMeta)
 		for _, d := range destinations(&vs.Spec) {
-			q := qualify(d.host, vs.Namespace)
+			q := s.qualify(d.host, vs.Namespace)
 			if d.host != "" && !idx.known(q) {
 				out = append(out, newMessage(ReferencedResourceNotFound, k, d.field+".host", d.what, d.host))
 			}
@@ -117,7 +117,7 @@ func (s *Set) hosts() []Message {
 		}
 	}
 	for _, dr := range s.DestinationRules {
-		if h := dr.Spec.GetHost(); h != "" && !idx.known(qualify(h, dr.Namespace)) {
+		if h := dr.Spec.GetHost(); h != "" && !idx.known(s.qualify(h, dr.Namespace)) {
 			out = append(out, newMessage(UnknownDestinationRuleHost, key(model.KindDestinationRule, dr.ObjectMeta), "spec.host", h))
 		}
 	}
@@ -132,7 +132,7 @@ func (s *Set) hosts() []Message {
 				if ns == "." || ns == "~" {
 					ns = sc.Namespace
 				}
-				if !idx.known(qualify(host, ns)) {
+				if !idx.known(s.qualify(host, ns)) {
 					out = append(out, newMessage(ReferencedResourceNotFound, k, fmt.Sprintf("spec.egress[%d].hosts[%d]", i, j), "egress host", h))
 				}
 			}
@@ -161,7 +161,7 @@ func (s *Set) conflicts() []Message {
 			continue
 		}
 		for i, h := range vs.Spec.GetHosts() {
-			q := qualify(h, vs.Namespace)
+			q := s.qualify(h, vs.Namespace)
 			if _, ok := byHost[q]; !ok {
 				order = append(order, q)
 			}

@@ -8,16 +8,14 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
-// DomainSuffix qualifies short host names.
-const DomainSuffix = "cluster.local"
-
 // RootNamespace is the mesh's configuration root: policies there apply to
 // every namespace.
 const RootNamespace = "istio-system"
 
 // Set is everything analyzed: what istiod reads (model.Inputs) and the
 // kinds it does not read yet or at all, which the webhook and istioctl
-// analyze see.
+// analyze see. Short hosts are qualified in the Inputs' Domain (""
+// is model.DefaultDomain).
 type Set struct {
 	model.Inputs
 	// Gateways, when non-nil, are all the Gateways there are: gateway

@@ -11,13 +11,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
-// KubeHostname returns the host name of a Kubernetes service.
-func KubeHostname(name, ns string) string { return name + "." + ns + ".svc." + DefaultDomain }
-
-// serviceFromKube converts a Kubernetes Service.
-func serviceFromKube(s *corev1.Service) *Service {
+// serviceFromKube converts a Kubernetes Service, naming it in the cluster
+// domain.
+func serviceFromKube(s *corev1.Service, domain string) *Service {
 	svc := &Service{
-		Hostname:  KubeHostname(s.Name, s.Namespace),
+		Hostname:  KubeHostnameIn(s.Name, s.Namespace, domain),
 		Name:      s.Name,
 		Namespace: s.Namespace,
 		Registry:  RegistryKubernetes,

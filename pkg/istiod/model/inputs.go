@@ -46,7 +46,11 @@ func (k Key) String() string { return fmt.Sprintf("%s %s/%s", k.Kind, k.Namespac
 type Inputs struct {
 	// Mesh is the mesh configuration (nil: Istio's defaults). A new value
 	// is a new pointer, so a change of it is a configuration change.
-	Mesh             *meshconfig.MeshConfig
+	Mesh *meshconfig.MeshConfig
+	// Domain is the cluster's DNS domain (Istio's --domain, "" is
+	// DefaultDomain): Kubernetes services are named NAME.NS.svc.DOMAIN and
+	// short hosts in configuration resolve under it.
+	Domain           string
 	Services         []*corev1.Service
 	EndpointSlices   []*discoveryv1.EndpointSlice
 	Pods             []*corev1.Pod

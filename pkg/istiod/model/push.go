@@ -44,6 +44,9 @@ type PushContext struct {
 	// Mesh is the mesh configuration (Istio's defaults when the inputs
 	// have none).
 	Mesh *meshconfig.MeshConfig
+	// Domain is the cluster DNS domain services are named in (the inputs',
+	// normalized: DefaultDomain when they have none).
+	Domain string
 	// Security holds PeerAuthentication, AuthorizationPolicy and
 	// RequestAuthentication, indexed by namespace.
 	Security *SecurityPolicies
@@ -126,7 +129,7 @@ func Rebuild(prev *PushContext, in *Inputs, version string) *PushContext {
 // sameConfig reports whether a and b hold the same configuration objects
 // (everything but EndpointSlices and WorkloadEntries).
 func sameConfig(a, b *Inputs) bool {
-	return a.Mesh == b.Mesh && samePtrs(a.Services, b.Services) && samePtrs(a.Pods, b.Pods) && samePtrs(a.ServiceEntries, b.ServiceEntries) &&
+	return a.Mesh == b.Mesh && Domain(a.Domain) == Domain(b.Domain) && samePtrs(a.Services, b.Services) && samePtrs(a.Pods, b.Pods) && samePtrs(a.ServiceEntries, b.ServiceEntries) &&
 		samePtrs(a.VirtualServices, b.VirtualServices) && samePtrs(a.DestinationRules, b.DestinationRules) && samePtrs(a.Sidecars, b.Sidecars) &&
 		samePtrs(a.PeerAuthentications, b.PeerAuthentications) && samePtrs(a.AuthorizationPolicies, b.AuthorizationPolicies) &&
 		samePtrs(a.RequestAuthentications, b.RequestAuthentications)
@@ -139,18 +142,19 @@ func (pc *PushContext) copyConfig(prev *PushContext) {
 	pc.VirtualServices, pc.DestinationRules, pc.Sidecars = prev.VirtualServices, prev.DestinationRules, prev.Sidecars
 	pc.Pods, pc.pods, pc.ConfigHash = prev.Pods, prev.pods, prev.ConfigHash
 	pc.kubeByHost, pc.entryByHost = prev.kubeByHost, prev.entryByHost
-	pc.Security, pc.Mesh = prev.Security, prev.Mesh
+	pc.Security, pc.Mesh, pc.Domain = prev.Security, prev.Mesh, prev.Domain
 }
 
 // buildConfig indexes services and Istio configuration.
 func (pc *PushContext) buildConfig(in *Inputs) {
+	pc.Domain = Domain(in.Domain)
 	pc.ServiceByHost = map[string]*Service{}
 	pc.Sidecars = map[string][]*networking.Sidecar{}
 	pc.pods = indexPods(in.Pods)
 	pc.Pods = pc.pods.byIP
 	pc.kubeByHost = map[string]*corev1.Service{}
 	for _, s := range sortedByAge(in.Services) {
-		svc := serviceFromKube(s)
+		svc := serviceFromKube(s, pc.Domain)
 		if _, dup := pc.ServiceByHost[svc.Hostname]; dup {
 			continue
 		}
@@ -280,7 +284,7 @@ func (pc *PushContext) patchEndpoints(in *Inputs, prev *PushContext) bool {
 	}
 	wes := sortedByAge(in.WorkloadEntries)
 	for key := range touched {
-		host := KubeHostname(key.name, key.ns)
+		host := pc.KubeHostname(key.name, key.ns)
 		svc, k := pc.ServiceByHost[host], pc.kubeByHost[host]
 		if svc == nil || k == nil {
 			continue // slices of no service
@@ -348,6 +352,7 @@ func boolInt(b bool) int {
 // hashConfig fingerprints services, Istio config and pod identity.
 func (pc *PushContext) hashConfig(pods []*corev1.Pod) uint64 {
 	h := fnv.New64a()
+	fmt.Fprintf(h, "domain %s\n", pc.Domain)
 	for _, s := range pc.Services {
 		fmt.Fprintf(h, "%+v\n", *s)
 	}

@@ -37,6 +37,8 @@ type Scope struct {
 	Key string
 	// Namespace is the proxies' namespace.
 	Namespace string
+	// Domain is the push's cluster DNS domain (PushContext.Domain).
+	Domain string
 	// Sidecar is the Sidecar resource in effect, or nil.
 	Sidecar *networking.Sidecar
 	// Services are the visible services, sorted by host name.
@@ -104,7 +106,7 @@ func (pc *PushContext) sidecarFor(p *Proxy) *networking.Sidecar {
 }
 
 func (pc *PushContext) buildScope(key, ns string, sc *networking.Sidecar) *Scope {
-	s := &Scope{Key: key, Namespace: ns, Sidecar: sc, visible: map[string]*Service{}, OutboundPolicy: pc.meshOutboundPolicy(),
+	s := &Scope{Key: key, Namespace: ns, Domain: pc.Domain, Sidecar: sc, visible: map[string]*Service{}, OutboundPolicy: pc.meshOutboundPolicy(),
 		VirtualService: map[string]*networking.VirtualService{}, DestinationRule: map[string]*networking.DestinationRule{}}
 	if otp := sidecarOutbound(sc); otp != nil {
 		s.OutboundPolicy = OutboundAllowAny
@@ -131,7 +133,7 @@ func (pc *PushContext) buildScope(key, ns string, sc *networking.Sidecar) *Scope
 			if !exportedTo(vs.Spec.GetExportTo(), vs.Namespace, ns) {
 				continue
 			}
-			if hostsMatch(vs.Spec.GetHosts(), vs.Namespace, svc.Hostname) {
+			if hostsMatch(vs.Spec.GetHosts(), vs.Namespace, svc.Hostname, pc.Domain) {
 				s.VirtualService[svc.Hostname] = vs
 				break
 			}
@@ -149,7 +151,7 @@ func (pc *PushContext) destinationRule(ns string, svc *Service) *networking.Dest
 	var best *networking.DestinationRule
 	rank := 4
 	for _, dr := range pc.DestinationRules {
-		if !exportedTo(dr.Spec.GetExportTo(), dr.Namespace, ns) || !hostsMatch([]string{dr.Spec.GetHost()}, dr.Namespace, svc.Hostname) {
+		if !exportedTo(dr.Spec.GetExportTo(), dr.Namespace, ns) || !hostsMatch([]string{dr.Spec.GetHost()}, dr.Namespace, svc.Hostname, pc.Domain) {
 			continue
 		}
 		r := 3
@@ -187,14 +189,6 @@ func egressAllows(hosts []string, scNS string, svc *Service) bool {
 	return false
 }
 
-// ResolveHost expands a short host name ("reviews") relative to namespace ns.
-func ResolveHost(host, ns string) string {
-	if host == "*" || strings.Contains(host, ".") {
-		return host
-	}
-	return KubeHostname(host, ns)
-}
-
 // HostMatches reports whether pattern ("*", "*.example.com" or a name)
 // matches host.
 func HostMatches(pattern, host string) bool {
@@ -207,9 +201,9 @@ func HostMatches(pattern, host string) bool {
 	return pattern == host
 }
 
-func hostsMatch(patterns []string, ns, host string) bool {
+func hostsMatch(patterns []string, ns, host, domain string) bool {
 	for _, p := range patterns {
-		if HostMatches(ResolveHost(p, ns), host) {
+		if HostMatches(ResolveHostIn(p, ns, domain), host) {
 			return true
 		}
 	}

@@ -12,17 +12,18 @@ import (
 	netlisters "istio.io/client-go/pkg/listers/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
-// qualify returns a DestinationRule host as a fully qualified name.
+// qualify returns a DestinationRule host as a fully qualified name: a
+// short name is the Service of ns in the cluster domain suffix ("" is
+// model.DefaultDomain).
 func qualify(host, ns, suffix string) string {
 	if strings.Contains(host, ".") || host == "" || strings.HasPrefix(host, "*") {
 		return host
 	}
-	if suffix == "" {
-		suffix = "cluster.local"
-	}
-	return host + "." + ns + ".svc." + suffix
+	return model.KubeHostnameIn(host, ns, suffix)
 }
 
 // subsetIndex maps qualified hosts to the subsets their rules define.
@@ -51,7 +52,7 @@ type StaticSubsets struct {
 }
 
 // NewStaticSubsets indexes rules; short hosts are qualified with suffix
-// ("" means cluster.local) in each rule's namespace.
+// ("" means model.DefaultDomain) in each rule's namespace.
 func NewStaticSubsets(rules []*networking.DestinationRule, suffix string) *StaticSubsets {
 	return &StaticSubsets{idx: subsetIndex(rules, suffix)}
 }

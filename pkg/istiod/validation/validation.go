@@ -59,7 +59,8 @@ type SubsetLookup interface {
 type Validator struct {
 	// Subsets, when set, is where subset references are looked up.
 	Subsets SubsetLookup
-	// DomainSuffix qualifies short host names ("cluster.local").
+	// DomainSuffix is the cluster domain short host names are qualified in
+	// ("" is model.DefaultDomain, cluster.local).
 	DomainSuffix string
 }
 

@@ -110,7 +110,7 @@ func lookupTarget(pc *model.PushContext, sc *model.Scope, target string) (*model
 	if err != nil {
 		return nil, 0
 	}
-	for _, h := range []string{host, model.ResolveHost(host, sc.Namespace), host + ".svc." + model.DefaultDomain} {
+	for _, h := range []string{host, sc.ResolveHost(host, sc.Namespace), host + ".svc." + model.Domain(sc.Domain)} {
 		if svc := sc.Service(h); svc != nil {
 			if _, ok := svc.Port(uint16(n)); ok {
 				return svc, uint16(n)

@@ -173,7 +173,7 @@ func outboundCatchAll(sc *model.Scope) string {
 	}
 	if ep := sc.EgressProxy; ep != nil {
 		b := &routeBuilder{scope: sc}
-		host := model.ResolveHost(ep.GetHost(), sc.Namespace)
+		host := sc.ResolveHost(ep.GetHost(), sc.Namespace)
 		port := uint16(ep.GetPort().GetNumber())
 		if !b.clusterExists(port, ep.GetSubset(), host) {
 			return BlackHoleCluster

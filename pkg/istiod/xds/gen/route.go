@@ -40,7 +40,7 @@ func (b *routeBuilder) clusterExists(port uint16, subset, host string) bool {
 // Envoy sidecars get BlackHoleCluster for destinations that do not exist
 // (Envoy rejects nothing, but answers 503); gRPC clients get the name.
 func (b *routeBuilder) destination(d *apinet.Destination, vsNS string, svc *model.Service, port uint16) string {
-	host := model.ResolveHost(d.GetHost(), vsNS)
+	host := b.scope.ResolveHost(d.GetHost(), vsNS)
 	p := uint16(d.GetPort().GetNumber())
 	if p == 0 {
 		p = port
@@ -207,7 +207,7 @@ func (b *routeBuilder) action(hr *apinet.HTTPRoute, vs *networking.VirtualServic
 		if len(dests) > 1 && d.GetWeight() == 0 {
 			continue
 		}
-		host := model.ResolveHost(d.GetDestination().GetHost(), vs.Namespace)
+		host := b.scope.ResolveHost(d.GetDestination().GetHost(), vs.Namespace)
 		if hp := hashPolicy(destinationHash(b.scope.DestinationRule[host], d.GetDestination()), b.grpc); hp != nil {
 			a.HashPolicy = append(a.HashPolicy, hp)
 		}
