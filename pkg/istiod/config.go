@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
 // Config is istiod's typed configuration, parsed and validated by the
@@ -40,6 +43,10 @@ type Config struct {
 	MeshConfigFile string
 	// Namespace is istiod's namespace (POD_NAMESPACE).
 	Namespace string
+	// Domain is the cluster's DNS domain (Istio's --domain): Kubernetes
+	// services are served as NAME.NS.svc.DOMAIN, and short hosts in
+	// configuration resolve under it ("" is model.DefaultDomain).
+	Domain string
 	// Revision is istiod's revision (REVISION), "" for the default.
 	Revision string
 	// PodName names this replica (POD_NAME, else the host name) in syncz.
@@ -76,6 +83,7 @@ func DefaultConfig() Config {
 		PushConcurrency: 100,
 		MeshConfigFile:  "./etc/istio/config/mesh",
 		Namespace:       "istio-system",
+		Domain:          model.DefaultDomain,
 		Keepalive:       Keepalive{Interval: 30 * time.Second, Timeout: 10 * time.Second},
 	}
 }
@@ -106,8 +114,32 @@ func (c Config) Validate() error {
 	if c.DebounceMax < c.DebounceAfter {
 		errs = append(errs, fmt.Errorf("debounce-max %v: must be at least debounce-after %v", c.DebounceMax, c.DebounceAfter))
 	}
+	if err := validDomain(c.Domain); err != nil {
+		errs = append(errs, fmt.Errorf("domain %q: %w", c.Domain, err))
+	}
 	if c.PushConcurrency <= 0 {
 		errs = append(errs, fmt.Errorf("push-concurrency %d: must be positive", c.PushConcurrency))
 	}
 	return errors.Join(errs...)
+}
+
+// validDomain checks a cluster DNS domain ("" is the default): dot-separated
+// labels of letters, digits and inner hyphens, as Kubernetes'
+// --cluster-domain takes.
+func validDomain(d string) error {
+	if d == "" {
+		return nil
+	}
+	d = strings.TrimSuffix(d, ".")
+	for _, l := range strings.Split(d, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return fmt.Errorf("label %q: want 1 to 63 letters, digits or inner hyphens", l)
+		}
+		for _, r := range l {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+				return fmt.Errorf("label %q: want 1 to 63 letters, digits or inner hyphens", l)
+			}
+		}
+	}
+	return nil
 }

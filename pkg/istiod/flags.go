@@ -117,7 +117,7 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	fs.DurationVar(&c.Keepalive.Timeout, "keepaliveTimeout", c.Keepalive.Timeout, "close a connection whose ping is not answered in this time")
 	fs.DurationVar(&c.Keepalive.MaxConnectionAge, "keepaliveMaxServerConnectionAge", c.Keepalive.MaxConnectionAge,
 		"close xDS connections this old so proxies rebalance over istiod replicas (0: never)")
-	domain := fs.String("domain", model.DefaultDomain, "the cluster's DNS domain (only cluster.local is supported; another is reported, not honoured)")
+	fs.StringVar(&c.Domain, "domain", c.Domain, "the cluster's DNS domain: Kubernetes services are served as NAME.NS.svc.DOMAIN")
 	for _, cf := range compatFlags {
 		fs.String(cf.name, cf.value, "accepted for compatibility: "+cf.usage)
 	}
@@ -146,10 +146,6 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 			f.Unapplied = append(f.Unapplied, "--"+fl.Name+"="+fl.Value.String())
 		}
 	})
-	if *domain != model.DefaultDomain {
-		// Never exit on an Istio argument: serve, and say what is not honoured.
-		f.Unapplied = append(f.Unapplied, fmt.Sprintf("--domain=%s (only %s is supported: names are served under it)", *domain, model.DefaultDomain))
-	}
 	// Istio's chart sets KUBECONFIG to a remote cluster's config that is
 	// mounted only for an external control plane; without the file, istiod
 	// uses its in-cluster credentials, as client-go's loading rules do.
@@ -157,6 +153,9 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 		if _, err := os.Stat(k); err == nil {
 			c.Kubeconfig = k
 		}
+	}
+	if c.Domain == "" {
+		return f, fmt.Errorf("--domain %q: want the cluster's DNS domain (%s)", c.Domain, model.DefaultDomain)
 	}
 	c.Namespace = f.Security.Namespace // --namespace wins over POD_NAMESPACE
 	c.InCluster = *inCluster || (c.ConfigDir == "" && c.Kubeconfig == "" && getenv("KUBERNETES_SERVICE_HOST") != "")

@@ -85,9 +85,8 @@ func TestIstioChartArguments(t *testing.T) {
 		t.Errorf("KUBECONFIG without a file: kubeconfig %q in-cluster %v", f.Config.Kubeconfig, f.Config.InCluster)
 	}
 
-	f, err = istiod.ParseFlags([]string{"--config-dir", "x", "--domain=example.org"}, getenv(nil), io.Discard)
-	if err != nil || !strings.Contains(strings.Join(f.Unapplied, " "), "--domain=example.org (only cluster.local") {
-		t.Errorf("--domain=example.org: %v, unapplied %q; want it accepted and reported", err, f.Unapplied)
+	if f.Config.Domain != "cluster.local" {
+		t.Errorf("--domain cluster.local: Domain %q", f.Config.Domain)
 	}
 	for _, tt := range []struct{ arg, want string }{
 		{"--log_output_level=default:loud", `--log_output_level "default:loud"`},
@@ -96,6 +95,41 @@ func TestIstioChartArguments(t *testing.T) {
 		_, err := istiod.ParseFlags([]string{"--config-dir", "x", tt.arg}, getenv(nil), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want it to mention %q", tt.arg, err, tt.want)
+		}
+	}
+}
+
+// TestDomainFlag: --domain is applied (Config.Domain, never in Unapplied);
+// a value that is no DNS name is an error naming it.
+func TestDomainFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{args: nil, want: "cluster.local"},
+		{args: []string{"--domain=corp.example"}, want: "corp.example"},
+		{args: []string{"--domain", "cluster.local"}, want: "cluster.local"},
+		{args: []string{"--domain="}, wantErr: `--domain "": want the cluster's DNS domain`},
+		{args: []string{"--domain=corp..example"}, wantErr: `domain "corp..example": label ""`},
+		{args: []string{"--domain=corp_x.example"}, wantErr: `domain "corp_x.example": label "corp_x"`},
+	} {
+		f, err := istiod.ParseFlags(append([]string{"--config-dir", "x"}, tt.args...), func(string) string { return "" }, io.Discard)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%q: error %v, want it to contain %q", tt.args, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.args, err)
+			continue
+		}
+		if f.Config.Domain != tt.want {
+			t.Errorf("%q: Domain %q, want %q", tt.args, f.Config.Domain, tt.want)
+		}
+		if u := strings.Join(f.Unapplied, " "); strings.Contains(u, "domain") {
+			t.Errorf("%q: Unapplied %q names --domain, which is applied", tt.args, u)
 		}
 	}
 }

@@ -286,6 +286,7 @@ func (d *Istiod) push(first time.Time, only func(model.Change) bool) bool {
 	prev := d.xds.PushContext()
 	in := *d.reg.Inputs() // shallow: the objects are shared, never mutated
 	in.Mesh = d.mesh.Mesh()
+	in.Domain = d.cfg.Domain
 	pc := model.Rebuild(prev, &in, start.UTC().Format("2006-01-02T15:04:05Z")+"/"+version)
 	change := pc.Diff(prev)
 	if only != nil && !only(change) {

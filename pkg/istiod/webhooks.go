@@ -167,7 +167,7 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		give(w.Mesh.Mesh())
 		w.Mesh.Subscribe(give)
 	}
-	v := &validation.Validator{DomainSuffix: "cluster.local"}
+	v := &validation.Validator{DomainSuffix: cfg.Domain}
 	var synced chan struct{}
 	var wg sync.WaitGroup
 	var kc kubernetes.Interface
@@ -184,7 +184,7 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		if err != nil {
 			return nil, fmt.Errorf("istio client: %w", err)
 		}
-		subsets = validation.NewKubeSubsets(ic, "cluster.local")
+		subsets = validation.NewKubeSubsets(ic, cfg.Domain)
 		v.Subsets = subsets
 	}
 	if kc == nil {
