@@ -57,6 +57,8 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 type sotwResponse struct {
 	version, typeURL, nonce string
 	resources               []*gen.Resource
+	// body, when set, is resources already encoded (shared by streams).
+	body []byte
 }
 
 func (r *sotwResponse) encode() mem.BufferSlice {
@@ -66,6 +68,9 @@ func (r *sotwResponse) encode() mem.BufferSlice {
 	tail = protowire.AppendString(tail, r.typeURL)
 	tail = protowire.AppendTag(tail, 5, protowire.BytesType) // nonce
 	tail = protowire.AppendString(tail, r.nonce)
+	if r.body != nil {
+		return mem.BufferSlice{mem.SliceBuffer(head), mem.SliceBuffer(r.body), mem.SliceBuffer(tail)}
+	}
 	out := make(mem.BufferSlice, 0, len(r.resources)+2)
 	out = append(out, mem.SliceBuffer(head))
 	for _, res := range r.resources {
@@ -80,6 +85,8 @@ type deltaResponse struct {
 	systemVersion, typeURL, nonce string
 	resources                     []*gen.Resource
 	removed                       []string
+	// body, when set, is resources already encoded (shared by streams).
+	body []byte
 }
 
 func (r *deltaResponse) encode() mem.BufferSlice {
@@ -87,6 +94,9 @@ func (r *deltaResponse) encode() mem.BufferSlice {
 	head := protowire.AppendTag(nil, 1, protowire.BytesType) // system_version_info
 	head = protowire.AppendString(head, r.systemVersion)
 	out = append(out, mem.SliceBuffer(head))
+	if r.body != nil {
+		return append(out, mem.SliceBuffer(r.body), mem.SliceBuffer(r.appendTail(nil)))
+	}
 	// One buffer for all envelopes, each followed by the shared Any bytes.
 	env := make([]byte, 0, len(r.resources)*(len(r.typeURL)/2+64))
 	starts := make([]int, 0, len(r.resources)+1)
@@ -110,7 +120,13 @@ func (r *deltaResponse) encode() mem.BufferSlice {
 	for i, res := range r.resources {
 		out = append(out, mem.SliceBuffer(env[starts[i]:starts[i+1]]), mem.SliceBuffer(res.AnyBytes()))
 	}
-	tail := protowire.AppendTag(nil, 4, protowire.BytesType) // type_url
+	return append(out, mem.SliceBuffer(r.appendTail(nil)))
+}
+
+// appendTail appends the fields after the resources: type_url, nonce and
+// removed_resources.
+func (r *deltaResponse) appendTail(tail []byte) []byte {
+	tail = protowire.AppendTag(tail, 4, protowire.BytesType) // type_url
 	tail = protowire.AppendString(tail, r.typeURL)
 	tail = protowire.AppendTag(tail, 5, protowire.BytesType) // nonce
 	tail = protowire.AppendString(tail, r.nonce)
@@ -118,7 +134,7 @@ func (r *deltaResponse) encode() mem.BufferSlice {
 		tail = protowire.AppendTag(tail, 6, protowire.BytesType) // removed_resources
 		tail = protowire.AppendString(tail, n)
 	}
-	return append(out, mem.SliceBuffer(tail))
+	return tail
 }
 
 // rawRequest is a DiscoveryRequest whose resource names stay encoded, with

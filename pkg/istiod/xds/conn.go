@@ -1,6 +1,7 @@
 package xds
 
 import (
+	"hash/maphash"
 	"slices"
 	"sync"
 	"time"
@@ -175,3 +176,38 @@ func (c *Connection) Watched() []string {
 
 // ConnectedAt returns when the stream started.
 func (c *Connection) ConnectedAt() time.Time { return c.connected }
+
+// nameLists shares equal subscribed-name lists between connections: a
+// thousand sidecars of a namespace subscribe to the same thousand clusters,
+// and each held its own sorted copy. Lists are never modified in place.
+type nameLists struct {
+	mu sync.Mutex
+	m  map[uint64][]string
+}
+
+// maxNameLists bounds the table; it starts over when full.
+const maxNameLists = 1024
+
+// share returns a list equal to names (sorted), shared when one was seen.
+func (l *nameLists) share(names []string) []string {
+	if len(names) < 8 {
+		return names
+	}
+	var h maphash.Hash
+	h.SetSeed(namesSeed)
+	for _, n := range names {
+		h.WriteString(n)
+		h.WriteByte(0)
+	}
+	k := h.Sum64()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s, ok := l.m[k]; ok && slices.Equal(s, names) {
+		return s
+	}
+	if l.m == nil || len(l.m) >= maxNameLists {
+		l.m = map[uint64][]string{}
+	}
+	l.m[k] = names
+	return names
+}

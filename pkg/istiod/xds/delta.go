@@ -116,7 +116,7 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 	if len(added) > 0 {
 		names := append(slices.Clip(slices.Clone(w.names)), added...)
 		slices.Sort(names)
-		w.names = slices.Compact(names)
+		w.names = c.server.nameLists.share(slices.Compact(names))
 	}
 	for _, n := range req.GetResourceNamesUnsubscribe() {
 		if n == "*" {
@@ -223,6 +223,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	resp.nonce = c.nextNonce()
 	w.nonceSent, w.versionSent, w.sentAt = resp.nonce, pc.Version, time.Now()
 	c.mu.Unlock()
+	resp.body = c.server.bodies.get(w.typeURL, true, resp.resources)
 	if err := stream.SendMsg(resp); err != nil {
 		return fmt.Errorf("send delta %s to %s: %w", typeLabel(w.typeURL), c.proxy.ID, err)
 	}

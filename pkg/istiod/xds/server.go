@@ -67,6 +67,10 @@ type Server struct {
 	conns map[string]*Connection
 
 	names interner
+	// bodies holds encoded response bodies shared by streams.
+	bodies bodies
+	// nameLists holds subscribed-name lists shared by connections.
+	nameLists nameLists
 }
 
 var _ adsHandler = (*Server)(nil)

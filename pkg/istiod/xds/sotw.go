@@ -115,7 +115,7 @@ func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
 		}
 		names := raw.Names(&c.server.names)
 		w.wildcard = c.isWildcard(typ, names)
-		w.names = sortedNames(names)
+		w.names = c.server.nameLists.share(sortedNames(names))
 		w.namesHash = raw.namesHash
 		w.lastHash, w.sent = "", nil
 		c.mu.Unlock()
@@ -145,7 +145,7 @@ func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
 		c.mu.Unlock()
 		return nil
 	}
-	w.names = names
+	w.names = c.server.nameLists.share(names)
 	w.lastHash, w.sent = "", nil
 	c.mu.Unlock()
 	if len(names) == 0 && !gen.IsWildcard(typ) {
@@ -233,7 +233,8 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 	nonce := c.nextNonce()
 	w.nonceSent, w.versionSent, w.sentAt = nonce, pc.Version, time.Now()
 	c.mu.Unlock()
-	resp := &sotwResponse{version: pc.Version, resources: send, typeURL: w.typeURL, nonce: nonce}
+	resp := &sotwResponse{version: pc.Version, resources: send, typeURL: w.typeURL, nonce: nonce,
+		body: c.server.bodies.get(w.typeURL, false, send)}
 	if err := stream.SendMsg(resp); err != nil {
 		return fmt.Errorf("send %s to %s: %w", typeLabel(w.typeURL), c.proxy.ID, err)
 	}
