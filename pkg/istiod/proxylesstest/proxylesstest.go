@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
 // Mesh is a directory of registry and config YAML that istiod watches.
@@ -90,10 +91,18 @@ func (w logWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// Host is the cluster-local host name of a Kubernetes service.
-func Host(name, ns string) string { return name + "." + ns + ".svc.cluster.local" }
+// Host is the host name of a Kubernetes service in the default cluster
+// domain (cluster.local).
+func Host(name, ns string) string { return HostIn(name, ns, model.DefaultDomain) }
 
-// Target is the xds:/// target of a service port.
-func Target(name, ns string, port int) string {
-	return fmt.Sprintf("xds:///%s:%d", Host(name, ns), port)
+// HostIn is the host name of a Kubernetes service in the cluster domain
+// istiod serves (Config.Domain).
+func HostIn(name, ns, domain string) string { return model.KubeHostnameIn(name, ns, domain) }
+
+// Target is the xds:/// target of a service port in the default domain.
+func Target(name, ns string, port int) string { return TargetIn(name, ns, model.DefaultDomain, port) }
+
+// TargetIn is the xds:/// target of a service port in a cluster domain.
+func TargetIn(name, ns, domain string, port int) string {
+	return fmt.Sprintf("xds:///%s:%d", HostIn(name, ns, domain), port)
 }
