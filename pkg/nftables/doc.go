@@ -6,10 +6,14 @@
 // istio-proxy-mangle, istio-proxy-raw), base chains named after the
 // built-in chains they replace and hooked at the same hooks and priorities,
 // and Istio's chains named in lower case with dashes (ISTIO_OUTPUT becomes
-// istio-output). Because an inet table sees both families, a rule that the
-// IPv4 and IPv6 rulesets share is installed once, and a rule of one family
-// only is guarded by "meta nfproto" (implicitly, through an ip or ip6
-// address match, or explicitly).
+// istio-output). The kernel state is Istio 1.31's native mode for the same
+// flags (test/interop compares them): Istio's chain order, match order and
+// a counter on every rule. Because an inet table sees both families, a rule
+// that the IPv4 and IPv6 rulesets share is installed once, the rules of one
+// family alternate with the other's, as Istio writes them, and only an ip
+// or ip6 address match makes a rule one family's. With IPv6 off, a rule
+// that matches no address is guarded by "meta nfproto ipv4" so that IPv6
+// passes untouched, as it does with iptables (Istio's catch it too).
 //
 // Translate is pure and portable; it yields a Program that renders as the
 // text "nft list ruleset" prints for it (String) or as an "nft -f" script

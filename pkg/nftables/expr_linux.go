@@ -147,6 +147,8 @@ func (c *compiler) rule(r *Rule) ([]expr.Any, []anonSet, error) {
 				tp.RegAddr, tp.RegPort = 1, 2
 			}
 			out = append(out, &expr.Immediate{Register: tp.RegPort, Data: binaryutil.BigEndian.PutUint16(t.port)}, tp)
+		case counterStmt:
+			out = append(out, &expr.Counter{})
 		case verdictTerm:
 			v := &expr.Verdict{}
 			switch t.kind {

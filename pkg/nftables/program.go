@@ -148,7 +148,7 @@ func (r *Rule) familySpecific() bool {
 // fingerprintVersion changes whenever the translation of a rule into
 // netlink expressions changes, so that rules installed by an older build
 // are rewritten.
-const fingerprintVersion = "skiff-nft/1"
+const fingerprintVersion = "skiff-nft/2"
 
 // fingerprint identifies the rule at its place: table, chain, position and
 // text. Apply stores it in the rule's user data and compares it on read-back.
@@ -209,6 +209,32 @@ func Translate(sets []*ipt.Ruleset) (*Program, error) {
 		}
 	}
 	return p, nil
+}
+
+// chainOrder lists, per iptables table, Istio's chains in the order Istio
+// creates them in its nftables tables (and nft lists them in).
+var chainOrder = map[string][]string{
+	ipt.NAT:    {"ISTIO_INBOUND", "ISTIO_REDIRECT", "ISTIO_IN_REDIRECT", "ISTIO_OUTPUT", "ISTIO_OUTPUT_DNS"},
+	ipt.Mangle: {"ISTIO_DIVERT", "ISTIO_TPROXY", "ISTIO_INBOUND", "ISTIO_DROP"},
+	ipt.Raw:    {"ISTIO_INBOUND", "ISTIO_OUTPUT_DNS"},
+}
+
+// istioChainOrder sorts the declared chains of a table into Istio's order;
+// chains Istio does not have follow in declaration order.
+func istioChainOrder(iptTable string, declared []string) []string {
+	known := chainOrder[iptTable]
+	out := make([]string, 0, len(declared))
+	for _, c := range known {
+		if slices.Contains(declared, c) {
+			out = append(out, c)
+		}
+	}
+	for _, c := range declared {
+		if !slices.Contains(known, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func spec(iptTable string) string {
@@ -297,7 +323,7 @@ func translateTable(iptTable, name string, v4, v6 *ipt.Ruleset) (*Table, error) 
 	for _, c := range user {
 		jumpable[c] = true
 	}
-	order = append(order, user...)
+	order = append(order, istioChainOrder(iptTable, user)...)
 	if len(order) == 0 {
 		return nil, nil
 	}
@@ -333,6 +359,17 @@ func translateTable(iptTable, name string, v4, v6 *ipt.Ruleset) (*Table, error) 
 			}
 		}
 		ch.Rules = merge(fams[0], fams[1])
+		if v4 != nil && v6 != nil {
+			// With both families programmed, a rule of one family that
+			// matches no address applies to both, as Istio writes it once
+			// for both. With one family, it keeps its guard: the other
+			// family passes untouched, as with iptables.
+			for _, r := range ch.Rules {
+				if !r.hasAddr() {
+					r.Family = 0
+				}
+			}
+		}
 		t.Chains = append(t.Chains, ch)
 	}
 	return t, nil
@@ -363,9 +400,31 @@ func merge(a, b []*Rule) []*Rule {
 	}
 	var out []*Rule
 	var pendA, pendB []*Rule
+	// Between two shared rules, each family's address rules alternate with
+	// the other family's, as Istio writes each IPv4 rule next to its IPv6
+	// counterpart; a rule of one family that matches no address (Istio
+	// writes it once, for both) keeps its place before them.
 	flush := func() {
-		out = append(out, pendA...)
-		out = append(out, pendB...)
+		i, j := 0, 0
+		for i < len(pendA) || j < len(pendB) {
+			switch {
+			case i < len(pendA) && !pendA[i].familySpecific():
+				out = append(out, pendA[i])
+				i++
+			case j < len(pendB) && !pendB[j].familySpecific():
+				out = append(out, pendB[j])
+				j++
+			default:
+				if i < len(pendA) {
+					out = append(out, pendA[i])
+					i++
+				}
+				if j < len(pendB) {
+					out = append(out, pendB[j])
+					j++
+				}
+			}
+		}
 		pendA, pendB = nil, nil
 	}
 	i, j := 0, 0
@@ -411,6 +470,7 @@ func translateRule(r ipt.Rule, f ipt.Family) ([]*Rule, error) {
 		}
 		terms = append(terms, ifnameTerm{out: ifc.out, name: ifc.name})
 	}
+	var addrs []term
 	for _, a := range []struct {
 		src  bool
 		addr ipt.Addr
@@ -422,7 +482,7 @@ func translateRule(r ipt.Rule, f ipt.Family) ([]*Rule, error) {
 		if p.Addr().Zone() != "" || p.Addr().Is4In6() || (p.Addr().Is6() != (f == ipt.IPv6)) {
 			return nil, fmt.Errorf("address %s is not an %s prefix", p, f)
 		}
-		terms = append(terms, addrTerm{src: a.src, prefix: p.Masked(), not: a.addr.Not})
+		addrs = append(addrs, addrTerm{src: a.src, prefix: p.Masked(), not: a.addr.Not})
 	}
 	switch m.Proto {
 	case "", "tcp", "udp":
@@ -454,11 +514,21 @@ func translateRule(r ipt.Rule, f ipt.Family) ([]*Rule, error) {
 	if len(ports) > 0 && m.Proto == "" {
 		return nil, errors.New("port match without a protocol (-p tcp or -p udp)")
 	}
-	if m.Proto != "" {
-		terms = append(terms, l4Term{proto: m.Proto, ports: ports})
+	// The order of the matches is Istio's: a bare protocol match and the
+	// conntrack state before addresses, ports after them.
+	proto := m.Proto
+	if proto == "" && r.Table == ipt.Mangle && r.Chain == "PREROUTING" && m.CTState == "INVALID" {
+		// Istio's native mode drops invalid TCP only (its iptables mode
+		// drops every protocol).
+		proto = "tcp"
 	}
-	for _, o := range m.Owners {
-		terms = append(terms, ownerTerm{gid: o.GID, id: o.ID, not: o.Not})
+	if proto != "" && len(ports) == 0 {
+		terms = append(terms, l4Term{proto: proto})
+	}
+	// Istio's conntrack zone rules match the port before the address.
+	portsFirst := r.Target.Kind == ipt.CTZone
+	if portsFirst && len(ports) > 0 {
+		terms = append(terms, l4Term{proto: m.Proto, ports: ports})
 	}
 	if m.CTState != "" {
 		bits, err := parseCTState(m.CTState)
@@ -466,6 +536,13 @@ func translateRule(r ipt.Rule, f ipt.Family) ([]*Rule, error) {
 			return nil, err
 		}
 		terms = append(terms, ctStateTerm{bits: bits})
+	}
+	terms = append(terms, addrs...)
+	if !portsFirst && len(ports) > 0 {
+		terms = append(terms, l4Term{proto: m.Proto, ports: ports})
+	}
+	for _, o := range m.Owners {
+		terms = append(terms, ownerTerm{gid: o.GID, id: o.ID, not: o.Not})
 	}
 	if m.Mark != nil {
 		terms = append(terms, markTerm{value: m.Mark.Value, not: m.Mark.Not})
@@ -476,7 +553,7 @@ func translateRule(r ipt.Rule, f ipt.Family) ([]*Rule, error) {
 
 	t := r.Target
 	rule := func(ts ...term) *Rule {
-		return &Rule{Family: f, Purpose: r.Purpose, terms: append(slices.Clip(terms), ts...)}
+		return &Rule{Family: f, Purpose: r.Purpose, terms: slices.Concat(terms, []term{counterStmt{}}, ts)}
 	}
 	needProto := func(what string) error {
 		if m.Proto == "" {
@@ -527,8 +604,8 @@ func translateRule(r ipt.Rule, f ipt.Family) ([]*Rule, error) {
 		// inbound connections must not reach the app past a proxy that is
 		// not listening yet.
 		return []*Rule{
-			rule(tproxyStmt{v6: f == ipt.IPv6, addr: addr, port: t.Port}, setMarkStmt{value: t.Mark}, verdictTerm{kind: ipt.Accept}),
-			{Family: f, Purpose: r.Purpose + " (no proxy socket: drop, as iptables' TPROXY does)", terms: append(slices.Clip(terms), verdictTerm{kind: ipt.Drop})},
+			{Family: f, Purpose: r.Purpose, terms: slices.Concat(terms, []term{tproxyStmt{v6: f == ipt.IPv6, addr: addr, port: t.Port}, setMarkStmt{value: t.Mark}, counterStmt{}, verdictTerm{kind: ipt.Accept}})},
+			{Family: f, Purpose: r.Purpose + " (no proxy socket: drop, as iptables' TPROXY does)", terms: slices.Concat(terms, []term{counterStmt{}, verdictTerm{kind: ipt.Drop}})},
 		}, nil
 	case ipt.SetMark:
 		return []*Rule{rule(setMarkStmt{value: t.Mark})}, nil

@@ -33,47 +33,47 @@ func TestTranslateRule(t *testing.T) {
 		t     ipt.Target
 		want  []string
 	}{
-		{"input interface", nat, ipt.IPv4, ipt.Match{In: "eth0"}, ret, []string{`meta nfproto ipv4 iifname "eth0" return`}},
-		{"output interface wildcard", nat, ipt.IPv6, ipt.Match{Out: "veth+"}, ret, []string{`meta nfproto ipv6 oifname "veth*" return`}},
-		{"addresses", nat, ipt.IPv4, ipt.Match{Src: notPfx("10.1.2.3/8"), Dst: pfx("1.2.3.4/32")}, ret, []string{"ip saddr != 10.0.0.0/8 ip daddr 1.2.3.4 return"}},
-		{"v6 addresses", nat, ipt.IPv6, ipt.Match{Out: "lo", Dst: notPfx("::1/128"), Src: pfx("fd00:1::/64")}, ret, []string{`oifname "lo" ip6 saddr fd00:1::/64 ip6 daddr != ::1 return`}},
-		{"any address", nat, ipt.IPv4, ipt.Match{Dst: pfx("0.0.0.0/0")}, ret, []string{"ip daddr 0.0.0.0/0 return"}},
-		{"protocol", nat, ipt.IPv4, ipt.Match{Proto: tcp}, ret, []string{"meta nfproto ipv4 meta l4proto tcp return"}},
+		{"input interface", nat, ipt.IPv4, ipt.Match{In: "eth0"}, ret, []string{`meta nfproto ipv4 iifname "eth0" counter packets 0 bytes 0 return`}},
+		{"output interface wildcard", nat, ipt.IPv6, ipt.Match{Out: "veth+"}, ret, []string{`meta nfproto ipv6 oifname "veth*" counter packets 0 bytes 0 return`}},
+		{"addresses", nat, ipt.IPv4, ipt.Match{Src: notPfx("10.1.2.3/8"), Dst: pfx("1.2.3.4/32")}, ret, []string{"ip saddr != 10.0.0.0/8 ip daddr 1.2.3.4 counter packets 0 bytes 0 return"}},
+		{"v6 addresses", nat, ipt.IPv6, ipt.Match{Out: "lo", Dst: notPfx("::1/128"), Src: pfx("fd00:1::/64")}, ret, []string{`oifname "lo" ip6 saddr fd00:1::/64 ip6 daddr != ::1 counter packets 0 bytes 0 return`}},
+		{"any address", nat, ipt.IPv4, ipt.Match{Dst: pfx("0.0.0.0/0")}, ret, []string{"ip daddr 0.0.0.0/0 counter packets 0 bytes 0 return"}},
+		{"protocol", nat, ipt.IPv4, ipt.Match{Proto: tcp}, ret, []string{"meta nfproto ipv4 meta l4proto tcp counter packets 0 bytes 0 return"}},
 		{"ports", nat, ipt.IPv4, ipt.Match{Proto: udp, SPort: ipt.NotPorts(ipt.Port(53)), DPort: ipt.Ports(rng(1000, 2000))}, ret,
-			[]string{"meta nfproto ipv4 udp sport != 53 udp dport 1000-2000 return"}},
-		{"negated range", nat, ipt.IPv4, ipt.Match{Proto: tcp, DPort: ipt.NotPorts(rng(8000, 8100))}, ret, []string{"meta nfproto ipv4 tcp dport != 8000-8100 return"}},
+			[]string{"meta nfproto ipv4 udp sport != 53 udp dport 1000-2000 counter packets 0 bytes 0 return"}},
+		{"negated range", nat, ipt.IPv4, ipt.Match{Proto: tcp, DPort: ipt.NotPorts(rng(8000, 8100))}, ret, []string{"meta nfproto ipv4 tcp dport != 8000-8100 counter packets 0 bytes 0 return"}},
 		{"multiport", nat, ipt.IPv4, ipt.Match{Proto: tcp, MultiDPorts: []ipt.PortRange{ipt.Port(443), ipt.Port(80), rng(8000, 8100), ipt.Port(80)}}, ret,
-			[]string{"meta nfproto ipv4 tcp dport { 80, 443, 8000-8100 } return"}},
+			[]string{"meta nfproto ipv4 tcp dport { 80, 443, 8000-8100 } counter packets 0 bytes 0 return"}},
 		{"negated multiport", nat, ipt.IPv4, ipt.Match{Proto: tcp, MultiDPorts: []ipt.PortRange{ipt.Port(53), ipt.Port(15008)}, NotMultiDPorts: true}, ret,
-			[]string{"meta nfproto ipv4 tcp dport != { 53, 15008 } return"}},
+			[]string{"meta nfproto ipv4 tcp dport != { 53, 15008 } counter packets 0 bytes 0 return"}},
 		{"multiport of one", nat, ipt.IPv4, ipt.Match{Proto: tcp, MultiDPorts: []ipt.PortRange{ipt.Port(80)}, NotMultiDPorts: true}, ret,
-			[]string{"meta nfproto ipv4 tcp dport != 80 return"}},
+			[]string{"meta nfproto ipv4 tcp dport != 80 counter packets 0 bytes 0 return"}},
 		{"multiport ranges merge", nat, ipt.IPv4, ipt.Match{Proto: udp, MultiDPorts: []ipt.PortRange{rng(1000, 2000), rng(1500, 2500), ipt.Port(2501), ipt.Port(9)}}, ret,
-			[]string{"meta nfproto ipv4 udp dport { 9, 1000-2501 } return"}},
+			[]string{"meta nfproto ipv4 udp dport { 9, 1000-2501 } counter packets 0 bytes 0 return"}},
 		{"owners", nat, ipt.IPv4, ipt.Match{Owners: []ipt.Owner{{ID: 1337}, {GID: true, ID: 101, Not: true}, {GID: true, ID: 202, Not: true}}}, ret,
-			[]string{"meta nfproto ipv4 meta skuid 1337 meta skgid != 101 meta skgid != 202 return"}},
-		{"ct state", mangle, ipt.IPv4, ipt.Match{Proto: tcp, CTState: "RELATED,ESTABLISHED"}, ret, []string{"meta nfproto ipv4 meta l4proto tcp ct state established,related return"}},
-		{"ct state new untracked invalid", mangle, ipt.IPv4, ipt.Match{CTState: "UNTRACKED,NEW,INVALID"}, ret, []string{"meta nfproto ipv4 ct state invalid,new,untracked return"}},
+			[]string{"meta nfproto ipv4 meta skuid 1337 meta skgid != 101 meta skgid != 202 counter packets 0 bytes 0 return"}},
+		{"ct state", mangle, ipt.IPv4, ipt.Match{Proto: tcp, CTState: "RELATED,ESTABLISHED"}, ret, []string{"meta nfproto ipv4 meta l4proto tcp ct state established,related counter packets 0 bytes 0 return"}},
+		{"ct state new untracked invalid", mangle, ipt.IPv4, ipt.Match{CTState: "UNTRACKED,NEW,INVALID"}, ret, []string{"meta nfproto ipv4 ct state invalid,new,untracked counter packets 0 bytes 0 return"}},
 		{"marks", mangle, ipt.IPv4, ipt.Match{Mark: &ipt.MarkMatch{Value: 1337}, ConnMark: &ipt.MarkMatch{Value: 1, Not: true}}, ret,
-			[]string{"meta nfproto ipv4 meta mark 0x00000539 ct mark != 0x00000001 return"}},
-		{"jump", nat, ipt.IPv4, ipt.Match{}, ipt.JumpTo("ISTIO_OUTPUT_DNS"), []string{"meta nfproto ipv4 jump istio-output-dns"}},
-		{"accept", mangle, ipt.IPv4, ipt.Match{}, accept, []string{"meta nfproto ipv4 accept"}},
-		{"drop", mangle, ipt.IPv4, ipt.Match{}, ipt.Target{Kind: ipt.Drop}, []string{"meta nfproto ipv4 drop"}},
-		{"redirect", nat, ipt.IPv4, ipt.Match{Proto: tcp}, ipt.Target{Kind: ipt.Redirect, Port: 15001}, []string{"meta nfproto ipv4 meta l4proto tcp redirect to :15001"}},
+			[]string{"meta nfproto ipv4 meta mark 0x00000539 ct mark != 0x00000001 counter packets 0 bytes 0 return"}},
+		{"jump", nat, ipt.IPv4, ipt.Match{}, ipt.JumpTo("ISTIO_OUTPUT_DNS"), []string{"meta nfproto ipv4 counter packets 0 bytes 0 jump istio-output-dns"}},
+		{"accept", mangle, ipt.IPv4, ipt.Match{}, accept, []string{"meta nfproto ipv4 counter packets 0 bytes 0 accept"}},
+		{"drop", mangle, ipt.IPv4, ipt.Match{}, ipt.Target{Kind: ipt.Drop}, []string{"meta nfproto ipv4 counter packets 0 bytes 0 drop"}},
+		{"redirect", nat, ipt.IPv4, ipt.Match{Proto: tcp}, ipt.Target{Kind: ipt.Redirect, Port: 15001}, []string{"meta nfproto ipv4 meta l4proto tcp counter packets 0 bytes 0 redirect to :15001"}},
 		{"tproxy", mangle, ipt.IPv4, ipt.Match{Dst: notPfx("127.0.0.1/32"), Proto: tcp},
 			ipt.Target{Kind: ipt.TProxy, Port: 15006, Mark: 1337, OnIP: netip.IPv4Unspecified()}, []string{
-				"ip daddr != 127.0.0.1 meta l4proto tcp tproxy ip to :15006 meta mark set 0x00000539 accept",
-				"ip daddr != 127.0.0.1 meta l4proto tcp drop",
+				"meta l4proto tcp ip daddr != 127.0.0.1 tproxy ip to :15006 meta mark set 0x00000539 counter packets 0 bytes 0 accept",
+				"meta l4proto tcp ip daddr != 127.0.0.1 counter packets 0 bytes 0 drop",
 			}},
 		{"tproxy v6 to an address", mangle, ipt.IPv6, ipt.Match{Proto: tcp},
 			ipt.Target{Kind: ipt.TProxy, Port: 15006, Mark: 1, OnIP: netip.MustParseAddr("fd00::1")}, []string{
-				"meta nfproto ipv6 meta l4proto tcp tproxy ip6 to [fd00::1]:15006 meta mark set 0x00000001 accept",
-				"meta nfproto ipv6 meta l4proto tcp drop",
+				"meta nfproto ipv6 meta l4proto tcp tproxy ip6 to [fd00::1]:15006 meta mark set 0x00000001 counter packets 0 bytes 0 accept",
+				"meta nfproto ipv6 meta l4proto tcp counter packets 0 bytes 0 drop",
 			}},
-		{"set mark", mangle, ipt.IPv4, ipt.Match{Out: "lo"}, ipt.Target{Kind: ipt.SetMark, Mark: 1338}, []string{`meta nfproto ipv4 oifname "lo" meta mark set 0x0000053a`}},
-		{"save mark", mangle, ipt.IPv4, ipt.Match{}, ipt.Target{Kind: ipt.SaveConnMark}, []string{"meta nfproto ipv4 ct mark set meta mark"}},
-		{"restore mark", mangle, ipt.IPv4, ipt.Match{}, ipt.Target{Kind: ipt.RestoreConnMark}, []string{"meta nfproto ipv4 meta mark set ct mark"}},
-		{"ct zone", raw, ipt.IPv4, ipt.Match{Proto: udp, DPort: ipt.Ports(ipt.Port(53))}, ipt.Target{Kind: ipt.CTZone, Zone: 2}, []string{"meta nfproto ipv4 udp dport 53 ct zone set 2"}},
+		{"set mark", mangle, ipt.IPv4, ipt.Match{Out: "lo"}, ipt.Target{Kind: ipt.SetMark, Mark: 1338}, []string{`meta nfproto ipv4 oifname "lo" counter packets 0 bytes 0 meta mark set 0x0000053a`}},
+		{"save mark", mangle, ipt.IPv4, ipt.Match{}, ipt.Target{Kind: ipt.SaveConnMark}, []string{"meta nfproto ipv4 counter packets 0 bytes 0 ct mark set meta mark"}},
+		{"restore mark", mangle, ipt.IPv4, ipt.Match{}, ipt.Target{Kind: ipt.RestoreConnMark}, []string{"meta nfproto ipv4 counter packets 0 bytes 0 meta mark set ct mark"}},
+		{"ct zone", raw, ipt.IPv4, ipt.Match{Proto: udp, DPort: ipt.Ports(ipt.Port(53))}, ipt.Target{Kind: ipt.CTZone, Zone: 2}, []string{"meta nfproto ipv4 udp dport 53 counter packets 0 bytes 0 ct zone set 2"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -169,7 +169,8 @@ func TestTranslateProgram(t *testing.T) {
 	}
 	v4 := mk(ipt.IPv4, "127.0.0.1/32", "127.0.0.6/32")
 	v6 := mk(ipt.IPv6, "::1/128", "::6/128")
-	// An IPv4-only rule before the catch-all jump.
+	// An IPv4-only rule before the catch-all jump: it follows the IPv6
+	// rule it stands next to, as Istio alternates the families.
 	v4.Rules = slices.Insert(v4.Rules, len(v4.Rules)-2, ipt.Rule{Table: ipt.NAT, Chain: "ISTIO_OUTPUT", Match: ipt.Match{Dst: pfx("10.0.0.0/8")}, Target: ret})
 	p, err := Translate([]*ipt.Ruleset{v4, v6})
 	if err != nil {
@@ -178,47 +179,47 @@ func TestTranslateProgram(t *testing.T) {
 	want := `table inet istio-proxy-nat {
 	chain prerouting {
 		type nat hook prerouting priority dstnat; policy accept;
-		iifname "eth1" return
+		iifname "eth1" counter packets 0 bytes 0 return
 	}
 
 	chain output {
 		type nat hook output priority -100; policy accept;
-		jump istio-output
-	}
-
-	chain istio-output {
-		oifname "lo" ip saddr 127.0.0.6 return
-		oifname "lo" ip6 saddr ::6 return
-		meta skuid 1337 return
-		ip daddr 127.0.0.1 return
-		ip daddr 10.0.0.0/8 return
-		ip6 daddr ::1 return
-		jump istio-redirect
+		counter packets 0 bytes 0 jump istio-output
 	}
 
 	chain istio-redirect {
-		meta l4proto tcp redirect to :15001
+		meta l4proto tcp counter packets 0 bytes 0 redirect to :15001
+	}
+
+	chain istio-output {
+		oifname "lo" ip saddr 127.0.0.6 counter packets 0 bytes 0 return
+		oifname "lo" ip6 saddr ::6 counter packets 0 bytes 0 return
+		meta skuid 1337 counter packets 0 bytes 0 return
+		ip daddr 127.0.0.1 counter packets 0 bytes 0 return
+		ip6 daddr ::1 counter packets 0 bytes 0 return
+		ip daddr 10.0.0.0/8 counter packets 0 bytes 0 return
+		counter packets 0 bytes 0 jump istio-redirect
 	}
 }
 table inet istio-proxy-mangle {
 	chain prerouting {
 		type filter hook prerouting priority mangle; policy accept;
-		meta mark 0x00000001 ct mark set meta mark
+		meta mark 0x00000001 counter packets 0 bytes 0 ct mark set meta mark
 	}
 
 	chain output {
 		type route hook output priority mangle; policy accept;
-		oifname "lo" meta mark set 0x00000001
+		oifname "lo" counter packets 0 bytes 0 meta mark set 0x00000001
 	}
 }
 table inet istio-proxy-raw {
 	chain output {
 		type filter hook output priority raw; policy accept;
-		jump istio-output-dns
+		counter packets 0 bytes 0 jump istio-output-dns
 	}
 
 	chain istio-output-dns {
-		udp dport 53 ct zone set 2
+		udp dport 53 counter packets 0 bytes 0 ct zone set 2
 	}
 }
 `
@@ -229,8 +230,8 @@ table inet istio-proxy-raw {
 	for _, s := range []string{
 		"table inet istio-proxy-nat\ndelete table inet istio-proxy-nat\n",
 		"table inet istio-proxy-raw\ndelete table inet istio-proxy-raw\n",
-		"\t\tjump istio-output # all outbound\n",
-		"\t\toifname \"lo\" ip6 saddr ::6 return # passthrough\n",
+		"\t\tcounter packets 0 bytes 0 jump istio-output # all outbound\n",
+		"\t\toifname \"lo\" ip6 saddr ::6 counter packets 0 bytes 0 return # passthrough\n",
 	} {
 		if !strings.Contains(script, s) {
 			t.Errorf("script lacks %q:\n%s", s, script)

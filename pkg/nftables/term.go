@@ -270,6 +270,22 @@ func (t tproxyStmt) text() string {
 	return "tproxy " + proto + " to " + to
 }
 
+// counterStmt counts the packets and bytes that reach it. Istio puts one
+// on every rule, before the rule's first statement. It renders as nft
+// lists a fresh counter (also valid input for "nft -f").
+type counterStmt struct{}
+
+func (counterStmt) text() string { return "counter packets 0 bytes 0" }
+
+// statement reports whether t acts on the packet (as opposed to matching it).
+func statement(t term) bool {
+	switch t.(type) {
+	case setMarkStmt, saveMarkStmt, restoreMarkStmt, ctZoneStmt, redirectStmt, tproxyStmt, verdictTerm, counterStmt:
+		return true
+	}
+	return false
+}
+
 // verdictTerm ends a rule: jump, return, accept or drop.
 type verdictTerm struct {
 	kind  ipt.TargetKind // Jump, Return, Accept or Drop
