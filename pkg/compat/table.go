@@ -5,7 +5,7 @@ package compat
 var table = []Entry{
 	// pilot-discovery: the istiod chart's Deployment.
 	{Binary: PilotDiscovery, Name: "--cniNamespace", Example: "istio-system", Use: Accepted, Note: "Istio's node-untaint controller is not built; logged."},
-	{Binary: PilotDiscovery, Name: "--domain", Example: "cluster.local", Use: Partly, Note: "cluster.local is served; another domain is logged as not honoured and names stay under cluster.local."},
+	{Binary: PilotDiscovery, Name: "--domain", Example: "cluster.local", Use: Applied, Note: "Kubernetes services are served as NAME.NS.svc.DOMAIN, and short hosts in configuration (VirtualService, DestinationRule, gRPC targets) resolve under it."},
 	{Binary: PilotDiscovery, Name: "--keepaliveMaxServerConnectionAge", Example: "30m", Use: Applied, Note: "xDS connections older than this are closed gracefully, so proxies spread over replicas."},
 	{Binary: PilotDiscovery, Name: "--log_as_json", Use: Applied, Note: "JSON log lines."},
 	{Binary: PilotDiscovery, Name: "--log_output_level", Example: "default:info", Use: Applied, Note: "The default scope's level sets the log level; other scopes are logged as not applied."},
