@@ -343,6 +343,7 @@ func translateTable(iptTable, name string, v4, v6 *ipt.Ruleset) (*Table, error) 
 			ch.Base = baseChain(iptTable, c)
 		}
 		var fams [2][]*Rule
+		var heads [2]int // rules at the head of the chain, leading each family's list
 		for i, rs := range []*ipt.Ruleset{v4, v6} {
 			if rs == nil {
 				continue
@@ -355,10 +356,13 @@ func translateTable(iptTable, name string, v4, v6 *ipt.Ruleset) (*Table, error) 
 				if err != nil {
 					return nil, fmt.Errorf("%s rule %s/%s %q: %w", rs.Family, iptTable, c, ruleText(r), err)
 				}
+				if r.Head && heads[i] == len(fams[i]) {
+					heads[i] += len(nr)
+				}
 				fams[i] = append(fams[i], nr...)
 			}
 		}
-		ch.Rules = merge(fams[0], fams[1])
+		ch.Rules = mergeHeads(fams[0], fams[1], heads[0], heads[1])
 		if v4 != nil && v6 != nil {
 			// With both families programmed, a rule of one family that
 			// matches no address applies to both, as Istio writes it once
@@ -450,6 +454,47 @@ func merge(a, b []*Rule) []*Rule {
 	pendA = append(pendA, a[i:]...)
 	pendB = append(pendB, b[j:]...)
 	flush()
+	return out
+}
+
+// mergeHeads merges the rules of both families like merge, placing the
+// rules that lead each family's list (rules Build put at the head of the
+// chain, each at its index) as Istio's inserts place them: when the k-th
+// head rule of each family is the same rule, it is inserted once at k;
+// otherwise the IPv4 rule is inserted at k and then the IPv6 rule, before
+// it. This applies only when both families have as many head rules, the
+// shared ones stand at the same index and all of them return (so their
+// order changes nothing but the listing); otherwise merge decides.
+func mergeHeads(a, b []*Rule, na, nb int) []*Rule {
+	same := func(x, y *Rule) bool {
+		return !x.familySpecific() && !y.familySpecific() && x.body() == y.body()
+	}
+	returns := func(r *Rule) bool {
+		v, ok := r.terms[len(r.terms)-1].(verdictTerm)
+		return ok && v.kind == ipt.Return
+	}
+	aligned := na > 0 && na == nb
+	for k := 0; aligned && k < na; k++ {
+		x, y := a[k], b[k]
+		aligned = returns(x) && returns(y) && (same(x, y) || (x.familySpecific() && y.familySpecific()))
+	}
+	if !aligned {
+		return merge(a, b)
+	}
+	out := merge(a[na:], b[nb:])
+	for k := 0; k < na; k++ {
+		if same(a[k], b[k]) {
+			r := *a[k]
+			r.Family = 0
+			if b[k].Purpose != r.Purpose {
+				r.Purpose += "; " + b[k].Purpose
+			}
+			out = slices.Insert(out, min(k, len(out)), &r)
+			continue
+		}
+		out = slices.Insert(out, min(k, len(out)), a[k])
+		out = slices.Insert(out, min(k, len(out)), b[k])
+	}
 	return out
 }
 

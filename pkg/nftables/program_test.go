@@ -298,3 +298,33 @@ func TestMergeKeepsEachFamilysOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeHeadsAsIstioInserts checks that the leading rules of both
+// families land where Istio's inserts at the same index put them.
+func TestMergeHeadsAsIstioInserts(t *testing.T) {
+	rule := func(f ipt.Family, name string, ts ...term) *Rule {
+		return &Rule{Family: f, Purpose: name, terms: append(ts, verdictTerm{kind: ipt.Return})}
+	}
+	mark := markTerm{value: 1}
+	p4 := addrTerm{src: true, prefix: netip.MustParsePrefix("127.0.0.6/32")}
+	p6 := addrTerm{src: true, prefix: netip.MustParsePrefix("::6/128")}
+	notMark := markTerm{value: 2, not: true}
+	tail := ifnameTerm{name: "eth0"}
+	a := []*Rule{rule(ipt.IPv4, "M", mark), rule(ipt.IPv4, "P4", p4), rule(ipt.IPv4, "N", notMark), rule(ipt.IPv4, "T", tail)}
+	b := []*Rule{rule(ipt.IPv6, "M", mark), rule(ipt.IPv6, "P6", p6), rule(ipt.IPv6, "N", notMark), rule(ipt.IPv6, "T", tail)}
+	var got []string
+	for _, r := range mergeHeads(a, b, 3, 3) {
+		got = append(got, r.Purpose)
+	}
+	if want := []string{"M", "P6", "N", "P4", "T"}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	// Head lists of different lengths are merged as any other rules.
+	got = nil
+	for _, r := range mergeHeads(a, b[1:], 3, 2) {
+		got = append(got, r.Purpose)
+	}
+	if want := []string{"M", "P4", "P6", "N", "T"}; !slices.Equal(got, want) {
+		t.Errorf("unaligned: got %v, want %v", got, want)
+	}
+}
