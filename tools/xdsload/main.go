@@ -33,6 +33,13 @@ func main() {
 	flag.BoolVar(&cfg.delta, "delta", false, "clients use delta xDS (ACKs without names) instead of state of the world")
 	flag.IntVar(&cfg.pushConcurrency, "push-concurrency", 100, "istiod's --push-concurrency (Istio's PILOT_PUSH_THROTTLE)")
 	flag.StringVar(&cfg.logLevel, "istiod-log-level", "warn", "istiod's --log-level")
+	flag.Func("istiod-env", "KEY=VALUE added to istiod's environment (repeatable), e.g. GOMEMLIMIT=100MiB", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("%q: want KEY=VALUE", v)
+		}
+		cfg.env = append(cfg.env, v)
+		return nil
+	})
 	flag.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "longest wait for one convergence")
 	flag.Parse()
 	counts, err := parseCounts(*clients)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -27,6 +28,9 @@ func (r *results) print(w io.Writer, cfg config) {
 	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d %s clients on %d gRPC connections on loopback, EDS debounce %t, push concurrency %d; load average (1, 5, 15 min) before %.2f %.2f %.2f, after %.2f %.2f %.2f\n\n",
 		cfg.services, cfg.endpoints, r.clients, kind, r.conns, cfg.edsDebounce, cfg.pushConcurrency,
 		r.load0[0], r.load0[1], r.load0[2], r.load[0], r.load[1], r.load[2])
+	if len(cfg.env) > 0 {
+		fmt.Fprintf(w, "istiod environment: %s\n\n", strings.Join(cfg.env, " "))
+	}
 	fmt.Fprintf(w, "| measure | result |\n| --- | --- |\n")
 	fmt.Fprintf(w, "| initial sync of all clients (CDS+EDS+LDS+RDS) | %s, istiod CPU %.1f s, %.0f KiB per client |\n",
 		ms(r.connect), r.connectCPU.Seconds(), float64(r.bytesPerClient)/1024)

@@ -22,6 +22,7 @@ type config struct {
 	istiod                       string
 	services, endpoints, clients int
 	streamsPerConn               int
+	env                          []string // added to istiod's environment
 	fullPushes, edsChanges       int
 	edsDebounce                  bool
 	logLevel                     string
@@ -99,6 +100,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 		"--secureGRPCAddr", secureAddr, "--webhookAddr", "",
 		"--httpAddr", debugAddr, "--log-level", cfg.logLevel, "--eds-debounce="+strconv.FormatBool(cfg.edsDebounce), "--push-concurrency", strconv.Itoa(cfg.pushConcurrency))
 	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), cfg.env...)
 	cmd.Dir = work // istiod's relative default paths (the CA's files) land here
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start istiod: %w", err)
