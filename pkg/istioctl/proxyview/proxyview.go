@@ -139,10 +139,9 @@ type Dump struct {
 	Config map[string][]json.RawMessage `json:"config"`
 }
 
-// ErrDumpFormat says istiod's /debug/config_dump is not Skiff's (Istio's
-// istiod answers with Envoy's ConfigDump, which this view does not read).
-var ErrDumpFormat = errors.New("istiod's /debug/config_dump is not in Skiff's format (Istio's istiod answers with Envoy's ConfigDump): " +
-	"this istioctl cannot show it; use Istio's istioctl proxy-config")
+// ErrDumpFormat says istiod's /debug/config_dump is in neither Skiff's
+// format nor Envoy's ConfigDump (Istio's istiod's).
+var ErrDumpFormat = errors.New("istiod's /debug/config_dump is neither Skiff's format nor Envoy's ConfigDump")
 
 // ErrNotConnected says the proxy has no stream to this istiod.
 var ErrNotConnected = errors.New("not connected to istiod")
@@ -163,13 +162,17 @@ func (c *Client) ConfigDump(ctx context.Context, pod string) (*Dump, error) {
 	if id == "" {
 		return nil, fmt.Errorf("proxy %q: %w", pod, ErrNotConnected)
 	}
-	var d Dump
-	if err := c.get(ctx, c.Istiod, "/debug/config_dump?proxyID="+url.QueryEscape(id), &d); err != nil {
+	body, err := c.getBody(ctx, c.Istiod, "/debug/config_dump?proxyID="+url.QueryEscape(id))
+	if err != nil {
 		return nil, err
 	}
-	if d.Proxy == "" && d.Config == nil {
-		// Istio's istiod answers with Envoy's ConfigDump ({"configs": [...]}).
-		return nil, ErrDumpFormat
+	// Istio's istiod answers with Envoy's ConfigDump ({"configs": [...]}).
+	if d, ok, err := fromEnvoyDump(id, body); ok {
+		return d, err
+	}
+	var d Dump
+	if err := json.Unmarshal(body, &d); err != nil || (d.Proxy == "" && d.Config == nil) {
+		return nil, fmt.Errorf("proxy %s: %w", id, ErrDumpFormat)
 	}
 	return &d, nil
 }
