@@ -73,6 +73,7 @@ type Rule struct {
 	// is shown by dry runs, never sent to the kernel.
 	Purpose string
 	terms   []term
+	head    bool // placed at the head of its chain
 }
 
 // Table returns the table of that name, or nil.
@@ -358,6 +359,9 @@ func translateTable(iptTable, name string, v4, v6 *ipt.Ruleset) (*Table, error) 
 				}
 				if r.Head && heads[i] == len(fams[i]) {
 					heads[i] += len(nr)
+					for _, x := range nr {
+						x.head = true
+					}
 				}
 				fams[i] = append(fams[i], nr...)
 			}
@@ -404,12 +408,26 @@ func merge(a, b []*Rule) []*Rule {
 	}
 	var out []*Rule
 	var pendA, pendB []*Rule
-	// Between two shared rules, each family's address rules alternate with
-	// the other family's, as Istio writes each IPv4 rule next to its IPv6
-	// counterpart; a rule of one family that matches no address (Istio
-	// writes it once, for both) keeps its place before them.
+	// Between two shared rules, each family's address rules go by steps,
+	// as Istio writes them: the IPv4 rules of one purpose, then the IPv6
+	// rules of that purpose, then the next purpose. A rule of one family
+	// that matches no address (Istio writes it once, for both) keeps its
+	// place before them. Rules at the head of the chain, which Istio
+	// inserts one by one at the top, IPv4's first, list IPv6's first.
 	flush := func() {
+		if allHead(pendA) && allHead(pendB) {
+			out = append(append(out, pendB...), pendA...)
+			pendA, pendB = nil, nil
+			return
+		}
 		i, j := 0, 0
+		run := func(rs []*Rule, k int, shape string) int {
+			for k < len(rs) && rs[k].familySpecific() && rs[k].shape() == shape {
+				out = append(out, rs[k])
+				k++
+			}
+			return k
+		}
 		for i < len(pendA) || j < len(pendB) {
 			switch {
 			case i < len(pendA) && !pendA[i].familySpecific():
@@ -418,15 +436,12 @@ func merge(a, b []*Rule) []*Rule {
 			case j < len(pendB) && !pendB[j].familySpecific():
 				out = append(out, pendB[j])
 				j++
+			case i < len(pendA):
+				shape := pendA[i].shape()
+				i = run(pendA, i, shape)
+				j = run(pendB, j, shape)
 			default:
-				if i < len(pendA) {
-					out = append(out, pendA[i])
-					i++
-				}
-				if j < len(pendB) {
-					out = append(out, pendB[j])
-					j++
-				}
+				j = run(pendB, j, pendB[j].shape())
 			}
 		}
 		pendA, pendB = nil, nil
@@ -455,6 +470,42 @@ func merge(a, b []*Rule) []*Rule {
 	pendB = append(pendB, b[j:]...)
 	flush()
 	return out
+}
+
+// allHead reports whether every rule stands at the head of its chain.
+func allHead(rs []*Rule) bool {
+	for _, r := range rs {
+		if !r.head {
+			return false
+		}
+	}
+	return true
+}
+
+// shape is the rule without its addresses, in its terms and its purpose:
+// the rules of one family that differ only in those are one step.
+func (r *Rule) shape() string {
+	var parts []string
+	for _, t := range r.terms {
+		if _, ok := t.(addrTerm); !ok {
+			parts = append(parts, t.text())
+		}
+	}
+	return purposeShape(r.Purpose) + "\x00" + strings.Join(parts, " ")
+}
+
+// purposeShape is a rule's purpose without the addresses and prefixes in
+// it: the rules of one family that differ only in those are one step.
+func purposeShape(purpose string) string {
+	words := strings.Fields(purpose)
+	for i, w := range words {
+		if _, err := netip.ParsePrefix(w); err == nil {
+			words[i] = "*"
+		} else if _, err := netip.ParseAddr(w); err == nil {
+			words[i] = "*"
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // mergeHeads merges the rules of both families like merge, placing the

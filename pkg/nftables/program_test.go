@@ -161,7 +161,7 @@ func TestTranslateProgram(t *testing.T) {
 				{Table: ipt.NAT, Chain: "PREROUTING", Match: ipt.Match{In: "eth1"}, Target: ret},
 				{Table: ipt.NAT, Chain: "ISTIO_OUTPUT", Match: ipt.Match{Out: "lo", Src: pfx(pass)}, Target: ret, Purpose: "passthrough"},
 				{Table: ipt.NAT, Chain: "ISTIO_OUTPUT", Match: ipt.Match{Owners: []ipt.Owner{{ID: 1337}}}, Target: ret},
-				{Table: ipt.NAT, Chain: "ISTIO_OUTPUT", Match: ipt.Match{Dst: pfx(lo)}, Target: ret},
+				{Table: ipt.NAT, Chain: "ISTIO_OUTPUT", Match: ipt.Match{Dst: pfx(lo)}, Target: ret, Purpose: "loopback"},
 				{Table: ipt.NAT, Chain: "ISTIO_OUTPUT", Target: ipt.JumpTo("ISTIO_REDIRECT")},
 				{Table: ipt.NAT, Chain: "ISTIO_REDIRECT", Match: ipt.Match{Proto: "tcp"}, Target: ipt.Target{Kind: ipt.Redirect, Port: 15001}},
 			},
@@ -170,8 +170,8 @@ func TestTranslateProgram(t *testing.T) {
 	v4 := mk(ipt.IPv4, "127.0.0.1/32", "127.0.0.6/32")
 	v6 := mk(ipt.IPv6, "::1/128", "::6/128")
 	// An IPv4-only rule before the catch-all jump: it follows the IPv6
-	// rule it stands next to, as Istio alternates the families.
-	v4.Rules = slices.Insert(v4.Rules, len(v4.Rules)-2, ipt.Rule{Table: ipt.NAT, Chain: "ISTIO_OUTPUT", Match: ipt.Match{Dst: pfx("10.0.0.0/8")}, Target: ret})
+	// rule of the step before, as Istio writes the families step by step.
+	v4.Rules = slices.Insert(v4.Rules, len(v4.Rules)-2, ipt.Rule{Table: ipt.NAT, Chain: "ISTIO_OUTPUT", Match: ipt.Match{Dst: pfx("10.0.0.0/8")}, Target: ret, Purpose: "destination 10.0.0.0/8 excluded"})
 	p, err := Translate([]*ipt.Ruleset{v4, v6})
 	if err != nil {
 		t.Fatal(err)
