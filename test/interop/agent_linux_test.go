@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -17,7 +16,6 @@ import (
 	secretv3 "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/xds"
 
 	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
@@ -66,36 +64,13 @@ func leafURI(t *testing.T, p *pod, chain []byte) string {
 	return certs[0].URIs[0].String()
 }
 
-// connectThroughAgent connects grpc-go's xDS client to the agent with the
-// bootstrap the agent wrote, so the agent opens its upstream stream (Istio's
-// agent asks for the NameTable on the stream it proxies).
-func connectThroughAgent(t *testing.T, root, bootstrap, target string) {
-	t.Helper()
-	var b []byte
-	polltest.Within(t, 30*time.Second, "agent's gRPC bootstrap "+bootstrap, func() bool {
-		var err error
-		b, err = os.ReadFile(bootstrap)
-		return err == nil && len(b) > 0
-	})
-	// The agent names its socket as the container sees it, with the pod's
-	// root at /.
-	b = bytes.ReplaceAll(b, []byte(`"unix:///`), []byte(`"unix://`+root+`/`))
-	builder, err := xds.NewXDSResolverWithConfigForTesting(b)
-	if err != nil {
-		t.Fatalf("bootstrap %s: %v\n%s", bootstrap, err, b)
-	}
-	cc, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(builder))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	cc.Connect()
-}
-
 // TestIstioAgentUnderSkiffIstiod runs Istio's pilot-agent, as Istio's
 // kube-inject sets it up, under Skiff's istiod on a real API server: the
 // agent's SDS serves a certificate for its SPIFFE identity from Skiff's CA,
-// and its DNS proxy answers a mesh name from Skiff's NameTable. There is no
+// and its DNS proxy answers a mesh name from Skiff's NameTable (SRV it
+// forwards upstream); a proxyless grpc-go client configured through the
+// agent's XDS socket calls the Service's backend; Istio's istioctl
+// proxy-status lists the pod SYNCED. There is no
 // Envoy on these machines: a stand-in that only waits takes its place
 // (with DISABLE_ENVOY Istio's agent serves no SDS), started from the
 // bootstrap template Istio's proxyv2 image ships.
@@ -105,9 +80,10 @@ func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 	env, ctx := crdtest.Start(t)
 	namespace := netnstest.UniqueName("interop-")
 	meshObjects(t, ctx, env, namespace)
-	secure := freeAddr(t)
-	startProcess(t, t.TempDir(), nil, skiff(t, "istiod"), "--kubeconfig", env.Kubeconfig,
-		"--grpcAddr", freeAddr(t), "--secureGRPCAddr", secure, "--httpAddr", freeAddr(t),
+	secure, plain := freeAddr(t), freeAddr(t)
+	// Debug auth off: Istio's istioctl reads syncz on the plaintext port.
+	startProcess(t, t.TempDir(), []string{"ENABLE_DEBUG_ENDPOINT_AUTH=false"}, skiff(t, "istiod"), "--kubeconfig", env.Kubeconfig,
+		"--grpcAddr", plain, "--secureGRPCAddr", secure, "--httpAddr", freeAddr(t),
 		"--monitoringAddr", "", "--httpsAddr", freeAddr(t))
 	listening(t, secure)
 
@@ -126,6 +102,8 @@ func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(p.root, "var/lib/istio/envoy/envoy_bootstrap_tmpl.json"), string(tmpl))
+	serveReviews(t, ctx, env, p)
+	upstream := startUpstreamDNS(t, p)
 	p.start(t, agent, `PROXY_CONFIG={"binaryPath": "`+envoy+`"}`, "ISTIO_META_DNS_CAPTURE=true",
 		"GRPC_XDS_BOOTSTRAP="+bootstrap)
 	t.Run("certificate through SDS", func(t *testing.T) {
@@ -135,13 +113,18 @@ func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 		}
 	})
 
+	// The proxyless client; its stream through the agent also makes
+	// Istio's agent fetch the NameTable.
+	cc := agentClient(t, p, bootstrap, "xds:///reviews."+namespace+".svc.cluster.local:9080")
 	t.Run("dns", func(t *testing.T) {
-		connectThroughAgent(t, p.root, bootstrap, "xds:///reviews."+namespace+".svc.cluster.local:9080")
 		name := "reviews." + namespace + ".svc.cluster.local"
 		polltest.Within(t, 30*time.Second, "DNS proxy answers "+name, func() bool {
 			return slices.Contains(p.lookup(t, name), "10.0.0.50")
 		})
 	})
+	t.Run("dns srv", func(t *testing.T) { istioAgentSRV(t, p, upstream) })
+	t.Run("proxyless grpc", func(t *testing.T) { proxylessCall(t, cc) })
+	t.Run("istioctl proxy-status", func(t *testing.T) { proxyStatusSynced(t, plain, p) })
 }
 
 // sdsChain asks the agent's SDS socket for the "default" secret, as Envoy
@@ -191,8 +174,11 @@ func sdsChain(t *testing.T, p *pod) []byte {
 // TestSkiffAgentUnderIstioPilotDiscovery runs Skiff's pilot-agent, set up
 // as Istio's kube-inject sets up istio-proxy, under Istio 1.31's own
 // pilot-discovery on a real API server: a certificate for the pod's
-// SPIFFE identity from Istio's CA, served by the agent's SDS, and the
-// agent's DNS proxy answering a Service from Istio's NameTable.
+// SPIFFE identity from Istio's CA, served by the agent's SDS; the
+// agent's DNS proxy answering a Service (A and SRV) from Istio's
+// NameTable; a proxyless grpc-go client configured through the agent's
+// XDS socket calling the Service's backend; Istio's istioctl proxy-status
+// listing the pod SYNCED.
 func TestSkiffAgentUnderIstioPilotDiscovery(t *testing.T) {
 	netnstest.RequireRoot(t)
 	discovery := istiobin.Path(t, istiobin.PilotDiscovery)
@@ -201,18 +187,21 @@ func TestSkiffAgentUnderIstioPilotDiscovery(t *testing.T) {
 	env, ctx := crdtest.Start(t)
 	namespace := netnstest.UniqueName("interop-")
 	meshObjects(t, ctx, env, namespace)
-	secure := freeAddr(t)
+	secure, plain := freeAddr(t), freeAddr(t)
 	startProcess(t, t.TempDir(), []string{
 		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-0", "REVISION=default", "JWT_POLICY=third-party-jwt",
 		"PILOT_CERT_PROVIDER=istiod", "CLUSTER_ID=Kubernetes", "ISTIOD_ADDR=istiod.istio-system.svc:15012",
 		"PILOT_ENABLE_ANALYSIS=false", "ENABLE_CA_SERVER=true", "KUBECONFIG=" + env.Kubeconfig,
+		"ENABLE_DEBUG_ENDPOINT_AUTH=false",
 	}, discovery, "discovery", "--kubeconfig", env.Kubeconfig, "--meshConfig", mesh,
-		"--grpcAddr", freeAddr(t), "--secureGRPCAddr", secure, "--httpAddr", freeAddr(t),
+		"--grpcAddr", plain, "--secureGRPCAddr", secure, "--httpAddr", freeAddr(t),
 		"--monitoringAddr", freeAddr(t), "--httpsAddr", freeAddr(t))
 	listening(t, secure)
 
 	p := newPod(t, ctx, env, namespace, secure)
 	bootstrap := filepath.Join(p.root, "etc/istio/proxy/grpc-bootstrap.json")
+	serveReviews(t, ctx, env, p)
+	upstream := startUpstreamDNS(t, p)
 	p.start(t, agent, "DISABLE_ENVOY=true", "ISTIO_META_DNS_CAPTURE=true", "GRPC_XDS_BOOTSTRAP="+bootstrap)
 
 	t.Run("certificate through SDS", func(t *testing.T) {
@@ -227,4 +216,9 @@ func TestSkiffAgentUnderIstioPilotDiscovery(t *testing.T) {
 			return slices.Contains(p.lookup(t, name), "10.0.0.50")
 		})
 	})
+	t.Run("dns srv", func(t *testing.T) { skiffAgentSRV(t, p, upstream) })
+	// Open for the rest of the test, so proxy-status lists its stream.
+	cc := agentClient(t, p, bootstrap, "xds:///reviews."+namespace+".svc.cluster.local:9080")
+	t.Run("proxyless grpc", func(t *testing.T) { proxylessCall(t, cc) })
+	t.Run("istioctl proxy-status", func(t *testing.T) { proxyStatusSynced(t, plain, p) })
 }
