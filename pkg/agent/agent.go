@@ -232,6 +232,9 @@ func dnsConfig(cfg *config.Config, resolvConf string) (dnsproxy.Config, error) {
 		return dnsproxy.Config{}, fmt.Errorf("DNS proxy: %w", err)
 	}
 	dcfg.Namespace = cfg.PodNamespace
+	if cfg.ClusterDomain != "" {
+		dcfg.ClusterDomain = cfg.ClusterDomain
+	}
 	dcfg.Addrs = cfg.DNSAddrs
 	dcfg.ForwardParallel = cfg.DNSForwardParallel
 	return dcfg, nil

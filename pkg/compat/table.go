@@ -32,7 +32,7 @@ var table = []Entry{
 
 	// pilot-agent: istio-proxy in the sidecar, gateway and grpc-agent templates.
 	{Binary: PilotAgent, Name: "--debug-port", Example: "15020", Use: Applied, Note: "`pilot-agent request` sends to this port (the template's preStop POST drain to the status port)."},
-	{Binary: PilotAgent, Name: "--domain", Example: "default.svc.cluster.local", Use: Accepted, Note: "Names are qualified from POD_NAMESPACE and the name table istiod sends."},
+	{Binary: PilotAgent, Name: "--domain", Example: "default.svc.cluster.local", Use: Applied, Note: "What follows .svc. is the DNS proxy's cluster domain (the short names it adds for Kubernetes services)."},
 	{Binary: PilotAgent, Name: "--log_as_json", Use: Applied, Note: "JSON log lines."},
 	{Binary: PilotAgent, Name: "--log_output_level", Example: "default:info", Use: Applied, Note: "The default scope's level sets the log level; other scopes are logged as not applied."},
 	{Binary: PilotAgent, Name: "--outlierLogPath", Example: "/dev/stdout", Use: Accepted, Note: "Envoy's outlier event log is not configured."},

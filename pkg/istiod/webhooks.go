@@ -211,6 +211,12 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		})
 		w.Inputs, w.Synced = reg.Inputs, reg.Synced
 	}
+	inputs := w.Inputs // the registry's: the mesh's settings are istiod's
+	w.Inputs = func() *model.Inputs {
+		in := *inputs()
+		in.Domain = cfg.Domain
+		return &in
+	}
 	srv := webhook.New(webhook.Options{Injector: inj, Validator: v, Log: log})
 	h := &analyzed{next: srv, inputs: w.Inputs, synced: w.Synced, deny: w.DenyMissingHosts, log: log.With("component", "webhook")}
 	wg.Go(func() {

@@ -63,7 +63,7 @@ func Main(ctx context.Context, args []string, environ []string, stdout, stderr i
 // without acting on them: its configuration comes from the environment
 // (PROXY_CONFIG, the injected variables), as it does in Istio too.
 var proxyFlags = []struct{ name, value, usage string }{
-	{"domain", "", "DNS domain suffix (accepted for compatibility: Skiff reads the pod's namespace)"},
+	{"domain", "", "the pod's DNS domain, NS.svc.CLUSTER_DOMAIN: the DNS proxy's cluster domain"},
 	{"meshConfig", "./etc/istio/config/mesh", "mesh configuration file (accepted for compatibility: PROXY_CONFIG is read)"},
 	{"tokenManagerPlugin", "", "accepted for compatibility"},
 	{"serviceCluster", "istio-proxy", "accepted for compatibility (deprecated in Istio)"},
@@ -115,6 +115,7 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 		fmt.Fprintf(stderr, "pilot-agent: %v\n", err)
 		return 2
 	}
+	cfg.ClusterDomain = ClusterDomain(fs.Lookup("domain").Value.String())
 	if *concurrency > 0 {
 		cfg.Proxy.Concurrency = wrapperspb.Int32(int32(*concurrency))
 	}
@@ -133,11 +134,21 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 	return 0
 }
 
+// ClusterDomain is the cluster's DNS domain in pilot-agent's --domain,
+// which Istio's templates set to NS.svc.DOMAIN: what follows ".svc.", or
+// "" (the default, cluster.local) when the value has no such part.
+func ClusterDomain(domain string) string {
+	if _, d, ok := strings.Cut(strings.Trim(domain, "."), ".svc."); ok && d != "" {
+		return d
+	}
+	return ""
+}
+
 // unapplied lists the compatibility flags given on the command line.
 func unapplied(fs *pflag.FlagSet, logs *logflags.Flags) []string {
 	out := logs.Unapplied()
 	fs.Visit(func(f *pflag.Flag) {
-		if f.Name != "concurrency" && !strings.HasPrefix(f.Name, "log_") {
+		if f.Name != "concurrency" && f.Name != "domain" && !strings.HasPrefix(f.Name, "log_") {
 			out = append(out, "--"+f.Name+"="+f.Value.String())
 		}
 	})

@@ -59,6 +59,10 @@ type Config struct {
 
 	PodName, PodNamespace, InstanceIP string
 	Cluster                           string
+	// ClusterDomain is the Kubernetes cluster's DNS domain, from
+	// pilot-agent's --domain (NS.svc.DOMAIN, as Istio's templates pass it);
+	// empty: cluster.local.
+	ClusterDomain string
 	// Identity is the workload's SPIFFE ID, made of TRUST_DOMAIN (default
 	// cluster.local), POD_NAMESPACE and SERVICE_ACCOUNT.
 	Identity spiffe.ID
