@@ -10,8 +10,8 @@
 // flags (test/interop compares them): Istio's chain order, match order and
 // a counter on every rule. Because an inet table sees both families, a rule
 // that the IPv4 and IPv6 rulesets share is installed once, the rules of one
-// family alternate with the other's, as Istio writes them, and only an ip
-// or ip6 address match makes a rule one family's. With IPv6 off, a rule
+// family go step by step with the other's, as Istio writes them, and only
+// an ip or ip6 address match makes a rule one family's. With IPv6 off, a rule
 // that matches no address is guarded by "meta nfproto ipv4" so that IPv6
 // passes untouched, as it does with iptables (Istio's catch it too).
 //

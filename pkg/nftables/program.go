@@ -162,9 +162,11 @@ func (r *Rule) fingerprint(table, chain string, index int) [16]byte {
 }
 
 // Translate turns the rulesets Build returns (at most one per family) into
-// a Program. Rules identical in both families are installed once; the
-// others are guarded by their family. It rejects any table, chain, match
-// or target the nftables layout cannot express, naming the rule.
+// a Program laid out as Istio 1.31's native mode lays out the same rules.
+// Rules identical in both families are installed once; the others are one
+// family's through their addresses, and, when only one family is
+// programmed, through a "meta nfproto" guard. It rejects any table, chain,
+// match or target the nftables layout cannot express, naming the rule.
 func Translate(sets []*ipt.Ruleset) (*Program, error) {
 	byFamily := map[ipt.Family]*ipt.Ruleset{}
 	for _, rs := range sets {
@@ -387,7 +389,8 @@ func translateTable(iptTable, name string, v4, v6 *ipt.Ruleset) (*Table, error) 
 // which each family sees exactly its own rules in their order. The longest
 // common subsequence of rules that are the same in both families (and not
 // family-specific) is installed once, for both; every other rule keeps its
-// family as a guard.
+// family (a guard when it matches no address and only one family is
+// programmed).
 func merge(a, b []*Rule) []*Rule {
 	same := func(x, y *Rule) bool {
 		return !x.familySpecific() && !y.familySpecific() && x.body() == y.body()
