@@ -136,3 +136,50 @@ func TestNativeNFTablesSameKernelState(t *testing.T) {
 		})
 	}
 }
+
+// TestNativeNFTablesCrossCleanup installs native rules with one tool and
+// removes them with the other's --native-nftables --cleanup-only: the
+// namespace must end as it does when the remover had installed them
+// itself, with no istio-proxy table left.
+func TestNativeNFTablesCrossCleanup(t *testing.T) {
+	netnstest.RequireRoot(t)
+	tools := map[string][]string{
+		"skiff": {skiff(t, "istio-iptables")},
+		"istio": {istiobin.Path(t, istiobin.PilotAgent), "istio-iptables"},
+	}
+	byName := map[string]rulesCase{}
+	for _, rc := range rulesCases {
+		byName[rc.name] = rc
+	}
+	for _, name := range cleanupCases {
+		rc := byName[name]
+		for _, pair := range [][2]string{{"istio", "skiff"}, {"skiff", "istio"}} {
+			installer, remover := pair[0], pair[1]
+			t.Run(name+"/"+installer+"-then-"+remover, func(t *testing.T) {
+				t.Parallel()
+				var env []string
+				for k, v := range rc.env {
+					env = append(env, k+"="+v)
+				}
+				run := func(ns *netnstest.NS, tool string, args ...string) {
+					cmd := tools[tool]
+					runIn(t, ns, env, cmd[0], append(cmd[1:], args...)...)
+				}
+				args := append(splitArgs(rc.args), "--native-nftables")
+				cleanup := append(slices.Clone(args), "--cleanup-only")
+				cross, self := podNS(t, rc), podNS(t, rc)
+				run(cross, installer, args...)
+				run(cross, remover, cleanup...)
+				run(self, remover, args...)
+				run(self, remover, cleanup...)
+				got, want := nftState(t, cross), nftState(t, self)
+				if strings.Contains(got, "istio-proxy") {
+					t.Errorf("%s's --cleanup-only left %s's tables:\n%s", remover, installer, got)
+				}
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("after %s installed and %s cleaned up (-%s alone +cross):\n%s", installer, remover, remover, d)
+				}
+			})
+		}
+	}
+}
