@@ -2,15 +2,8 @@ package istiod
 
 import (
 	"context"
-	"crypto/tls"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -21,12 +14,10 @@ import (
 	meshconfig "istio.io/api/mesh/v1alpha1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/skiff-mesh/skiff/pkg/httpserver"
 	"github.com/skiff-mesh/skiff/pkg/istiod/analysis"
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
@@ -217,8 +208,8 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		in.Domain = cfg.Domain
 		return &in
 	}
-	srv := webhook.New(webhook.Options{Injector: inj, Validator: v, Log: log})
-	h := &analyzed{next: srv, inputs: w.Inputs, synced: w.Synced, deny: w.DenyMissingHosts, log: log.With("component", "webhook")}
+	an := &analyzer{inputs: w.Inputs, synced: w.Synced, deny: w.DenyMissingHosts}
+	srv := webhook.New(webhook.Options{Injector: inj, Validator: v, Log: log, Analyze: an.analyze})
 	wg.Go(func() {
 		if synced != nil {
 			select {
@@ -229,7 +220,7 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 				log.Warn("injector ConfigMap not read yet; serving the webhooks with the starting configuration", "after", SyncTimeout)
 			}
 		}
-		if err := h.listenAndServe(ctx, w.Addr, authority.ServerTLSConfig()); err != nil && ctx.Err() == nil {
+		if err := srv.ListenAndServe(ctx, w.Addr, authority.ServerTLSConfig()); err != nil && ctx.Err() == nil {
 			log.Error("webhooks stopped", "err", err)
 		}
 	})
@@ -240,105 +231,34 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 	return done, nil
 }
 
-// analyzed is the webhooks' handler: the webhook server's, with the
-// analysis messages about each object the validation webhook admits added
-// to its answer as warnings, or, with deny, a refusal for references to
-// missing hosts.
-type analyzed struct {
-	next   *webhook.Server
+// analyzer adds the analysis of each object the validation webhook admits
+// to its answer as warnings, or, with deny, refuses references to missing
+// hosts.
+type analyzer struct {
 	inputs func() *model.Inputs
 	synced func() bool
 	deny   bool
-	log    *slog.Logger
 }
 
-func (a *analyzed) listenAndServe(ctx context.Context, addr string, tlsConfig *tls.Config) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("webhook server: %w", err)
-	}
-	a.log.Info("serving webhooks", "addr", l.Addr().String())
-	srv := &http.Server{
-		Handler: a, TLSConfig: tlsConfig.Clone(),
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
-		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
-	}
-	if err := httpserver.Serve(ctx, srv, l, 5*time.Second); err != nil {
-		return fmt.Errorf("webhook server: %w", err)
-	}
-	return nil
-}
-
-// ServeHTTP answers /validate reviews itself (through the webhook
-// server's Review) and hands everything else, including requests Review
-// would refuse, to the webhook server.
-func (a *analyzed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if r.URL.Path != webhook.ValidatePath || r.Method != http.MethodPost || mt != "application/json" {
-		a.next.Handler().ServeHTTP(w, r)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, webhook.DefaultMaxRequestBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, fmt.Sprintf("request body over %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "read request: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	code, out := a.next.Review(webhook.ValidatePath, body)
-	if code == http.StatusOK {
-		out = a.amend(body, out)
-		w.Header().Set("Content-Type", "application/json")
-	} else {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	}
-	w.WriteHeader(code)
-	_, _ = w.Write(out)
-}
-
-// amend adds the analysis of the request's object to an admitting answer.
-func (a *analyzed) amend(body, out []byte) []byte {
-	rev, err := webhook.ParseReview(body)
-	if err != nil {
-		return out
-	}
-	var ans admissionv1.AdmissionReview
-	if err := json.Unmarshal(out, &ans); err != nil || ans.Response == nil || !ans.Response.Allowed {
-		return out
-	}
-	req := rev.Request
+func (a *analyzer) analyze(req *admissionv1.AdmissionRequest) (warnings []string, refusal string) {
 	if a.synced != nil && !a.synced() {
-		return out
-	}
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return out
+		return nil, ""
 	}
 	k, msgs, err := analysis.ForObject(a.inputs(), req.Object.Raw, req.Namespace)
 	if err != nil || len(msgs) == 0 {
-		return out
+		return nil, ""
 	}
 	var missing []string
 	for _, m := range msgs {
 		if a.deny && m.MissingHost() {
 			missing = append(missing, m.Field+": "+m.Text)
 		}
-		ans.Response.Warnings = append(ans.Response.Warnings, m.Warning())
+		warnings = append(warnings, m.Warning())
 	}
 	if len(missing) > 0 {
-		a.log.Info("refused config", "kind", k.Kind, "namespace", k.Namespace, "name", k.Name, "err", strings.Join(missing, "; "))
-		ans.Response.Allowed = false
-		ans.Response.Warnings = nil
-		ans.Response.Result = &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusBadRequest, Reason: metav1.StatusReasonBadRequest,
-			Message: fmt.Sprintf("configuration is invalid: %s: %s", k, strings.Join(missing, "; "))}
+		return nil, fmt.Sprintf("configuration is invalid: %s: %s", k, strings.Join(missing, "; "))
 	}
-	b, err := json.Marshal(&ans)
-	if err != nil {
-		return out
-	}
-	return b
+	return warnings, ""
 }
 
 func restConfig(cfg Config) (*rest.Config, error) {

@@ -137,5 +137,15 @@ func (s *Server) validate(req *admissionv1.AdmissionRequest) *admissionv1.Admiss
 		}
 		return deny(http.StatusBadRequest, err.Error())
 	}
-	return allow()
+	if s.opts.Analyze == nil {
+		return allow()
+	}
+	warnings, refusal := s.opts.Analyze(req)
+	if refusal != "" {
+		s.log.Info("refused config", "kind", gvk.Kind, "namespace", req.Namespace, "name", req.Name, "err", refusal)
+		return deny(http.StatusBadRequest, refusal)
+	}
+	resp := allow()
+	resp.Warnings = warnings
+	return resp
 }

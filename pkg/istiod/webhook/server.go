@@ -43,6 +43,10 @@ type Options struct {
 	Log *slog.Logger
 	// MaxRequestBytes bounds request bodies (DefaultMaxRequestBytes).
 	MaxRequestBytes int64
+	// Analyze, when set, is asked about every object /validate admits:
+	// its warnings go into the answer (kubectl prints them), and a
+	// non-empty refusal turns the answer into a denial with that message.
+	Analyze func(req *admissionv1.AdmissionRequest) (warnings []string, refusal string)
 }
 
 // Server is istiod's admission webhook server.
