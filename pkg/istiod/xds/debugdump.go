@@ -44,10 +44,8 @@ func (c *Connection) clientConfig() *statusv3.ClientConfig {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for t, w := range c.watched {
-		x := &statusv3.ClientConfig_GenericXdsConfig{TypeUrl: t, ConfigStatus: configStatus(w.status())}
-		if !w.sentAt.IsZero() {
-			x.LastUpdated = timestamppb.New(w.sentAt)
-		}
+		// As Istio: last_updated always, the zero time when nothing was sent.
+		x := &statusv3.ClientConfig_GenericXdsConfig{TypeUrl: t, ConfigStatus: configStatus(w.status()), LastUpdated: timestamppb.New(w.sentAt)}
 		if msg := w.errorMessage(); msg != "" {
 			x.ErrorState = &adminv3.UpdateFailureState{LastUpdateAttempt: x.LastUpdated, Details: msg}
 		}
