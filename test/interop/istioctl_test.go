@@ -137,7 +137,7 @@ func TestIstioctlProxyStatus(t *testing.T) {
 // TestIstioctlInternalDebugSyncz: Istio's `istioctl x internal-debug
 // syncz` (type istio.io/debug, resource syncz) against Skiff's istiod
 // prints the body of Skiff's /debug/syncz, which names the connected
-// client; configz likewise.
+// client; configz, analyze and config_dump likewise.
 func TestIstioctlInternalDebugSyncz(t *testing.T) {
 	istiobin.Path(t, istiobin.Istioctl)
 	d, _ := istiodtest.Start(t, debugAuthOff)
@@ -150,8 +150,15 @@ func TestIstioctlInternalDebugSyncz(t *testing.T) {
 	if !strings.Contains(out, `"proxy": "`+grpcNode+`"`) {
 		t.Errorf("syncz output lacks %s:\n%s", grpcNode, out)
 	}
-	out, err = istioctl(t, d.Addr("grpc"), "x", "internal-debug", "configz")
-	if err != nil || !strings.Contains(out, `"version"`) {
-		t.Errorf("istioctl x internal-debug configz: %v\n%s", err, out)
+	for _, tc := range []struct{ path, want string }{
+		{"configz", `"version"`},
+		{"analyze", `"count"`},
+		// Skiff's config_dump, by type, of the client's stream.
+		{"config_dump?proxyID=" + grpcNode, `"CDS"`},
+	} {
+		out, err = istioctl(t, d.Addr("grpc"), "x", "internal-debug", tc.path)
+		if err != nil || !strings.Contains(out, tc.want) {
+			t.Errorf("istioctl x internal-debug %s: %v, want %s in:\n%s", tc.path, err, tc.want, out)
+		}
 	}
 }
