@@ -40,6 +40,10 @@ func main() {
 		cfg.env = append(cfg.env, v)
 		return nil
 	})
+	flag.Func("istiod-arg", "an extra istiod flag (repeatable), e.g. --istiod-arg=--keepaliveInterval=10m", func(v string) error {
+		cfg.args = append(cfg.args, v)
+		return nil
+	})
 	flag.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "longest wait for one convergence")
 	flag.Parse()
 	counts, err := parseCounts(*clients)

@@ -28,6 +28,9 @@ func (r *results) print(w io.Writer, cfg config) {
 	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d %s clients on %d gRPC connections on loopback, EDS debounce %t, push concurrency %d; load average (1, 5, 15 min) before %.2f %.2f %.2f, after %.2f %.2f %.2f\n\n",
 		cfg.services, cfg.endpoints, r.clients, kind, r.conns, cfg.edsDebounce, cfg.pushConcurrency,
 		r.load0[0], r.load0[1], r.load0[2], r.load[0], r.load[1], r.load[2])
+	if len(cfg.args) > 0 {
+		fmt.Fprintf(w, "istiod flags added: %s\n\n", strings.Join(cfg.args, " "))
+	}
 	if len(cfg.env) > 0 {
 		fmt.Fprintf(w, "istiod environment: %s\n\n", strings.Join(cfg.env, " "))
 	}

@@ -23,6 +23,7 @@ type config struct {
 	services, endpoints, clients int
 	streamsPerConn               int
 	env                          []string // added to istiod's environment
+	args                         []string // added to istiod's flags
 	fullPushes, edsChanges       int
 	edsDebounce                  bool
 	logLevel                     string
@@ -99,6 +100,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	cmd := exec.CommandContext(ctx, bin, "--config-dir", dir, "--grpcAddr", grpcAddr, "--monitoringAddr", monAddr,
 		"--secureGRPCAddr", secureAddr, "--webhookAddr", "",
 		"--httpAddr", debugAddr, "--log-level", cfg.logLevel, "--eds-debounce="+strconv.FormatBool(cfg.edsDebounce), "--push-concurrency", strconv.Itoa(cfg.pushConcurrency))
+	cmd.Args = append(cmd.Args, cfg.args...)
 	cmd.Stderr = os.Stderr
 	cmd.Env = append(os.Environ(), cfg.env...)
 	cmd.Dir = work // istiod's relative default paths (the CA's files) land here
