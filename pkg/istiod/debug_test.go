@@ -108,6 +108,9 @@ func TestDebugEndpoints(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "outbound|9080||details.default.svc.cluster.local") || !strings.Contains(body, `"virtualInbound"`) {
 		t.Fatalf("config_dump: %d %.300s", code, body)
 	}
+	if code, body := get(t, base+"/debug/config_dump?proxyID=productpage-0.default"); code != http.StatusOK {
+		t.Errorf("config_dump by proxy ID (POD.NS, as Istio accepts): %d %.200s", code, body)
+	}
 	if code, _ := get(t, base+"/debug/config_dump?proxyID=nobody"); code != http.StatusNotFound {
 		t.Errorf("config_dump of an unknown proxy: %d, want 404", code)
 	}

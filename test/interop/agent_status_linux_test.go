@@ -110,7 +110,7 @@ func proxyStatusSynced(t *testing.T, xdsAddr string, p *pod) {
 	}
 	for _, r := range rows {
 		if r.name == node {
-			t.Logf("GAP: syncz names the proxy %q; Istio names it %q", node, id)
+			t.Errorf("syncz names the proxy %q; Istio names it %q", node, id)
 		}
 	}
 	t.Logf("istioctl proxy-status:\n%s", out)

@@ -2,6 +2,7 @@ package debug
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
@@ -13,7 +14,8 @@ import (
 // proxyless gRPC client's. The dump is of the app's stream, so pick prefers,
 // in order: a stream without the NameTable (no Envoy or gRPC client asks for
 // it; the agent always does), the one with the most types subscribed, the
-// newest (a reconnected proxy's old stream may linger). Nil when none has id.
+// newest (a reconnected proxy's old stream may linger). id is a whole node
+// id or, as Istio accepts, its proxy ID (POD.NS). Nil when none has id.
 func pick(conns []*xds.Connection, id string) *xds.Connection {
 	type cand struct {
 		c       *xds.Connection
@@ -22,7 +24,7 @@ func pick(conns []*xds.Connection, id string) *xds.Connection {
 	}
 	var cands []cand
 	for _, c := range conns {
-		if c.Proxy().ID != id {
+		if nid := c.Proxy().ID; nid != id && proxyID(nid) != id {
 			continue
 		}
 		w := c.Watched()
@@ -44,4 +46,13 @@ func pick(conns []*xds.Connection, id string) *xds.Connection {
 		return b.c.ConnectedAt().Compare(a.c.ConnectedAt())
 	})
 	return best.c
+}
+
+// proxyID is the third field of a node id (TYPE~IP~POD.NS~DOMAIN), or "".
+func proxyID(nodeID string) string {
+	parts := strings.Split(nodeID, "~")
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[2]
 }
