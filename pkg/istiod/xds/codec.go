@@ -44,18 +44,10 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 
 func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if r, ok := v.(*rawRequest); ok {
-		// The names of an ACK are hashed where they lie and usually
-		// dropped; free releases the referenced buffers once the request
-		// is handled.
-		switch len(data) {
-		case 0:
-			return r.decode(nil)
-		case 1:
-			data[0].Ref()
-			r.buf = data[0]
-			return r.decode(r.buf.ReadOnlyData())
-		}
-		return r.decodeSlice(data)
+		// A pooled copy: the names of an ACK are hashed and dropped; free
+		// returns it once the request is handled.
+		r.buf = data.MaterializeToBuffer(mem.DefaultBufferPool())
+		return r.decode(r.buf.ReadOnlyData())
 	}
 	return protoCodec.Unmarshal(data, v)
 }
@@ -156,9 +148,6 @@ type rawRequest struct {
 	namesHash uint64
 	hasNames  bool
 	buf       mem.Buffer
-	// frames holds a request decodeSlice read in place; names are
-	// copied out of it only when asked for.
-	frames mem.BufferSlice
 }
 
 // free releases the request's buffer; names must not be read after it.
@@ -166,10 +155,6 @@ func (r *rawRequest) free() {
 	if r.buf != nil {
 		r.buf.Free()
 		r.buf, r.names = nil, nil
-	}
-	if r.frames != nil {
-		r.frames.Free()
-		r.frames, r.names = nil, nil
 	}
 }
 
@@ -213,7 +198,7 @@ func (r *rawRequest) decode(b []byte) error {
 // Names decodes the resource names, interning them in in.
 func (r *rawRequest) Names(in *interner) []string {
 	var out []string
-	for b := r.encodedNames(); len(b) > 0; {
+	for b := r.names; len(b) > 0; {
 		_, _, n := protowire.ConsumeTag(b)
 		v, m := protowire.ConsumeBytes(b[n:])
 		out = append(out, in.intern(v))
