@@ -48,12 +48,20 @@ func main() {
 	f.Security.Leader, wp.Leader = elector, elector
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	mw, err := istiod.WatchMesh(ctx, f.Config, log)
+	if err != nil {
+		log.Error("istiod mesh config failed", "err", err)
+		os.Exit(1)
+	}
+	if td := mw.Mesh().GetTrustDomain(); !f.TrustDomainGiven && td != "" {
+		f.Security.TrustDomain = td // the CA issues identities in the mesh's trust domain, as Istio's
+	}
 	opts, authority, err := istiod.SecurityOptions(ctx, f.Config, f.Security, f.SecureGRPCAddr, log)
 	if err != nil {
 		log.Error("istiod CA failed", "err", err)
 		os.Exit(1)
 	}
-	d, err := istiod.New(ctx, f.Config, log, opts...)
+	d, err := istiod.New(ctx, f.Config, log, append(opts, istiod.WithMesh(mw))...)
 	if err != nil {
 		log.Error("istiod failed", "err", err)
 		os.Exit(1)

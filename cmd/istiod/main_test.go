@@ -3,8 +3,11 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -27,17 +30,21 @@ func build(t *testing.T) string {
 	return bin
 }
 
-func TestBinaryServesSampleMesh(t *testing.T) {
-	bin := build(t)
+// startBinary runs the built istiod in file mode on the sample mesh with
+// extra args, in a directory of its own (relative default paths, the CA's
+// files, land there), until the test ends; it returns the xDS address and
+// that directory.
+func startBinary(t *testing.T, bin string, extra ...string) (grpcAddr, dir string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	mesh, err := filepath.Abs(filepath.Join("..", "..", "examples", "mesh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, bin, "discovery", "--config-dir", mesh, "--grpcAddr", "127.0.0.1:0",
-		"--secureGRPCAddr", "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0", "--httpAddr", "127.0.0.1:0")
-	cmd.Dir = t.TempDir() // relative default paths (the CA's files) land there
+	args := append([]string{"discovery", "--config-dir", mesh, "--grpcAddr", "127.0.0.1:0",
+		"--secureGRPCAddr", "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0", "--httpAddr", "127.0.0.1:0"}, extra...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = t.TempDir()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +52,7 @@ func TestBinaryServesSampleMesh(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { cancel(); cmd.Wait() }()
+	t.Cleanup(func() { cancel(); cmd.Wait() })
 	addr := make(chan string, 1)
 	go func() {
 		re := regexp.MustCompile(`msg="istiod serving" grpc=(\S+)`)
@@ -57,12 +64,43 @@ func TestBinaryServesSampleMesh(t *testing.T) {
 		}
 		io.Copy(io.Discard, stderr)
 	}()
-	var grpcAddr string
 	select {
 	case grpcAddr = <-addr:
 	case <-time.After(30 * time.Second):
 		t.Fatal("istiod did not start")
 	}
+	return grpcAddr, cmd.Dir
+}
+
+// TestCATrustDomainFromMesh: without --trust-domain the CA's root is for
+// the mesh config's trustDomain, as Istio's.
+func TestCATrustDomainFromMesh(t *testing.T) {
+	meshFile := filepath.Join(t.TempDir(), "mesh")
+	if err := os.WriteFile(meshFile, []byte("trustDomain: example.org\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, dir := startBinary(t, build(t), "--meshConfig", meshFile)
+	b, err := os.ReadFile(filepath.Join(dir, "var", "lib", "istio", "ca", "ca-cert.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatal("ca-cert.pem: no PEM")
+	}
+	root, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := root.Subject.Organization; len(got) != 1 || got[0] != "example.org" {
+		t.Fatalf("root organization %v, want the mesh's trust domain example.org", got)
+	}
+}
+
+func TestBinaryServesSampleMesh(t *testing.T) {
+	grpcAddr, _ := startBinary(t, build(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	c, err := xdstest.DialSotW(ctx, grpcAddr, xdstest.Node("sidecar~127.0.0.31~productpage-0.default~default.svc.cluster.local", nil))
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,9 @@ type Flags struct {
 	Security Security
 	// Webhooks configures the admission webhooks.
 	Webhooks Webhooks
+	// TrustDomainGiven is set when --trust-domain was given; otherwise the
+	// CA takes the mesh config's trustDomain.
+	TrustDomainGiven bool
 	// Unapplied lists the Istio arguments given that Skiff accepts but does
 	// not act on, as --name=value, for istiod to log once.
 	Unapplied []string
@@ -139,6 +142,7 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	} else if err := f.LogLevel.UnmarshalText([]byte(*level)); err != nil {
 		return f, fmt.Errorf("--log-level %q: want debug, info, warn or error", *level)
 	}
+	f.TrustDomainGiven = fs.Changed("trust-domain")
 	f.LogJSON = logs.JSON()
 	f.Unapplied = logs.Unapplied()
 	fs.Visit(func(fl *pflag.Flag) {

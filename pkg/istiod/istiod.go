@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
+	"k8s.io/client-go/kubernetes"
 
 	meshconfig "istio.io/api/mesh/v1alpha1"
 
@@ -82,12 +83,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		return nil, err
 	}
 	d.reg = reg
-	src := mesh.Source{File: cfg.MeshConfigFile, Namespace: cfg.Namespace, Name: mesh.ConfigMapName(cfg.Revision)}
-	if kr, ok := reg.(*kube.Registry); ok {
-		src.Client = kr.Client()
-	}
-	if d.mesh, err = mesh.Watch(ctx, src, log); err != nil {
-		return nil, err
+	if d.mesh = o.mesh; d.mesh == nil {
+		src := mesh.Source{File: cfg.MeshConfigFile, Namespace: cfg.Namespace, Name: mesh.ConfigMapName(cfg.Revision)}
+		if kr, ok := reg.(*kube.Registry); ok {
+			src.Client = kr.Client()
+		}
+		if d.mesh, err = mesh.Watch(ctx, src, log); err != nil {
+			return nil, err
+		}
 	}
 	d.analysis = analysis.NewReporter(log)
 	d.xds = xds.New(xds.Options{Log: log, Metrics: d.metrics, PushConcurrency: cfg.PushConcurrency,
@@ -200,6 +203,22 @@ func (d *Istiod) closeListeners() {
 // Addr returns the bound address of a listener: "grpc", "grpc-tls",
 // "monitoring" or "debug" ("" when not running).
 func (d *Istiod) Addr(name string) string { return d.addrs[name] }
+
+// WatchMesh follows the mesh config as istiod does (the --meshConfig file,
+// else in Kubernetes mode the istio[-REVISION] ConfigMap) until ctx ends.
+func WatchMesh(ctx context.Context, cfg Config, log *slog.Logger) (*mesh.Watcher, error) {
+	src := mesh.Source{File: cfg.MeshConfigFile, Namespace: cfg.Namespace, Name: mesh.ConfigMapName(cfg.Revision)}
+	if cfg.ConfigDir == "" {
+		rc, err := restConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("mesh config: %w", err)
+		}
+		if src.Client, err = kubernetes.NewForConfig(rc); err != nil {
+			return nil, fmt.Errorf("mesh config: kubernetes client: %w", err)
+		}
+	}
+	return mesh.Watch(ctx, src, log)
+}
 
 // Mesh returns the mesh config watcher.
 func (d *Istiod) Mesh() *mesh.Watcher { return d.mesh }

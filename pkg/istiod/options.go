@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
+	"github.com/skiff-mesh/skiff/pkg/istiod/mesh"
 )
 
 // Option adds a component to istiod.
@@ -21,7 +22,12 @@ type options struct {
 	secureCreds  credentials.TransportCredentials
 	secureOpts   []grpc.ServerOption
 	registry     *prometheus.Registry
+	mesh         *mesh.Watcher
 }
+
+// WithMesh makes istiod use w (see WatchMesh) instead of following the
+// mesh config itself: the command reads it first, for the CA.
+func WithMesh(w *mesh.Watcher) Option { return func(o *options) { o.mesh = w } }
 
 // WithGRPC calls register on every gRPC server istiod runs (plaintext
 // 15010 and, with WithSecureGRPC, TLS 15012) before it serves: the way the
