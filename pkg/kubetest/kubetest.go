@@ -79,22 +79,32 @@ func Start(t testing.TB) *Env {
 	return env
 }
 
+// startAttempts is how many times StartEnv tries with fresh ports: a port
+// picked free can be taken by another test package's server before etcd
+// or kube-apiserver binds it (packages run at once).
+const startAttempts = 3
+
 // StartEnv runs etcd and kube-apiserver; the caller must Stop it (for TestMain).
 func StartEnv() (*Env, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "kubetest-")
-	if err != nil {
-		return nil, err
+	var errs []error
+	for range startAttempts {
+		dir, err := os.MkdirTemp("", "kubetest-")
+		if err != nil {
+			return nil, err
+		}
+		env := &Env{Dir: dir}
+		if err := env.start(assets); err != nil {
+			env.Stop()
+			errs = append(errs, err)
+			continue
+		}
+		return env, nil
 	}
-	env := &Env{Dir: dir}
-	if err := env.start(assets); err != nil {
-		env.Stop()
-		return nil, err
-	}
-	return env, nil
+	return nil, fmt.Errorf("kube-apiserver did not start in %d attempts: %w", startAttempts, errors.Join(errs...))
 }
 
 func freePort() (int, error) {
