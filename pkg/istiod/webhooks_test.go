@@ -54,31 +54,7 @@ func TestWebhooksFollowInjectorConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The API server calls the webhooks at https://localhost:PORT.
-	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), ServingDNSNames: []string{"localhost"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir() // no mounted ConfigMap files: the API server is the source
-	w := istiod.Webhooks{Addr: addr, InjectConfig: filepath.Join(dir, "config"), InjectValues: filepath.Join(dir, "values"), Namespace: ns, Revision: "canary"}
-	wctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	stopped, err := istiod.ServeWebhooks(wctx, istiod.Config{Kubeconfig: env.Kubeconfig}, w, authority, log)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	// Runs before the API server stops, so no informer is left retrying.
-	t.Cleanup(func() {
-		cancel()
-		<-stopped
-	})
+	authority, addr := serveWebhooks(t, ctx, env, istiod.Webhooks{Namespace: ns, Revision: "canary"})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{ServerName: "localhost", RootCAs: authority.Roots().Pool()}}}
 	t.Cleanup(client.CloseIdleConnections)
 	// generation returns the example.com/generation annotation the
@@ -205,29 +181,7 @@ func (w *warnings) take() []string {
 // recorded, and a namespace to create objects in.
 func startValidation(t *testing.T, deny bool) (*kubetest.Env, context.Context, istioclient.Interface, *warnings, string) {
 	env, ctx := crdtest.Start(t)
-	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), ServingDNSNames: []string{"localhost"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	w := istiod.Webhooks{Addr: addr, InjectConfig: filepath.Join(dir, "config"), InjectValues: filepath.Join(dir, "values"), DenyMissingHosts: deny}
-	wctx, cancel := context.WithCancel(context.Background())
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	stopped, err := istiod.ServeWebhooks(wctx, istiod.Config{Kubeconfig: env.Kubeconfig}, w, authority, log)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		<-stopped
-	})
+	authority, addr := serveWebhooks(t, ctx, env, istiod.Webhooks{DenyMissingHosts: deny})
 	_, port, _ := net.SplitHostPort(addr)
 	opts := webhook.ConfigurationOptions{URL: "https://localhost:" + port, CABundle: authority.RootCertPEM()}
 	if _, err := env.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, webhook.ValidatingConfiguration(opts), metav1.CreateOptions{}); err != nil {
@@ -325,4 +279,38 @@ func TestValidationDeniesMissingHost(t *testing.T) {
 		_, err := ic.NetworkingV1().VirtualServices(ns).Create(ctx, routeTo(ns, "reviews", "ratings"), metav1.CreateOptions{})
 		return err == nil
 	})
+}
+
+// serveWebhooks serves istiod's webhooks (w, on a free loopback port, with
+// no mounted injector files: the API server is the source) in Kubernetes
+// mode against env until the test ends, with a CA whose serving
+// certificate is for localhost, as the API server calls them at
+// https://localhost:PORT. It returns the CA and the address.
+func serveWebhooks(t *testing.T, ctx context.Context, env *kubetest.Env, w istiod.Webhooks) (*ca.CA, string) {
+	t.Helper()
+	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), ServingDNSNames: []string{"localhost"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Addr = l.Addr().String()
+	l.Close()
+	dir := t.TempDir()
+	w.InjectConfig, w.InjectValues = filepath.Join(dir, "config"), filepath.Join(dir, "values")
+	wctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	stopped, err := istiod.ServeWebhooks(wctx, istiod.Config{Kubeconfig: env.Kubeconfig}, w, authority, log)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	// Runs before the API server stops, so no informer is left retrying.
+	t.Cleanup(func() {
+		cancel()
+		<-stopped
+	})
+	return authority, w.Addr
 }
