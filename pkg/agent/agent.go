@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		checks = append(checks, status.HTTPCheck("proxy", fmt.Sprintf("http://127.0.0.1:%d/ready", cfg.Proxy.ProxyAdminPort)))
 	}
 	sopts := status.Options{Probers: cfg.AppProbers, AppHost: cfg.InstanceIP, Ready: checks, Registry: reg,
-		Quit: cancel, Extra: map[string]http.Handler{}}
+		Quit: cancel, Extra: map[string]http.Handler{}, Profiling: cfg.Profiling}
 	if !noProxy {
 		sopts.ProxyMetrics = fmt.Sprintf("http://127.0.0.1:%d/stats/prometheus", cfg.Proxy.ProxyAdminPort)
 		sopts.Drain = func() { _ = envoy.Drain(int(cfg.Proxy.ProxyAdminPort)) }

@@ -78,6 +78,7 @@ type proxyArgs struct {
 	fs          *pflag.FlagSet
 	logs        *logflags.Flags
 	concurrency *int
+	profiling   *bool
 }
 
 func proxyFlagSet(stderr io.Writer) *proxyArgs {
@@ -88,7 +89,7 @@ func proxyFlagSet(stderr io.Writer) *proxyArgs {
 		fs.String(f.name, f.value, f.usage)
 	}
 	fs.Int("stsPort", 0, "accepted for compatibility (no STS server)")
-	fs.Bool("profiling", true, "accepted for compatibility")
+	a.profiling = fs.Bool("profiling", true, "serve Go's pprof profiles at :15020/debug/pprof/ to loopback clients")
 	a.concurrency = fs.Int("concurrency", 0, "the proxy's worker threads; above 0 it overrides PROXY_CONFIG's concurrency")
 	return a
 }
@@ -116,6 +117,7 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 		return 2
 	}
 	cfg.ClusterDomain = ClusterDomain(fs.Lookup("domain").Value.String())
+	cfg.Profiling = *a.profiling
 	if *concurrency > 0 {
 		cfg.Proxy.Concurrency = wrapperspb.Int32(int32(*concurrency))
 	}
@@ -148,7 +150,7 @@ func ClusterDomain(domain string) string {
 func unapplied(fs *pflag.FlagSet, logs *logflags.Flags) []string {
 	out := logs.Unapplied()
 	fs.Visit(func(f *pflag.Flag) {
-		if f.Name != "concurrency" && f.Name != "domain" && !strings.HasPrefix(f.Name, "log_") {
+		if f.Name != "concurrency" && f.Name != "domain" && f.Name != "profiling" && !strings.HasPrefix(f.Name, "log_") {
 			out = append(out, "--"+f.Name+"="+f.Value.String())
 		}
 	})

@@ -89,6 +89,9 @@ type Config struct {
 	// DNSForwardParallel sends each forwarded query to every upstream at
 	// once (DNS_FORWARD_PARALLEL).
 	DNSForwardParallel bool
+	// Profiling serves Go's pprof profiles on the status port to loopback
+	// clients (pilot-agent's --profiling, on by default as in Istio).
+	Profiling bool
 	// AppProbers is ISTIO_KUBE_APP_PROBERS, parsed.
 	AppProbers map[string]*Prober
 	// PrometheusScrape is the app's metrics endpoint (ISTIO_PROMETHEUS_ANNOTATIONS).

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -43,6 +42,9 @@ type Options struct {
 	Quit, Drain func()
 	// Extra handlers mounted as they are (e.g. /debug/ndsz).
 	Extra map[string]http.Handler
+	// Profiling serves Go's pprof profiles under /debug/pprof/ to
+	// loopback clients (pilot-agent's --profiling, on by default).
+	Profiling bool
 }
 
 // Server is the status server.
@@ -76,6 +78,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/drain", s.localPost(s.opts.Drain))
 	for p, h := range s.opts.Extra {
 		mux.Handle(p, h)
+	}
+	if s.opts.Profiling {
+		mountProfiling(mux)
 	}
 	return mux
 }
@@ -174,8 +179,7 @@ func scrape(ctx context.Context, url string, w io.Writer) error {
 // localPost allows only POSTs from loopback, as Istio's agent does.
 func (s *Server) localPost(fn func()) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		host, _, _ := net.SplitHostPort(r.RemoteAddr)
-		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		if !fromLoopback(r) {
 			http.Error(w, "only from localhost", http.StatusForbidden)
 			return
 		}
