@@ -89,7 +89,9 @@ type client struct {
 	// recv[t] is when the latest response of type t arrived, acked[t]
 	// when its ACK was sent (unix nanoseconds).
 	recv, acked [4]atomic.Int64
-	bytes       atomic.Int64
+	// bytes counts the response bytes received, ackBytes the request
+	// bytes of the ACKs sent.
+	bytes, ackBytes atomic.Int64
 }
 
 var adsDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerStreams: true, ClientStreams: true}
@@ -168,15 +170,18 @@ func (c *client) run() error {
 		if t < 0 {
 			continue
 		}
-		c.recv[t].Store(time.Now().UnixNano())
 		var ack proto.Message = &discoveryv3.DiscoveryRequest{TypeUrl: r.typeURL, ResourceNames: c.names(t), VersionInfo: r.version, ResponseNonce: r.nonce}
 		if c.delta {
 			ack = &discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.typeURL, ResponseNonce: r.nonce}
 		}
+		// Counted before the arrival is recorded, so a phase that ends on
+		// it has counted it.
+		c.bytes.Add(int64(r.size))
+		c.ackBytes.Add(int64(proto.Size(ack)))
+		c.recv[t].Store(time.Now().UnixNano())
 		if err := c.send(ack); err != nil {
 			return err
 		}
-		c.bytes.Add(int64(r.size))
 		c.acked[t].Store(time.Now().UnixNano())
 	}
 }

@@ -40,6 +40,9 @@ type phase struct {
 	cpu     time.Duration   // istiod CPU over all iterations
 	selfCPU time.Duration   // the load generator's CPU
 	acked   bool            // measure until ACKed (else until received)
+	// recvBytes and ackBytes are the response and ACK bytes of all
+	// clients over all iterations.
+	recvBytes, ackBytes int64
 }
 
 type results struct {
@@ -220,6 +223,7 @@ spec:
 func timed(ctx context.Context, pid int, p *phase, clients []*client, want []int, timeout time.Duration, change func() error) error {
 	cpu0, _ := cpuTime(pid)
 	self0, _ := cpuTime(os.Getpid())
+	recv0, ack0 := traffic(clients)
 	t0 := time.Now()
 	if err := change(); err != nil {
 		return err
@@ -232,9 +236,21 @@ func timed(ctx context.Context, pid int, p *phase, clients []*client, want []int
 	self1, _ := cpuTime(os.Getpid())
 	p.cpu += cpu1 - cpu0
 	p.selfCPU += self1 - self0
+	recv1, ack1 := traffic(clients)
+	p.recvBytes += recv1 - recv0
+	p.ackBytes += ack1 - ack0
 	p.samples = append(p.samples, slices.Max(per))
 	p.clients = append(p.clients, per...)
 	return nil
+}
+
+// traffic sums the bytes every client received and sent in ACKs.
+func traffic(clients []*client) (recv, ack int64) {
+	for _, c := range clients {
+		recv += c.bytes.Load()
+		ack += c.ackBytes.Load()
+	}
+	return recv, ack
 }
 
 // waitAll waits until every client got every wanted type after t0 and
