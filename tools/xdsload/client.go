@@ -43,7 +43,15 @@ type rawCodec struct{}
 
 func (rawCodec) Name() string { return "proto" }
 
-func (rawCodec) Marshal(v any) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
+func (rawCodec) Marshal(v any) ([]byte, error) {
+	if b, ok := v.(encoded); ok {
+		return b, nil
+	}
+	return proto.Marshal(v.(proto.Message))
+}
+
+// encoded is a request already marshaled (so its size is known).
+type encoded []byte
 
 func (rawCodec) Unmarshal(b []byte, v any) error {
 	r := v.(*rawResponse)
@@ -132,7 +140,7 @@ func (c *client) names(t int) []string {
 	return nil
 }
 
-func (c *client) send(req proto.Message) error {
+func (c *client) send(req any) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	return c.stream.SendMsg(req)
@@ -174,12 +182,16 @@ func (c *client) run() error {
 		if c.delta {
 			ack = &discoveryv3.DeltaDiscoveryRequest{TypeUrl: r.typeURL, ResponseNonce: r.nonce}
 		}
+		b, err := proto.Marshal(ack)
+		if err != nil {
+			return fmt.Errorf("marshal ACK: %w", err)
+		}
 		// Counted before the arrival is recorded, so a phase that ends on
 		// it has counted it.
 		c.bytes.Add(int64(r.size))
-		c.ackBytes.Add(int64(proto.Size(ack)))
+		c.ackBytes.Add(int64(len(b)))
 		c.recv[t].Store(time.Now().UnixNano())
-		if err := c.send(ack); err != nil {
+		if err := c.send(encoded(b)); err != nil {
 			return err
 		}
 		c.acked[t].Store(time.Now().UnixNano())
