@@ -30,6 +30,9 @@ type codec struct{}
 
 var protoCodec = encoding.GetCodecV2("proto")
 
+// requestBuffers holds the copies of SotW requests (pool.go).
+var requestBuffers requestPool
+
 func (codec) Name() string { return "proto" }
 
 func (codec) Marshal(v any) (mem.BufferSlice, error) {
@@ -46,7 +49,7 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if r, ok := v.(*rawRequest); ok {
 		// A pooled copy: the names of an ACK are hashed and dropped; free
 		// returns it once the request is handled.
-		r.buf = data.MaterializeToBuffer(mem.DefaultBufferPool())
+		r.buf = data.MaterializeToBuffer(&requestBuffers)
 		return r.decode(r.buf.ReadOnlyData())
 	}
 	return protoCodec.Unmarshal(data, v)
@@ -173,19 +176,23 @@ func (r *rawRequest) decode(b []byte) error {
 			return fmt.Errorf("decode discovery request: %w", protowire.ParseError(m))
 		}
 		if num == 3 && typ == protowire.BytesType {
+			// The names follow each other (a thousand in a sidecar's EDS
+			// ACK): skip the run with the one-byte tag alone.
+			end := skipNames(b, i+n+m)
 			// Names are usually contiguous; copy them out otherwise.
 			if start < 0 {
 				start = i
-				r.names = b[i : i+n+m]
+				r.names = b[i:end]
 			} else if &r.names[len(r.names)-1] == &b[i-1] {
-				r.names = b[start : i+n+m]
+				r.names = b[start:end]
 			} else {
-				r.names = append(r.names[:len(r.names):len(r.names)], b[i:i+n+m]...)
+				r.names = append(r.names[:len(r.names):len(r.names)], b[i:end]...)
 			}
 			r.hasNames = true
-		} else {
-			rest = append(rest, b[i:i+n+m]...)
+			i = end
+			continue
 		}
+		rest = append(rest, b[i:i+n+m]...)
 		i += n + m
 	}
 	r.namesHash = maphash.Bytes(namesSeed, r.names)
@@ -193,6 +200,22 @@ func (r *rawRequest) decode(b []byte) error {
 		return fmt.Errorf("decode discovery request: %w", err)
 	}
 	return nil
+}
+
+// namesTag is the tag byte of resource_names (field 3, length-delimited).
+const namesTag = 3<<3 | byte(protowire.BytesType)
+
+// skipNames returns the end of the run of resource_names fields starting at
+// i (i itself when none starts there).
+func skipNames(b []byte, i int) int {
+	for i < len(b) && b[i] == namesTag {
+		l, n := protowire.ConsumeVarint(b[i+1:])
+		if n < 0 || l > uint64(len(b)-i-1-n) {
+			return i // malformed: the general loop reports it
+		}
+		i += 1 + n + int(l)
+	}
+	return i
 }
 
 // Names decodes the resource names, interning them in in.

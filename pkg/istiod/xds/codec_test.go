@@ -1,9 +1,11 @@
 package xds
 
 import (
+	"slices"
 	"testing"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -33,5 +35,61 @@ func TestDeltaEncoding(t *testing.T) {
 	}
 	if !proto.Equal(&got, want) {
 		t.Fatalf("got %v\nwant %v", &got, want)
+	}
+}
+
+// TestRequestDecode checks the lazily decoded SotW request: its names, in
+// runs or scattered, and every other field.
+func TestRequestDecode(t *testing.T) {
+	long := string(make([]byte, 300)) // a two-byte length
+	field := func(b []byte, num protowire.Number, v string) []byte {
+		return protowire.AppendString(protowire.AppendTag(b, num, protowire.BytesType), v)
+	}
+	for _, tc := range []struct {
+		name      string
+		enc       []byte
+		wantNames []string
+		wantErr   bool
+	}{
+		{"no names", field(nil, 4, "t"), nil, false},
+		{"a run", field(field(field(field(nil, 1, "v1"), 3, "a"), 3, "b"), 4, "t"), []string{"a", "b"}, false},
+		{"names last", field(field(field(nil, 4, "t"), 3, "a"), 3, long), []string{"a", long}, false},
+		{"scattered", field(field(field(field(nil, 3, "a"), 4, "t"), 3, "b"), 5, "n"), []string{"a", "b"}, false},
+		{"truncated name", field(nil, 3, "abc")[:3], nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r rawRequest
+			err := r.decode(tc.enc)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("decode: %v, want error %t", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			var in interner
+			if got := r.Names(&in); !slices.Equal(got, tc.wantNames) {
+				t.Errorf("names %q, want %q", got, tc.wantNames)
+			}
+			var want discoveryv3.DiscoveryRequest
+			if err := proto.Unmarshal(tc.enc, &want); err != nil {
+				t.Fatal(err)
+			}
+			want.ResourceNames = nil
+			if !proto.Equal(&r.req, &want) {
+				t.Errorf("other fields %v, want %v", &r.req, &want)
+			}
+		})
+	}
+	// The same names hash alike however the other fields fall.
+	var a, b rawRequest
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(a.decode(field(field(field(nil, 3, "x"), 3, "y"), 5, "n1")))
+	must(b.decode(field(field(field(nil, 5, "n2"), 3, "x"), 3, "y")))
+	if a.namesHash != b.namesHash {
+		t.Error("equal names hash differently")
 	}
 }
