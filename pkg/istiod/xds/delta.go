@@ -206,7 +206,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 		slices.Sort(resp.removed)
 	}
 	if partial {
-		w.held = overlay(w.held, rs)
+		w.held = c.server.overlays.overlay(w.held, rs)
 	} else {
 		w.held = rs
 	}

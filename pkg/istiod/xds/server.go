@@ -71,6 +71,8 @@ type Server struct {
 	bodies bodies
 	// nameLists holds subscribed-name lists shared by connections.
 	nameLists nameLists
+	// overlays shares the held lists endpoint-only pushes produce.
+	overlays overlays
 }
 
 var _ adsHandler = (*Server)(nil)

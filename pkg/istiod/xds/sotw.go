@@ -216,7 +216,7 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 			return nil
 		}
 		if partial {
-			w.sent = overlay(w.sent, rs)
+			w.sent = c.server.overlays.overlay(w.sent, rs)
 		} else {
 			w.sent = rs
 		}
@@ -241,40 +241,6 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 	c.server.metrics.Push(typeLabel(w.typeURL))
 	c.server.log.Debug("sent", "proxy", c.proxy.ID, "type", typeLabel(w.typeURL), "resources", len(send), "nonce", nonce, "partial", partial)
 	return nil
-}
-
-// changed returns the resources of next (sorted by name) that are not in
-// held (sorted by name) with the same content.
-func changed(held, next []*gen.Resource) []*gen.Resource {
-	var out []*gen.Resource
-	i := 0
-	for _, r := range next {
-		for i < len(held) && held[i].Name < r.Name {
-			i++
-		}
-		if i < len(held) && held[i].Name == r.Name && held[i].Hash == r.Hash {
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// overlay returns held with the resources of upd (both sorted by name)
-// replacing or joining those of the same name.
-func overlay(held, upd []*gen.Resource) []*gen.Resource {
-	out := make([]*gen.Resource, 0, len(held)+len(upd))
-	for len(held) > 0 && len(upd) > 0 {
-		switch {
-		case held[0].Name < upd[0].Name:
-			out, held = append(out, held[0]), held[1:]
-		case held[0].Name > upd[0].Name:
-			out, upd = append(out, upd[0]), upd[1:]
-		default:
-			out, held, upd = append(out, upd[0]), held[1:], upd[1:]
-		}
-	}
-	return append(append(out, held...), upd...)
 }
 
 // changedClusters returns the subscribed cluster names of changed hosts.

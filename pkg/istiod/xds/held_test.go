@@ -1,0 +1,105 @@
+package xds
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+// heldList builds resources named res-NNN for each index, with content v.
+func heldList(t *testing.T, v string, idx ...int) []*gen.Resource {
+	t.Helper()
+	var rs []*gen.Resource
+	for _, i := range idx {
+		name := fmt.Sprintf("res-%03d", i)
+		r, err := gen.NewResourceForTest(name, wrapperspb.String(v+name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func seq(from, to int) []int {
+	var out []int
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func namesAndHashes(rs []*gen.Resource) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, fmt.Sprintf("%s/%d", r.Name, r.Hash))
+	}
+	return out
+}
+
+// TestChangedAndOverlay checks both paths (binary search for few updates,
+// one merge for many) against the plain definition.
+func TestChangedAndOverlay(t *testing.T) {
+	held := heldList(t, "a", seq(0, 200)...)
+	for _, tc := range []struct {
+		name string
+		upd  []*gen.Resource
+	}{
+		{"one changed", heldList(t, "b", 57)},
+		{"one unchanged", heldList(t, "a", 57)},
+		{"first and last changed", heldList(t, "b", 0, 199)},
+		{"new names among old", heldList(t, "b", 1000, 1001)},
+		{"many changed", heldList(t, "b", seq(0, 100)...)},
+		{"all unchanged", heldList(t, "a", seq(0, 200)...)},
+		{"none", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := slices.Clone(held)
+			// The definition: a name's content in upd wins.
+			byName := map[string]*gen.Resource{}
+			for _, r := range held {
+				byName[r.Name] = r
+			}
+			var wantChanged []*gen.Resource
+			for _, r := range tc.upd {
+				if h, ok := byName[r.Name]; !ok || h.Hash != r.Hash {
+					wantChanged = append(wantChanged, r)
+				}
+				byName[r.Name] = r
+			}
+			var want []*gen.Resource
+			for _, r := range byName {
+				want = append(want, r)
+			}
+			slices.SortFunc(want, func(a, b *gen.Resource) int { return byName2(a, b) })
+			if diff := cmp.Diff(namesAndHashes(wantChanged), namesAndHashes(changed(held, tc.upd))); diff != "" {
+				t.Errorf("changed (-want +got):\n%s", diff)
+			}
+			var o overlays
+			got := o.overlay(held, tc.upd)
+			if diff := cmp.Diff(namesAndHashes(want), namesAndHashes(got)); diff != "" {
+				t.Errorf("overlay (-want +got):\n%s", diff)
+			}
+			if !slices.Equal(held, before) {
+				t.Error("overlay modified held")
+			}
+			// Equal updates of the same held list share one result.
+			again := o.overlay(held, slices.Clone(tc.upd))
+			if len(again) > 0 && &again[0] != &got[0] {
+				t.Error("an equal overlay of the same list was not shared")
+			}
+			// Another list with the same contents is not the same list.
+			other := o.overlay(slices.Clone(held), tc.upd)
+			if len(other) > 0 && &other[0] == &got[0] {
+				t.Error("an overlay of a different list was shared")
+			}
+		})
+	}
+}
+
+func byName2(a, b *gen.Resource) int { return byName(a, b.Name) }
