@@ -29,6 +29,8 @@ func With(t testing.TB, in *model.Inputs, yaml string) *model.Inputs {
 			out.Services = replace(out.Services, v)
 		case *discoveryv1.EndpointSlice:
 			out.EndpointSlices = replace(out.EndpointSlices, v)
+		case *corev1.Pod:
+			out.Pods = replace(out.Pods, v)
 		case *networking.ServiceEntry:
 			out.ServiceEntries = replace(out.ServiceEntries, v)
 		case *networking.WorkloadEntry:
