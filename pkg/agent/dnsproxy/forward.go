@@ -95,19 +95,41 @@ func (f *forwarder) forward(ctx context.Context, packed []byte) ([]byte, error) 
 	if len(f.ups) == 0 {
 		return nil, errNoUpstream
 	}
-	// Keep a little of the budget for answering the client, so its
-	// SERVFAIL arrives within the configured timeout. Deadlines, not
-	// derived contexts: this is the path of every forwarded query.
-	deadline := time.Now().Add(f.timeout - min(f.timeout/20, 100*time.Millisecond))
+	return f.run(ctx, f.deadline(time.Now()), packed, nil)
+}
+
+// deadline is when a forward started at start must end. It keeps a little
+// of the budget for answering the client, so its SERVFAIL arrives within
+// the configured timeout. Deadlines, not derived contexts: this is the
+// path of every forwarded query.
+func (f *forwarder) deadline(start time.Time) time.Time {
+	return start.Add(f.timeout - min(f.timeout/20, 100*time.Millisecond))
+}
+
+// tried is the outcome of a query's first try, made before run (by the
+// event path): the upstream asked and what settle made of its answer.
+type tried struct {
+	u   *upstream
+	r   []byte
+	err error
+}
+
+// run makes forward's attempts until deadline. first, when not nil, is
+// the first try of the first attempt, already made: run goes on with the
+// other upstreams.
+func (f *forwarder) run(ctx context.Context, deadline time.Time, packed []byte, first *tried) ([]byte, error) {
 	var last []byte
 	var lastErr error
-	for range f.attempts {
+	for i := range f.attempts {
 		var r []byte
 		var err error
-		if f.parallel {
+		switch {
+		case f.parallel:
 			r, err = f.race(ctx, deadline, packed)
-		} else {
-			r, err = f.serial(ctx, deadline, packed)
+		case i == 0:
+			r, err = f.serial(ctx, deadline, packed, first)
+		default:
+			r, err = f.serial(ctx, deadline, packed, nil)
 		}
 		if err == nil {
 			return r, nil
@@ -126,6 +148,18 @@ func (f *forwarder) forward(ctx context.Context, packed []byte) ([]byte, error) 
 	return nil, lastErr
 }
 
+// first is the upstream a serial forward tries first: the first healthy
+// one in configuration order, else the first.
+func (f *forwarder) first() *upstream {
+	now := int64(f.now())
+	for _, u := range f.ups {
+		if u.badUntil.Load() <= now {
+			return u
+		}
+	}
+	return f.ups[0]
+}
+
 // attemptDeadline is when one attempt started now must end.
 func (f *forwarder) attemptDeadline(deadline time.Time) time.Time {
 	if d := time.Now().Add(f.attemptTimeout); d.Before(deadline) {
@@ -135,10 +169,20 @@ func (f *forwarder) attemptDeadline(deadline time.Time) time.Time {
 }
 
 // serial tries each upstream in turn, healthy ones first, until deadline.
-func (f *forwarder) serial(ctx context.Context, deadline time.Time, packed []byte) ([]byte, error) {
+// done, when not nil, is a try already made: its upstream is not asked
+// again.
+func (f *forwarder) serial(ctx context.Context, deadline time.Time, packed []byte, done *tried) ([]byte, error) {
 	var last []byte
 	var lastErr error
-	for _, u := range f.order() {
+	ups := f.order()
+	if done != nil {
+		if done.err == nil {
+			return done.r, nil
+		}
+		last, lastErr = done.r, done.err
+		ups = slices.DeleteFunc(ups, func(u *upstream) bool { return u == done.u })
+	}
+	for _, u := range ups {
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			break
 		}
@@ -204,6 +248,13 @@ func (f *forwarder) try(ctx context.Context, deadline time.Time, u *upstream, pa
 	start := time.Now()
 	u.reqUDP.Inc()
 	r, err := u.udp.exchange(ctx, deadline, packed)
+	return f.settle(ctx, deadline, u, packed, start, r, err)
+}
+
+// settle finishes a try of u started at start whose UDP exchange gave r or
+// err: it asks again over TCP when r is truncated, and keeps u's health
+// and metrics. It blocks only for TCP.
+func (f *forwarder) settle(ctx context.Context, deadline time.Time, u *upstream, packed []byte, start time.Time, r []byte, err error) ([]byte, error) {
 	if err == nil && binary.BigEndian.Uint16(r[2:])&flagTC != 0 {
 		u.reqTCP.Inc()
 		tctx, cancel := context.WithDeadline(ctx, deadline)
@@ -224,7 +275,9 @@ func (f *forwarder) try(ctx context.Context, deadline time.Time, u *upstream, pa
 		u.failures.WithLabelValues("rcode_" + dns.RcodeToString[rcode]).Inc()
 		return r, fmt.Errorf("%s: %w %s", u.addr, errRcode, dns.RcodeToString[rcode])
 	}
-	u.badUntil.Store(0)
+	if u.badUntil.Load() != 0 {
+		u.badUntil.Store(0)
+	}
 	return r, nil
 }
 

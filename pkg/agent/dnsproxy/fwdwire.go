@@ -1,8 +1,10 @@
 package dnsproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,17 +31,14 @@ const (
 const flightWire = "w"
 
 // forwardUDP answers pkt, a UDP query, by forwarding it in wire form, or
-// returns nil when the slow path must answer it.
+// returns nil when the slow path must answer it. The event path
+// (forwardEvent) takes most such queries; this one serves the rest
+// (parallel forwarding).
 func (s *Server) forwardUDP(ctx context.Context, pkt []byte) []byte {
 	var kb [maxNameLen + 3]byte
-	q, ok := parseQuery(pkt, kb[:0])
-	if !ok || q.qclass != classINET || q.qtype == dns.TypeAXFR || q.qtype == dns.TypeIXFR {
+	q, ok := s.wireForwardable(pkt, kb[:0])
+	if !ok {
 		return nil
-	}
-	if t := s.table.Load(); t != nil {
-		if t.answers[string(q.key)] != nil || t.coversWildcard(&q) {
-			return nil // the table answers
-		}
 	}
 	ckey := append(q.key, q.cacheFlags())
 	if s.cache != nil {
@@ -55,26 +54,60 @@ func (s *Server) forwardUDP(ctx context.Context, pkt []byte) []byte {
 		if err != nil {
 			return nil, err
 		}
-		a, ttl, ok := answerFromWire(wire)
-		if !ok {
-			return wire, nil // the caller unpacks it
+		if a, ok := s.keepWire(string(ckey), wire); ok {
+			return a, nil
 		}
-		if ttl > 0 {
-			s.cache.putAnswer(ckey, a, ttl, s.now())
-		}
-		return a, nil
+		return wire, nil // the caller unpacks it
 	})
+	a, _ := v.(*answer)
+	wire, _ := v.([]byte)
+	return s.wireReply(&q, pkt, a, wire, err)
+}
+
+// wireForwardable parses pkt for the wire forward path, with its key in
+// keyBuf. ok is false when the table may answer it or the slow path must.
+func (s *Server) wireForwardable(pkt, keyBuf []byte) (q query, ok bool) {
+	q, ok = parseQuery(pkt, keyBuf)
+	if !ok || q.qclass != classINET || q.qtype == dns.TypeAXFR || q.qtype == dns.TypeIXFR {
+		return q, false
+	}
+	if t := s.table.Load(); t != nil {
+		if t.answers[string(q.key)] != nil || t.coversWildcard(&q) {
+			return q, false // the table answers
+		}
+	}
+	return q, true
+}
+
+// keepWire makes a servable answer of the upstream answer wire to the
+// query with cache key ckey, and caches it when its TTL allows. ok is false
+// for an answer the wire path does not take apart.
+func (s *Server) keepWire(ckey string, wire []byte) (*answer, bool) {
+	a, ttl, ok := answerFromWire(wire)
+	if !ok {
+		return nil, false
+	}
+	if ttl > 0 {
+		s.cache.putAnswer([]byte(ckey), a, ttl, s.now())
+	}
+	return a, true
+}
+
+// wireReply is the reply to q (whose packet is pkt) when forwarding gave
+// the answer a, or only the upstream's wire when the wire path does not
+// take it apart, or err.
+func (s *Server) wireReply(q *query, pkt []byte, a *answer, wire []byte, err error) []byte {
 	if err != nil {
 		s.log.Debug("forwarding failed", "key", string(q.key), "err", err)
-		return failAnswer(&q, pkt).appendTo(nil, &q, pkt, 0, q.udpSize)
+		return failAnswer(q, pkt).appendTo(nil, q, pkt, 0, q.udpSize)
 	}
-	if a, ok := v.(*answer); ok {
-		if out := a.appendTo(nil, &q, pkt, 0, q.udpSize); out != nil {
+	if a != nil {
+		if out := a.appendTo(nil, q, pkt, 0, q.udpSize); out != nil {
 			return out
 		}
-		v = a.wire // too big for the client: the slow path truncates
+		wire = a.wire // too big for the client: the slow path truncates
 	}
-	return s.finishWire(pkt, v.([]byte))
+	return s.finishWire(pkt, wire)
 }
 
 // coversWildcard reports whether the table answers q from a wildcard
@@ -122,11 +155,18 @@ func (s *Server) finishWire(pkt, wire []byte) []byte {
 // name: a random ID, the client's RD and CD bits, and EDNS0 with size and
 // the client's DO bit, as upstreamQuery packs it.
 func upstreamWire(name []byte, qtype, clientFlags uint16, do bool, size uint16) []byte {
-	b := make([]byte, headerLen, headerLen+len(name)+4+11)
-	binary.BigEndian.PutUint16(b, dns.Id())
-	binary.BigEndian.PutUint16(b[2:], clientFlags&(flagRD|flagCD))
-	binary.BigEndian.PutUint16(b[4:], 1)
-	binary.BigEndian.PutUint16(b[10:], 1)
+	return appendUpstreamWire(make([]byte, 0, headerLen+len(name)+4+11), name, qtype, clientFlags, do, size)
+}
+
+// appendUpstreamWire is upstreamWire appended to b.
+func appendUpstreamWire(b, name []byte, qtype, clientFlags uint16, do bool, size uint16) []byte {
+	start := len(b)
+	b = append(b, make([]byte, headerLen)...)
+	h := b[start:]
+	binary.BigEndian.PutUint16(h, dns.Id())
+	binary.BigEndian.PutUint16(h[2:], clientFlags&(flagRD|flagCD))
+	binary.BigEndian.PutUint16(h[4:], 1)
+	binary.BigEndian.PutUint16(h[10:], 1)
 	b = append(b, name...)
 	b = append(b, byte(qtype>>8), byte(qtype), 0, classINET)
 	var doByte byte
@@ -143,21 +183,32 @@ func upstreamWire(name []byte, qtype, clientFlags uint16, do bool, size uint16) 
 // not take apart (truncated, compressed question, an OPT record not last,
 // an extended rcode), which the slow path then handles.
 func answerFromWire(wire []byte) (a *answer, ttl time.Duration, ok bool) {
-	if len(wire) < headerLen {
+	a = new(answer)
+	if ttl, ok = a.fromWire(nil, wire); !ok {
 		return nil, 0, false
+	}
+	return a, ttl, true
+}
+
+// fromWire is answerFromWire into a, whose wire is written to buf[:0] and
+// whose TTL slices are reused: the event path serves uncacheable answers
+// from a scratch answer this way, without allocating.
+func (a *answer) fromWire(buf, wire []byte) (ttl time.Duration, ok bool) {
+	if len(wire) < headerLen {
+		return 0, false
 	}
 	flags := binary.BigEndian.Uint16(wire[2:])
 	if flags&flagQR == 0 || flags&flagTC != 0 || binary.BigEndian.Uint16(wire[4:]) != 1 {
-		return nil, 0, false
+		return 0, false
 	}
 	qEnd, ok := plainName(wire, headerLen)
 	if !ok || qEnd+4 > len(wire) {
-		return nil, 0, false
+		return 0, false
 	}
 	qEnd += 4
 	spans, err := walkRRs(wire)
 	if err != nil {
-		return nil, 0, false
+		return 0, false
 	}
 	an := int(binary.BigEndian.Uint16(wire[6:]))
 	ns := int(binary.BigEndian.Uint16(wire[8:]))
@@ -171,12 +222,12 @@ func answerFromWire(wire []byte) (a *answer, ttl time.Duration, ok bool) {
 			continue
 		}
 		if i != len(spans)-1 || wire[sp.ttlOff] != 0 { // not last, or an extended rcode
-			return nil, 0, false
+			return 0, false
 		}
 		end, optDropped = sp.start, true
 		spans = spans[:i]
 	}
-	out := append([]byte(nil), wire[:end]...)
+	out := append(buf[:0], wire[:end]...)
 	binary.BigEndian.PutUint16(out, 0)
 	binary.BigEndian.PutUint16(out[2:], flags&^flagAA|flagRA)
 	if optDropped {
@@ -187,12 +238,19 @@ func answerFromWire(wire []byte) (a *answer, ttl time.Duration, ok bool) {
 			out[i] = c + 'a' - 'A'
 		}
 	}
-	a = &answer{wire: out, qEnd: qEnd}
+	a.wire, a.qEnd = out, qEnd
+	a.rotOff, a.rotN, a.rotSize = 0, 0, 0
+	a.ttlOffs, a.ttls = a.ttlOffs[:0], a.ttls[:0]
 	for _, sp := range spans {
 		a.ttlOffs = append(a.ttlOffs, sp.ttlOff)
 		a.ttls = append(a.ttls, binary.BigEndian.Uint32(out[sp.ttlOff:]))
 	}
-	return a, wireTTL(out, spans, an, ns, a.ttls), true
+	return wireTTL(out, spans, an, ns, a.ttls), true
+}
+
+// clone is a copy of a that owns its memory, for the cache.
+func (a *answer) clone() *answer {
+	return &answer{wire: bytes.Clone(a.wire), qEnd: a.qEnd, ttlOffs: slices.Clone(a.ttlOffs), ttls: slices.Clone(a.ttls)}
 }
 
 // plainName returns the offset past the uncompressed name at off.

@@ -34,8 +34,14 @@ type Server struct {
 	nt      *nds.NameTable
 	ports   map[string][]ServicePort
 
-	inflight chan struct{} // slots for queries in the slow path
-	tcpSlots chan struct{} // slots for client TCP connections
+	inflight chan struct{} // slots for queries waiting for an upstream
+
+	evMu       sync.Mutex           // guards the event path's flights
+	evFlights  map[string]*evFlight // by cache key
+	evClosed   bool
+	evTimer    *time.Timer // the sweeper of flights past their attempt deadline
+	evSweeping bool
+	tcpSlots   chan struct{} // slots for client TCP connections
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -72,16 +78,17 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, erro
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg:      cfg,
-		log:      log.With("component", "dnsproxy"),
-		m:        m,
-		cache:    newCache(cfg.CacheSize, cfg.CacheMaxTTL),
-		epoch:    time.Now(),
-		inflight: make(chan struct{}, cfg.MaxInflight),
-		tcpSlots: make(chan struct{}, cfg.MaxTCPConns),
-		ctx:      ctx,
-		cancel:   cancel,
-		conns:    map[net.Conn]struct{}{},
+		cfg:       cfg,
+		log:       log.With("component", "dnsproxy"),
+		m:         m,
+		cache:     newCache(cfg.CacheSize, cfg.CacheMaxTTL),
+		epoch:     time.Now(),
+		inflight:  make(chan struct{}, cfg.MaxInflight),
+		tcpSlots:  make(chan struct{}, cfg.MaxTCPConns),
+		ctx:       ctx,
+		cancel:    cancel,
+		conns:     map[net.Conn]struct{}{},
+		evFlights: map[string]*evFlight{},
 	}
 	s.fwd = newForwarder(cfg, m, s.now)
 	return s, nil
@@ -183,6 +190,7 @@ func (s *Server) Close() error {
 			_ = c.Close()
 		}
 		s.mu.Unlock()
+		s.evClose()
 		s.wg.Wait()
 		s.fwd.close()
 		s.m.unregister()

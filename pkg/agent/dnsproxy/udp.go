@@ -29,10 +29,9 @@ var (
 // everything else goes to a goroutine of the slow path.
 func (s *Server) readUDP(conn *net.UDPConn) {
 	defer s.wg.Done()
-	var bc batchConn = ipv4.NewPacketConn(conn)
-	if conn.LocalAddr().(*net.UDPAddr).IP.To4() == nil {
-		bc = ipv6.NewPacketConn(conn)
-	}
+	l := &udpListener{conn: conn, bc: newBatchConn(conn)}
+	bc := l.bc
+	var sends sendBatch
 	in := make([]ipv4.Message, udpBatch)
 	out := make([]ipv4.Message, udpBatch)
 	outBufs := make([][]byte, udpBatch)
@@ -54,6 +53,7 @@ func (s *Server) readUDP(conn *net.UDPConn) {
 			continue
 		}
 		nout := 0
+		now := time.Now()
 		var mesh, hits, bad float64
 		for i := range n {
 			m := &in[i]
@@ -64,7 +64,9 @@ func (s *Server) readUDP(conn *net.UDPConn) {
 			pkt := m.Buffers[0][:m.N]
 			resp, src := s.fast(pkt, outBufs[nout][:0], &keyBuf, false)
 			if resp == nil {
-				s.slowUDP(conn, pkt, m.Addr)
+				if !s.forwardEvent(l, pkt, m.Addr, &sends, now) {
+					s.slowUDP(conn, pkt, m.Addr)
+				}
 				continue
 			}
 			if src == srcMesh {
@@ -77,6 +79,7 @@ func (s *Server) readUDP(conn *net.UDPConn) {
 			out[nout].Addr = m.Addr
 			nout++
 		}
+		sends.flush()
 		s.m.reqUDP.Add(float64(n))
 		if mesh > 0 {
 			s.m.mesh.Add(mesh)
@@ -87,16 +90,14 @@ func (s *Server) readUDP(conn *net.UDPConn) {
 		if bad > 0 {
 			s.m.malformed.Add(bad)
 		}
-		for sent := 0; sent < nout; {
-			k, err := bc.WriteBatch(out[sent:nout], 0)
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				s.log.Debug("udp write failed", "to", out[sent].Addr, "err", err)
-				k = 1 // drop the datagram the kernel refused, send the rest
+		if err := writeAll(bc, out[:nout]); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
 			}
-			sent += k
+			s.log.Debug("udp write failed", "err", err)
+		}
+		for i := range nout {
+			out[i].Addr = nil
 		}
 	}
 }

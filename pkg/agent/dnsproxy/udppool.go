@@ -9,7 +9,10 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/net/ipv4"
 )
 
 // The pool's shape. A socket answers for its random source port for at most
@@ -47,6 +50,7 @@ type udpPool struct {
 type udpSock struct {
 	pool *udpPool
 	conn *net.UDPConn
+	bc   batchConn // conn, several datagrams per system call
 	born time.Time
 
 	mu      sync.Mutex
@@ -55,11 +59,17 @@ type udpSock struct {
 	pending map[uint16][]*waiter
 }
 
-// waiter is one query waiting for its answer.
+// waiter is one query waiting for its answer, on a channel or, for the
+// event path, in a function the socket's reader calls.
 type waiter struct {
 	id       uint16
 	question []byte      // the query's question section, as sent
 	ch       chan result // buffered: the reader never blocks
+	// flight, when set instead of ch, is the event-path flight this
+	// waiter belongs to: it takes the result in the reader's goroutine (or
+	// in fail's caller) with the reader's replies to add to, and res.wire
+	// is the reader's buffer, valid only during the call.
+	flight *evFlight
 }
 
 // result is what a waiter receives: the answer's wire form, or an error.
@@ -112,27 +122,49 @@ func (p *udpPool) roundTrip(ctx context.Context, deadline time.Time, packed []by
 // rotating one as needed, and records the query as waiting on it.
 func (p *udpPool) register(id uint16, question []byte) (*udpSock, *waiter, error) {
 	w := &waiter{id: id, question: question, ch: make(chan result, 1)}
+	s, err := p.add(w)
+	return s, w, err
+}
+
+// registerFlight records w, the waiter of an event-path flight for the
+// query packed, preferring the socket prefer when it is one of p's and
+// takes queries. The query is not sent: the caller writes packed to the
+// socket returned.
+func (p *udpPool) registerFlight(w *waiter, packed []byte, prefer *udpSock, now time.Time) (*udpSock, error) {
+	id, question, err := queryKey(packed)
+	if err != nil {
+		return nil, err
+	}
+	w.id, w.question = id, question
+	if prefer != nil && prefer.pool == p && prefer.add(w, now) {
+		return prefer, nil
+	}
+	return p.add(w)
+}
+
+// add records w on a socket, opening or rotating one as needed.
+func (p *udpPool) add(w *waiter) (*udpSock, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, nil, errPoolClosed
+		return nil, errPoolClosed
 	}
 	for range p.size + 1 {
 		if len(p.socks) < p.size {
 			s, err := p.open()
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			p.socks = append(p.socks, s)
 		}
 		p.next = (p.next + 1) % len(p.socks)
 		s := p.socks[p.next]
 		if s.add(w, p.now()) {
-			return s, w, nil
+			return s, nil
 		}
 		p.socks = append(p.socks[:p.next], p.socks[p.next+1:]...) // s retired itself
 	}
-	return nil, nil, fmt.Errorf("no usable socket to %s", p.server)
+	return nil, fmt.Errorf("no usable socket to %s", p.server)
 }
 
 // open makes a socket and starts its reader. Called with p.mu held.
@@ -141,7 +173,7 @@ func (p *udpPool) open() (*udpSock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial udp %s: %w", p.server, err)
 	}
-	s := &udpSock{pool: p, conn: c, born: p.now(), pending: map[uint16][]*waiter{}}
+	s := &udpSock{pool: p, conn: c, bc: newBatchConn(c), born: p.now(), pending: map[uint16][]*waiter{}}
 	p.wg.Add(1)
 	go s.read()
 	return s, nil
@@ -192,6 +224,12 @@ func (s *udpSock) add(w *waiter, now time.Time) bool {
 func (s *udpSock) unregister(w *waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.removeLocked(w)
+	s.closeIfIdleLocked()
+}
+
+// removeLocked forgets w, if it still waits.
+func (s *udpSock) removeLocked(w *waiter) {
 	ws := s.pending[w.id]
 	for i, x := range ws {
 		if x == w {
@@ -204,7 +242,6 @@ func (s *udpSock) unregister(w *waiter) {
 	} else {
 		s.pending[w.id] = ws
 	}
-	s.closeIfIdleLocked()
 }
 
 func (s *udpSock) retire() {
@@ -225,29 +262,60 @@ func (s *udpSock) closeIfIdleLocked() {
 }
 
 // fail hands err to every waiting query and retires s: an ICMP error or a
-// failed write is about the socket, not one query.
+// failed write is about the socket, not one query. Waiters of flights
+// are forgotten and their flights given err after s is unlocked.
 func (s *udpSock) fail(err error) {
 	s.pool.drop(s)
+	var flights []*waiter
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, ws := range s.pending {
+	for id, ws := range s.pending {
+		keep := ws[:0]
 		for _, w := range ws {
+			if w.flight != nil {
+				flights = append(flights, w)
+				continue
+			}
+			keep = append(keep, w)
 			select {
 			case w.ch <- result{err: err}:
 			default:
 			}
 		}
+		if len(keep) == 0 {
+			delete(s.pending, id)
+		} else {
+			s.pending[id] = keep
+		}
 	}
 	s.retireLocked()
+	s.mu.Unlock()
+	if len(flights) == 0 {
+		return
+	}
+	out := newReplyBatch()
+	for _, w := range flights {
+		w.flight.srv.evAnswer(w.flight, result{err: err}, out)
+	}
+	out.flush()
 }
 
+// readBatch is how many answers the reader takes per system call.
+const readBatch = 8
+
 // read delivers each datagram to the query it answers and ignores the rest
-// (late answers, forgeries), until the socket is closed.
+// (late answers, forgeries), until the socket is closed. Replies that the
+// event path makes of a batch of answers leave together.
 func (s *udpSock) read() {
 	defer s.pool.wg.Done()
-	buf := make([]byte, 65535) // as large as a datagram: nothing silently cut
+	ms := make([]ipv4.Message, readBatch)
+	for i := range ms {
+		// One byte more than any answer we ask for: a datagram that fills
+		// the buffer was cut, and is handled as truncated (TCP follows).
+		ms[i].Buffers = [][]byte{make([]byte, maxUDPSize+1)}
+	}
+	out := newReplyBatch()
 	for {
-		n, err := s.conn.Read(buf)
+		n, err := s.bc.ReadBatch(ms, 0)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				s.fail(errPoolClosed)
@@ -256,25 +324,43 @@ func (s *udpSock) read() {
 			s.fail(err) // e.g. connection refused: the upstream is not there
 			continue    // the retired socket closes once its waiters leave
 		}
-		if n < headerLen {
-			continue
+		for i := range n {
+			m := &ms[i]
+			if m.N < headerLen {
+				continue
+			}
+			resp := m.Buffers[0][:m.N]
+			if m.N > maxUDPSize || m.Flags&syscall.MSG_TRUNC != 0 {
+				resp[2] |= flagTC >> 8
+			}
+			s.deliver(resp, out)
 		}
-		s.deliver(buf[:n])
+		out.flush()
 	}
 }
 
-// deliver hands a copy of resp to the query it answers, if one waits.
-func (s *udpSock) deliver(resp []byte) {
+// deliver hands resp to the query it answers, if one waits: a copy on its
+// channel, or the buffer itself to its flight.
+func (s *udpSock) deliver(resp []byte, out *replyBatch) {
 	id := binary.BigEndian.Uint16(resp)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, w := range s.pending[id] {
-		if answersQuery(resp, id, w.question) {
+		if !answersQuery(resp, id, w.question) {
+			continue
+		}
+		if w.flight == nil {
 			select {
 			case w.ch <- result{wire: bytes.Clone(resp)}:
 			default:
 			}
+			s.mu.Unlock()
 			return
 		}
+		s.removeLocked(w)
+		s.closeIfIdleLocked()
+		s.mu.Unlock()
+		w.flight.srv.evAnswer(w.flight, result{wire: resp}, out)
+		return
 	}
+	s.mu.Unlock()
 }
