@@ -103,7 +103,11 @@ func (s *Server) forwardEvent(l *udpListener, pkt []byte, addr net.Addr, sends *
 	}
 	f.packed = appendUpstreamWire(f.buf[:0], name, q.qtype, q.flags, q.do, size)
 	c := evClient{l: l, addr: addr, q: q}
-	if rest := f.buf[len(f.packed):]; len(pkt) <= len(rest) {
+	var rest []byte // what packed left of buf, if it fit there
+	if n := len(f.packed); n < len(f.buf) {
+		rest = f.buf[n:]
+	}
+	if len(pkt) <= len(rest) {
 		c.pkt = rest[:copy(rest, pkt)]
 	} else {
 		c.pkt = bytes.Clone(pkt)

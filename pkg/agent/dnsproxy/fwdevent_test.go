@@ -124,3 +124,31 @@ func TestEventPathCutDatagramGoesTCP(t *testing.T) {
 		t.Errorf("over TCP: %d records, want %d", len(r.Answer), len(txt))
 	}
 }
+
+// TestEventPathLongNames forwards names up to the longest a query can
+// carry (255 bytes in wire form), whose upstream query and client packet
+// no longer fit the flight's own buffer.
+func TestEventPathLongNames(t *testing.T) {
+	up := startPortUpstream(t)
+	s := startServer(t, testConfig(up.Addr), nil)
+	for _, wireLen := range []int{20, 120, 200, 240, 255} {
+		// Labels of up to 63 bytes; each costs its length plus one.
+		var labels []string
+		for left := wireLen - 1; left > 0; {
+			l := min(left-1, 63)
+			if rest := left - 1 - l; rest == 1 { // a label needs at least 2 bytes
+				l--
+			}
+			labels = append(labels, strings.Repeat(string(rune('a'+len(labels))), l))
+			left -= l + 1
+		}
+		name := strings.Join(labels, ".") + "."
+		if got := len(name) + 1; got != wireLen {
+			t.Fatalf("test name is %d bytes in wire form, want %d", got, wireLen)
+		}
+		r := ask(t, "udp", addr4(s), name, dns.TypeA, 4096)
+		if len(r.Answer) != 1 || r.Question[0].Name != name {
+			t.Fatalf("%d-byte name: %v", wireLen, r)
+		}
+	}
+}
