@@ -1,8 +1,10 @@
 package dnsproxy
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,8 +179,18 @@ func FuzzAnswerFromWire(f *testing.F) {
 		b, _ := m.Pack()
 		f.Add(b)
 	}
+	// The event path's scratch answer, reused across inputs as a reader
+	// reuses it across answers: it must come out as a fresh one does.
+	var scratch answer
+	var scratchBuf []byte
 	f.Fuzz(func(t *testing.T, wire []byte) {
-		a, _, ok := answerFromWire(wire)
+		a, ttl, ok := answerFromWire(wire)
+		sttl, sok := scratch.fromWire(scratchBuf, wire)
+		scratchBuf = scratch.wire[:0]
+		if sok != ok || (ok && (sttl != ttl || !bytes.Equal(scratch.wire, a.wire) || scratch.qEnd != a.qEnd ||
+			!slices.Equal(scratch.ttlOffs, a.ttlOffs) || !slices.Equal(scratch.ttls, a.ttls))) {
+			t.Fatalf("reused scratch answer differs from a fresh one (ok %v/%v)", sok, ok)
+		}
 		if !ok {
 			return
 		}
