@@ -121,6 +121,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	for i := range edsNames {
 		edsNames[i] = clusterName(i)
 	}
+	edsEnc := encodeNames(edsNames)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res := &results{clients: cfg.clients, load0: loadAvg()}
@@ -148,7 +149,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 			}
 			conns = append(conns, conn)
 		}
-		c, err := dial(cctx, conns[len(conns)-1], i, edsNames, cfg.delta)
+		c, err := dial(cctx, conns[len(conns)-1], i, edsNames, edsEnc, cfg.delta)
 		if err != nil {
 			return nil, err
 		}
