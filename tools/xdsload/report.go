@@ -43,7 +43,7 @@ func (r *results) print(w io.Writer, cfg config) {
 			continue
 		}
 		per := float64(n) * float64(r.clients) * 1024
-		fmt.Fprintf(w, "| %s, %d runs: time until the last client | p50 %s, p99 %s, max %s; per client p50 %s, p99 %s; istiod CPU %.2f s, load generator CPU %.2f s per change; per client per change %.1f KiB received, %.1f KiB of ACKs |\n",
+		fmt.Fprintf(w, "| %s, %d runs: time until the last client | p50 %s, p99 %s, max %s; per client p50 %s, p99 %s; istiod CPU %.3f s, load generator CPU %.3f s per change; per client per change %.1f KiB received, %.1f KiB of ACKs |\n",
 			p.name, n, ms(percentile(p.samples, .5)), ms(percentile(p.samples, .99)), ms(slices.Max(p.samples)),
 			ms(percentile(p.clients, .5)), ms(percentile(p.clients, .99)), p.cpu.Seconds()/float64(n), p.selfCPU.Seconds()/float64(n),
 			float64(p.recvBytes)/per, float64(p.ackBytes)/per)
