@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the proto codec delegated to
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -18,10 +19,13 @@ import (
 
 // ServerOptions returns the options a gRPC server needs to host the ADS
 // service (Register): the codec that assembles responses from shared,
-// pre-encoded resources and reads requests lazily, and a write buffer
-// released between writes (thousands of mostly idle streams).
+// pre-encoded resources and reads requests lazily, a write buffer
+// released between writes (thousands of mostly idle streams), and
+// received frames read into buffers that are not cleared first (pool.go:
+// each is overwritten by the frame read into it).
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.ForceServerCodecV2(codec{}), grpc.SharedWriteBuffer(true)}
+	return []grpc.ServerOption{grpc.ForceServerCodecV2(codec{}), grpc.SharedWriteBuffer(true),
+		experimental.BufferPool(&requestBuffers)}
 }
 
 // codec handles the ADS state-of-the-world messages itself and delegates

@@ -7,13 +7,13 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// requestPool holds the buffers SotW requests are copied into. gRPC's
-// default pool has no tier between 32 KiB and 1 MiB and zeroes every
-// buffer it hands out: the ACK of a sidecar subscribed to 1000 clusters
-// (about 50 KiB of names) took a 1 MiB buffer and cleared it, a thousand
-// times per endpoint change. Here every power of two from 1 KiB to 16 MiB
-// is a tier, and buffers are not cleared: a request's copy overwrites
-// every byte it reads.
+// requestPool holds the buffers received frames are read into and SotW
+// requests are copied into. gRPC's default pool has no tier between 32 KiB
+// and 1 MiB and zeroes every buffer it hands out: the ACK of a sidecar
+// subscribed to 1000 clusters (about 50 KiB of names) took a 1 MiB buffer
+// and cleared it, a thousand times per endpoint change. Here every power
+// of two from 1 KiB to 16 MiB is a tier, and buffers are not cleared: a
+// frame read or a request's copy overwrites every byte that is read.
 type requestPool struct {
 	tiers [maxPoolTier - minPoolTier + 1]sync.Pool
 }
