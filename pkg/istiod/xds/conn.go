@@ -19,6 +19,32 @@ type pushEvent struct {
 	// done is called once per connection when it has pushed the event (or
 	// a newer event merged with it).
 	done []func()
+
+	// clusters caches, per scope, the EDS cluster names of hosts
+	// (clusterNames): a thousand sidecars of a namespace share one.
+	clustersMu sync.Mutex
+	clusters   map[*model.Scope][]string
+}
+
+// clusterNames returns the EDS cluster names of the event's changed hosts
+// as p sees them, sorted; computed once per scope.
+func (e *pushEvent) clusterNames(p *model.Proxy) []string {
+	sc := e.pc.ScopeFor(p)
+	e.clustersMu.Lock()
+	defer e.clustersMu.Unlock()
+	if names, ok := e.clusters[sc]; ok {
+		return names
+	}
+	var out []string
+	for h := range e.hosts {
+		out = append(out, gen.ClusterNames(e.pc, p, h)...)
+	}
+	slices.Sort(out)
+	if e.clusters == nil {
+		e.clusters = map[*model.Scope][]string{}
+	}
+	e.clusters[sc] = out
+	return out
 }
 
 // finish reports the event pushed to one connection.

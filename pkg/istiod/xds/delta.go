@@ -174,7 +174,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	}
 	partial := ev != nil && !ev.full && w.typeURL == gen.EndpointType
 	if partial {
-		names = c.changedClusters(pc, names, ev.hosts)
+		names = c.changedClusters(ev, names)
 		if len(names) == 0 {
 			return nil
 		}
@@ -208,7 +208,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	if partial {
 		w.held = c.server.overlays.overlay(w.held, rs)
 	} else {
-		w.held = rs
+		w.held = c.server.lists.share(rs)
 	}
 	for _, r := range rs {
 		delete(w.initial, r.Name)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"unsafe"
+	"weak"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 )
@@ -72,22 +73,23 @@ func overlay(held, upd []*gen.Resource) []*gen.Resource {
 
 // overlays remembers recent overlay results: a thousand connections that
 // held one shared list get one shared list back, not a thousand copies.
+// Lists are referenced weakly: the table keeps nothing alive.
 type overlays struct {
 	mu sync.Mutex
 	m  map[overlayKey]*overlayEntry
 }
 
-// overlayKey is held's identity (its array and length) and upd's content.
-// An entry keeps its held list alive, so no other list can take the same
-// address while the entry exists.
+// overlayKey is held's identity (a weak pointer to its first element
+// equals only one made from the same live array) and upd's content.
 type overlayKey struct {
-	held *(*gen.Resource)
+	held weak.Pointer[*gen.Resource]
 	n    int
 	upd  uint64
 }
 
 type overlayEntry struct {
-	held, upd, out []*gen.Resource
+	upd []*gen.Resource
+	out weakList
 }
 
 // maxOverlays bounds the table; it starts over when full.
@@ -99,23 +101,87 @@ func (o *overlays) overlay(held, upd []*gen.Resource) []*gen.Resource {
 	if len(held) < minSharedBody {
 		return overlay(held, upd)
 	}
-	var h uint64 = 14695981039346656037
-	for _, r := range upd {
-		h = (h ^ r.Hash) * 1099511628211
-	}
-	k := overlayKey{held: unsafe.SliceData(held), n: len(held), upd: h}
+	k := overlayKey{held: weak.Make(&held[0]), n: len(held), upd: combinedHash(upd)}
 	o.mu.Lock()
 	e := o.m[k]
 	o.mu.Unlock()
 	if e != nil && sameResources(e.upd, upd) {
-		return e.out
+		if out := e.out.get(); out != nil {
+			return out
+		}
 	}
 	out := overlay(held, upd)
 	o.mu.Lock()
 	if o.m == nil || len(o.m) >= maxOverlays {
 		o.m = map[overlayKey]*overlayEntry{}
 	}
-	o.m[k] = &overlayEntry{held: held, upd: upd, out: out}
+	o.m[k] = &overlayEntry{upd: upd, out: makeWeakList(out)}
 	o.mu.Unlock()
 	return out
+}
+
+// lists shares equal resource lists between connections: after a full
+// push a thousand sidecars of a scope hold the same EDS list, and an
+// endpoint-only push then overlays it once (overlays), not once each.
+type lists struct {
+	mu sync.Mutex
+	m  map[listKey]weakList
+}
+
+type listKey struct {
+	hash uint64
+	n    int
+}
+
+// maxLists bounds the table; it starts over when full.
+const maxLists = 1024
+
+// share returns a list equal to rs (names and contents), shared when one
+// is still in use.
+func (l *lists) share(rs []*gen.Resource) []*gen.Resource {
+	if len(rs) < minSharedBody {
+		return rs
+	}
+	k := listKey{hash: combinedHash(rs), n: len(rs)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.m[k].get(); s != nil && sameResources(s, rs) {
+		return s
+	}
+	if l.m == nil || len(l.m) >= maxLists {
+		l.m = map[listKey]weakList{}
+	}
+	l.m[k] = makeWeakList(rs)
+	return rs
+}
+
+// weakList refers to a list without keeping it alive.
+type weakList struct {
+	first weak.Pointer[*gen.Resource]
+	n     int
+}
+
+func makeWeakList(rs []*gen.Resource) weakList {
+	if len(rs) == 0 {
+		return weakList{}
+	}
+	return weakList{first: weak.Make(&rs[0]), n: len(rs)}
+}
+
+// get returns the list, or nil once it was collected.
+func (w weakList) get() []*gen.Resource {
+	p := w.first.Value()
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice(p, w.n)
+}
+
+// combinedHash fingerprints a list by its resources' content hashes.
+func combinedHash(rs []*gen.Resource) uint64 {
+	var h uint64 = 14695981039346656037
+	for _, r := range rs {
+		h = (h ^ r.Hash) * 1099511628211
+	}
+	return h
 }

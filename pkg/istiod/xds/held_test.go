@@ -103,3 +103,25 @@ func TestChangedAndOverlay(t *testing.T) {
 }
 
 func byName2(a, b *gen.Resource) int { return byName(a, b.Name) }
+
+// TestListsShare checks equal lists are shared while one is in use, and
+// that different contents are not.
+func TestListsShare(t *testing.T) {
+	var l lists
+	a := heldList(t, "a", seq(0, 50)...)
+	if got := l.share(a); &got[0] != &a[0] {
+		t.Fatal("the first list was not kept")
+	}
+	b := heldList(t, "a", seq(0, 50)...) // equal contents, another array
+	if got := l.share(b); &got[0] != &a[0] {
+		t.Error("an equal list was not shared")
+	}
+	c := heldList(t, "c", seq(0, 50)...)
+	if got := l.share(c); &got[0] != &c[0] {
+		t.Error("a list of other contents was shared")
+	}
+	small := heldList(t, "a", 1, 2)
+	if got := l.share(small); &got[0] != &small[0] {
+		t.Error("a short list was replaced")
+	}
+}

@@ -71,8 +71,10 @@ type Server struct {
 	bodies bodies
 	// nameLists holds subscribed-name lists shared by connections.
 	nameLists nameLists
-	// overlays shares the held lists endpoint-only pushes produce.
+	// overlays shares the held lists endpoint-only pushes produce, lists
+	// the held lists of full pushes.
 	overlays overlays
+	lists    lists
 }
 
 var _ adsHandler = (*Server)(nil)

@@ -196,7 +196,7 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 	c.mu.Unlock()
 	partial := ev != nil && !ev.full && w.typeURL == gen.EndpointType
 	if partial {
-		names = c.changedClusters(pc, names, ev.hosts)
+		names = c.changedClusters(ev, names)
 		if len(names) == 0 {
 			return nil
 		}
@@ -218,10 +218,10 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 		if partial {
 			w.sent = c.server.overlays.overlay(w.sent, rs)
 		} else {
-			w.sent = rs
+			w.sent = c.server.lists.share(rs)
 		}
 	case incremental:
-		w.sent = rs
+		w.sent = c.server.lists.share(rs)
 	default:
 		hash := setHash(rs)
 		if hash == w.lastHash && !force {
@@ -243,14 +243,17 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 	return nil
 }
 
-// changedClusters returns the subscribed cluster names of changed hosts.
-func (c *Connection) changedClusters(pc *model.PushContext, subscribed []string, hosts map[string]struct{}) []string {
+// changedClusters returns the subscribed cluster names of the event's
+// changed hosts (subscribed nil: wildcard).
+func (c *Connection) changedClusters(ev *pushEvent, subscribed []string) []string {
+	all := ev.clusterNames(c.proxy)
+	if subscribed == nil {
+		return all
+	}
 	var out []string
-	for h := range hosts {
-		for _, n := range gen.ClusterNames(pc, c.proxy, h) {
-			if _, ok := slices.BinarySearch(subscribed, n); ok || subscribed == nil {
-				out = append(out, n)
-			}
+	for _, n := range all {
+		if _, ok := slices.BinarySearch(subscribed, n); ok {
+			out = append(out, n)
 		}
 	}
 	return out
