@@ -11,20 +11,44 @@ import (
 
 // answer is a response packed once and served many times: the fast path
 // copies it, patches the ID, header bits and the client's spelling of the
-// question, rotates the address records and ages the TTLs.
+// question, rotates the address records and ages the TTLs. A mesh table
+// holds tens of thousands, so it is kept small.
 type answer struct {
 	wire []byte // packed response with ID 0 and the question in lower case
 	qEnd int    // offset just past the question in wire
 
-	// Records wire[rotOff:rotOff+rotN*rotSize] are rotRecords of equal size
-	// served in turn starting at a different one (address rotation).
-	rotOff, rotN, rotSize int
+	// Records wire[rotOff:rotOff+rotN*rotSize] are rotN records of equal
+	// size served in turn starting at a different one (address rotation).
+	rotOff, rotN, rotSize int32
 	next                  atomic.Uint32
 
-	// ttlOffs and ttls locate every TTL for aging (cached upstream answers).
-	ttlOffs []int
-	ttls    []uint32
-	stored  time.Duration // server clock when cached
+	// anyName: the records name the question only through compression
+	// pointers to its start, so the answer serves a question of any name
+	// (of its type): every name of a mesh host shares one.
+	anyName bool
+
+	// age locates every TTL for aging; nil for mesh answers.
+	age *aging
+}
+
+// aging is what a cached answer needs to age its TTLs.
+type aging struct {
+	ttls   []ttlAt
+	stored time.Duration // server clock when cached
+}
+
+// ttlAt is one TTL of an answer and where it is in the wire form.
+type ttlAt struct {
+	off int32
+	ttl uint32
+}
+
+// stored is when a was cached (zero for mesh answers).
+func (a *answer) stored() time.Duration {
+	if a.age == nil {
+		return 0
+	}
+	return a.age.stored
 }
 
 // packAnswer packs m as a reusable answer. rotate is the number of trailing
@@ -53,16 +77,16 @@ func packAnswer(m *dns.Msg, rotate int, withTTLs bool) (*answer, error) {
 			same = same && sp.end-sp.start == size
 		}
 		if same {
-			a.rotOff, a.rotN, a.rotSize = spans[first].start, rotate, size
+			a.rotOff, a.rotN, a.rotSize = int32(spans[first].start), int32(rotate), int32(size)
 		}
 	}
 	if withTTLs {
+		a.age = &aging{}
 		for i, sp := range spans {
 			if i >= len(m.Answer)+len(m.Ns) && isOPT(wire, sp) {
 				continue
 			}
-			a.ttlOffs = append(a.ttlOffs, sp.ttlOff)
-			a.ttls = append(a.ttls, binary.BigEndian.Uint32(wire[sp.ttlOff:]))
+			a.age.ttls = append(a.age.ttls, ttlAt{int32(sp.ttlOff), binary.BigEndian.Uint32(wire[sp.ttlOff:])})
 		}
 	}
 	return a, nil
@@ -77,15 +101,22 @@ func isOPT(wire []byte, sp rrSpan) bool {
 // returns it, or nil when it does not fit in limit bytes (then the slow
 // path truncates). age is how long ago the answer was cached.
 func (a *answer) appendTo(dst []byte, q *query, msg []byte, age time.Duration, limit int) []byte {
-	n := len(a.wire)
+	// shift is how far the client's question moves the records.
+	shift := q.qEnd - a.qEnd
+	if shift != 0 && !a.anyName {
+		return nil
+	}
+	n := len(a.wire) + shift
 	if q.edns {
 		n += 11
 	}
-	if n > limit || q.qEnd != a.qEnd {
+	if n > limit {
 		return nil
 	}
 	start := len(dst)
-	dst = append(dst, a.wire...)
+	dst = append(dst, a.wire[:headerLen]...)
+	dst = append(dst, msg[headerLen:q.qEnd]...)
+	dst = append(dst, a.wire[a.qEnd:]...)
 	out := dst[start:]
 	binary.BigEndian.PutUint16(out, q.id)
 	flags := binary.BigEndian.Uint16(out[2:])
@@ -94,24 +125,24 @@ func (a *answer) appendTo(dst []byte, q *query, msg []byte, age time.Duration, l
 		flags &^= flagAD
 	}
 	binary.BigEndian.PutUint16(out[2:], flags)
-	copy(out[headerLen:a.qEnd], msg[headerLen:a.qEnd])
 	if a.rotN > 1 {
-		k := int(a.next.Add(1)-1) % a.rotN
-		region := a.wire[a.rotOff : a.rotOff+a.rotN*a.rotSize]
-		cut := k * a.rotSize
-		copy(out[a.rotOff:], region[cut:])
-		copy(out[a.rotOff+len(region)-cut:], region[:cut])
+		rotOff, rotN, rotSize := int(a.rotOff), int(a.rotN), int(a.rotSize)
+		k := int(a.next.Add(1)-1) % rotN
+		region := a.wire[rotOff : rotOff+rotN*rotSize]
+		cut := k * rotSize
+		copy(out[rotOff+shift:], region[cut:])
+		copy(out[rotOff+shift+len(region)-cut:], region[:cut])
 	}
-	if len(a.ttlOffs) > 0 {
+	if a.age != nil {
 		secs := uint32(age / time.Second)
-		for i, off := range a.ttlOffs {
-			ttl := a.ttls[i]
+		for _, t := range a.age.ttls {
+			ttl := t.ttl
 			if ttl > secs {
 				ttl -= secs
 			} else {
 				ttl = 0
 			}
-			binary.BigEndian.PutUint32(out[off:], ttl)
+			binary.BigEndian.PutUint32(out[int(t.off)+shift:], ttl)
 		}
 	}
 	if q.edns {

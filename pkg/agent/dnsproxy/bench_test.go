@@ -1,10 +1,15 @@
 package dnsproxy
 
 import (
+	"fmt"
+	"log/slog"
 	"net"
+	"runtime"
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/skiff-mesh/skiff/pkg/nds"
 )
 
 // BenchmarkFast measures the precomputed-answer path for one packet, no I/O.
@@ -56,4 +61,54 @@ func BenchmarkUDPRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchTable is a NameTable of n Kubernetes services in namespace bench,
+// each with one IPv4 cluster IP, as istiod sends for n Services.
+func benchTable(n int) *nds.NameTable {
+	nt := &nds.NameTable{Table: map[string]*nds.NameTable_NameInfo{}}
+	for i := range n {
+		short := fmt.Sprintf("svc-%04d", i)
+		nt.Table[short+".bench.svc.cluster.local"] = &nds.NameTable_NameInfo{
+			Ips: []string{fmt.Sprintf("10.100.%d.%d", i/250, i%250+1)}, Registry: "Kubernetes", Shortname: short, Namespace: "bench",
+		}
+	}
+	return nt
+}
+
+// BenchmarkTableMemory reports the live heap the precomputed answers of a
+// 1000-service table take, per service, for a pod in another namespace
+// (as the agent's benchmark runs), with and without service ports (SRV).
+func BenchmarkTableMemory(b *testing.B) {
+	nt := benchTable(1000)
+	ports := map[string][]ServicePort{}
+	for h := range nt.Table {
+		ports[h] = []ServicePort{{Name: "http", Port: 8080}}
+	}
+	for _, tc := range []struct {
+		name  string
+		ports map[string][]ServicePort
+	}{{"no-ports", nil}, {"one-port", ports}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var answers int
+			var bytes uint64
+			for b.Loop() {
+				before := liveHeap()
+				tb := buildTable(nt, tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: tc.ports}, slog.New(slog.DiscardHandler))
+				bytes += liveHeap() - before
+				answers = len(tb.answers)
+				runtime.KeepAlive(tb)
+			}
+			b.ReportMetric(float64(bytes)/float64(b.N)/1000, "B/service")
+			b.ReportMetric(float64(answers)/1000, "answers/service")
+		})
+	}
+}
+
+// liveHeap is the live heap after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

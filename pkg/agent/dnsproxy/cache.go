@@ -93,7 +93,10 @@ func (c *cache) putAnswer(key []byte, a *answer, ttl, now time.Duration) {
 		return
 	}
 	ttl = min(ttl, c.maxTTL)
-	a.stored = now
+	if a.age == nil {
+		a.age = &aging{}
+	}
+	a.age.stored = now
 	s := c.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()

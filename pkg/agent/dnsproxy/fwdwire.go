@@ -238,19 +238,25 @@ func (a *answer) fromWire(buf, wire []byte) (ttl time.Duration, ok bool) {
 			out[i] = c + 'a' - 'A'
 		}
 	}
-	a.wire, a.qEnd = out, qEnd
+	a.wire, a.qEnd, a.anyName = out, qEnd, false
 	a.rotOff, a.rotN, a.rotSize = 0, 0, 0
-	a.ttlOffs, a.ttls = a.ttlOffs[:0], a.ttls[:0]
-	for _, sp := range spans {
-		a.ttlOffs = append(a.ttlOffs, sp.ttlOff)
-		a.ttls = append(a.ttls, binary.BigEndian.Uint32(out[sp.ttlOff:]))
+	if a.age == nil {
+		a.age = &aging{}
 	}
-	return wireTTL(out, spans, an, ns, a.ttls), true
+	a.age.ttls, a.age.stored = a.age.ttls[:0], 0
+	for _, sp := range spans {
+		a.age.ttls = append(a.age.ttls, ttlAt{int32(sp.ttlOff), binary.BigEndian.Uint32(out[sp.ttlOff:])})
+	}
+	return wireTTL(out, spans, an, ns, a.age.ttls), true
 }
 
 // clone is a copy of a that owns its memory, for the cache.
 func (a *answer) clone() *answer {
-	return &answer{wire: bytes.Clone(a.wire), qEnd: a.qEnd, ttlOffs: slices.Clone(a.ttlOffs), ttls: slices.Clone(a.ttls)}
+	c := &answer{wire: bytes.Clone(a.wire), qEnd: a.qEnd}
+	if a.age != nil {
+		c.age = &aging{ttls: slices.Clone(a.age.ttls), stored: a.age.stored}
+	}
+	return c
 }
 
 // plainName returns the offset past the uncompressed name at off.
@@ -271,7 +277,7 @@ func plainName(msg []byte, off int) (int, bool) {
 // wireTTL is cacheTTL for an answer in wire form: the smallest TTL of a
 // positive answer; for NXDOMAIN and NODATA the SOA's TTL capped by its
 // MINIMUM; otherwise 0 (not cached).
-func wireTTL(wire []byte, spans []rrSpan, an, ns int, ttls []uint32) time.Duration {
+func wireTTL(wire []byte, spans []rrSpan, an, ns int, ttls []ttlAt) time.Duration {
 	rcode := int(binary.BigEndian.Uint16(wire[2:]) & rcodeMax)
 	if rcode != dns.RcodeSuccess && rcode != dns.RcodeNameError {
 		return 0
@@ -279,14 +285,14 @@ func wireTTL(wire []byte, spans []rrSpan, an, ns int, ttls []uint32) time.Durati
 	if rcode == dns.RcodeSuccess && an > 0 {
 		ttl := ^uint32(0)
 		for _, t := range ttls {
-			ttl = min(ttl, t)
+			ttl = min(ttl, t.ttl)
 		}
 		return time.Duration(ttl) * time.Second
 	}
 	for i := an; i < an+ns && i < len(spans); i++ {
 		sp := spans[i]
 		if binary.BigEndian.Uint16(wire[sp.ttlOff-4:]) == typeSOA && sp.end-4 >= sp.ttlOff+6 {
-			ttl := min(ttls[i], binary.BigEndian.Uint32(wire[sp.end-4:]))
+			ttl := min(ttls[i].ttl, binary.BigEndian.Uint32(wire[sp.end-4:]))
 			return time.Duration(ttl) * time.Second
 		}
 	}

@@ -124,7 +124,7 @@ func TestAnswerFromWire(t *testing.T) {
 		if err := got.Unpack(a.wire); err != nil {
 			t.Fatal(err)
 		}
-		if got.Authoritative || !got.RecursionAvailable || got.IsEdns0() != nil || got.Question[0].Name != "mixed.example." || len(got.Answer) != 2 || len(a.ttlOffs) != 2 {
+		if got.Authoritative || !got.RecursionAvailable || got.IsEdns0() != nil || got.Question[0].Name != "mixed.example." || len(got.Answer) != 2 || len(a.age.ttls) != 2 {
 			t.Fatalf("answer: %v", &got)
 		}
 	})
@@ -188,7 +188,7 @@ func FuzzAnswerFromWire(f *testing.F) {
 		sttl, sok := scratch.fromWire(scratchBuf, wire)
 		scratchBuf = scratch.wire[:0]
 		if sok != ok || (ok && (sttl != ttl || !bytes.Equal(scratch.wire, a.wire) || scratch.qEnd != a.qEnd ||
-			!slices.Equal(scratch.ttlOffs, a.ttlOffs) || !slices.Equal(scratch.ttls, a.ttls))) {
+			!slices.Equal(scratch.age.ttls, a.age.ttls))) {
 			t.Fatalf("reused scratch answer differs from a fresh one (ok %v/%v)", sok, ok)
 		}
 		if !ok {
@@ -197,9 +197,9 @@ func FuzzAnswerFromWire(f *testing.F) {
 		if a.qEnd > len(a.wire) || len(a.wire) > len(wire) || binary.BigEndian.Uint16(a.wire) != 0 {
 			t.Fatalf("bad answer: qEnd %d of %d", a.qEnd, len(a.wire))
 		}
-		for _, off := range a.ttlOffs {
-			if off+4 > len(a.wire) {
-				t.Fatalf("TTL offset %d out of %d", off, len(a.wire))
+		for _, at := range a.age.ttls {
+			if int(at.off)+4 > len(a.wire) {
+				t.Fatalf("TTL offset %d out of %d", at.off, len(a.wire))
 			}
 		}
 		q := query{id: 7, qEnd: a.qEnd, edns: true}

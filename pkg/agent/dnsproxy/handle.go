@@ -42,7 +42,7 @@ func (s *Server) fast(msg, out []byte, keyBuf *[]byte, tcp bool) ([]byte, source
 		*keyBuf = key[:0]
 		now := s.now()
 		if a := s.cache.get(key, now); a != nil {
-			return a.appendTo(out, &q, msg, now-a.stored, limit), srcCache
+			return a.appendTo(out, &q, msg, now-a.stored(), limit), srcCache
 		}
 	}
 	return nil, srcNone
@@ -91,7 +91,7 @@ func (s *Server) resolve(ctx context.Context, req *dns.Msg) *dns.Msg {
 		if t := s.table.Load(); t != nil {
 			if a := t.answers[key]; a != nil {
 				s.m.mesh.Inc()
-				return a.msg(0)
+				return a.msg(0, key)
 			}
 			if q.Qtype == dns.TypeA || q.Qtype == dns.TypeAAAA {
 				if m := s.wildcardAnswer(t, lq); m != nil {
@@ -124,7 +124,7 @@ func (s *Server) resolve(ctx context.Context, req *dns.Msg) *dns.Msg {
 		now := s.now()
 		if a := s.cache.get([]byte(ckey), now); a != nil {
 			s.m.cacheHits.Inc()
-			return a.msg(now - a.stored)
+			return a.msg(now-a.stored(), key)
 		}
 		if s.cache != nil {
 			s.m.cacheMisses.Inc()
@@ -228,12 +228,15 @@ func (s *Server) finish(req, resp *dns.Msg, tcp bool) []byte {
 	return wire
 }
 
-// msg renders the answer as a message, aged by age.
-func (a *answer) msg(age time.Duration) *dns.Msg {
-	q := query{qEnd: a.qEnd, do: true} // do: keep the AD bit; finish decides
-	wire := a.appendTo(nil, &q, a.wire, age, dns.MaxMsgSize)
+// msg renders the answer to the question key (a lookup key: the wire name
+// in lower case and the type) as a message, aged by age.
+func (a *answer) msg(age time.Duration, key string) *dns.Msg {
+	pkt := make([]byte, headerLen, headerLen+len(key)+2)
+	pkt = append(append(pkt, key...), 0, classINET)
+	q := query{qEnd: len(pkt), do: true} // do: keep the AD bit; finish decides
+	wire := a.appendTo(nil, &q, pkt, age, dns.MaxMsgSize)
 	m := new(dns.Msg)
-	if err := m.Unpack(wire); err != nil {
+	if wire == nil || m.Unpack(wire) != nil {
 		// Cannot happen: wire was packed by miekg/dns. Fail the query, not the server.
 		m = new(dns.Msg)
 		m.Rcode = dns.RcodeServerFailure

@@ -68,6 +68,11 @@ func TestMeshAnswers(t *testing.T) {
 					if rr.Header().Rrtype == dns.TypeCNAME {
 						cnames++
 					}
+					if tc.cnames == 0 && rr.Header().Name != r.Question[0].Name {
+						// Every name of a host shares one answer, whose
+						// records point at whatever question it serves.
+						t.Errorf("record owned by %q, want the question's %q", rr.Header().Name, r.Question[0].Name)
+					}
 					if rr.Header().Ttl != meshTTL {
 						t.Errorf("TTL %d, want %d", rr.Header().Ttl, meshTTL)
 					}
@@ -88,17 +93,19 @@ func TestMeshAnswers(t *testing.T) {
 
 func TestAddressRotation(t *testing.T) {
 	s := startServer(t, testConfig(), nil)
-	seen := map[string]bool{}
-	for range 6 {
-		r := ask(t, "udp", addr4(s), "productpage.default.svc.cluster.local", dns.TypeA, 0)
-		got := addrsOf(r)
-		if len(got) != 3 {
-			t.Fatalf("want 3 addresses, got %v", got)
+	for _, name := range []string{"productpage.default.svc.cluster.local", "productpage", "Productpage.Default.svc"} {
+		seen := map[string]bool{}
+		for range 6 {
+			r := ask(t, "udp", addr4(s), name, dns.TypeA, 0)
+			got := addrsOf(r)
+			if len(got) != 3 {
+				t.Fatalf("%s: want 3 addresses, got %v", name, got)
+			}
+			seen[got[0]] = true
 		}
-		seen[got[0]] = true
-	}
-	if len(seen) != 3 {
-		t.Errorf("first address should rotate through all three, saw %v", seen)
+		if len(seen) != 3 {
+			t.Errorf("%s: first address should rotate through all three, saw %v", name, seen)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package dnsproxy
 
 import (
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -35,6 +36,8 @@ type hostRec struct {
 	fqdn   string // canonical: lower case with the trailing dot
 	v4, v6 []netip.Addr
 	names  []string // every name answered for it (fqdn first)
+
+	plain [2]*answer // the A and AAAA answers every name of it shares
 }
 
 // table is an immutable snapshot of everything the proxy answers locally.
@@ -123,12 +126,16 @@ func buildTable(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 }
 
 // addAddrs adds the A and AAAA answers for qname; with a target, qname is a
-// CNAME to it.
+// CNAME to it. Without one, the answers are those of rec's every name.
 func (t *table) addAddrs(qname, target string, rec *hostRec, log *slog.Logger) {
-	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+	for i, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
 		addrs := rec.v4
 		if qt == dns.TypeAAAA {
 			addrs = rec.v6
+		}
+		if target == "" && rec.plain[i] != nil {
+			t.put(qname, qt, rec.plain[i], log)
+			continue
 		}
 		m := meshMsg(qname, qt)
 		owner := qname
@@ -137,8 +144,29 @@ func (t *table) addAddrs(qname, target string, rec *hostRec, log *slog.Logger) {
 			owner = target
 		}
 		m.Answer = append(m.Answer, addrRRs(owner, addrs)...)
-		t.add(m, len(addrs), log)
+		a := t.add(m, len(addrs), log)
+		if target == "" && a != nil && ownersPointAtQuestion(a) {
+			a.anyName = true
+			rec.plain[i] = a
+		}
 	}
+}
+
+// ownersPointAtQuestion reports whether every record of a is owned by the
+// question's name through a compression pointer to it, and holds no other
+// name (address records): then a serves any name.
+func ownersPointAtQuestion(a *answer) bool {
+	spans, err := walkRRs(a.wire)
+	if err != nil {
+		return false
+	}
+	for _, sp := range spans {
+		rrtype := binary.BigEndian.Uint16(a.wire[sp.ttlOff-4:])
+		if a.wire[sp.start] != 0xC0 || a.wire[sp.start+1] != headerLen || (rrtype != dns.TypeA && rrtype != dns.TypeAAAA) {
+			return false
+		}
+	}
+	return true
 }
 
 // addSRV adds SRV answers for the service name (all ports) and for
@@ -200,23 +228,37 @@ func (t *table) addPTR(recs []*hostRec, log *slog.Logger) {
 }
 
 // add packs m and stores it under its question, unless something else
-// already answers that question.
-func (t *table) add(m *dns.Msg, rotate int, log *slog.Logger) {
+// already answers that question. It returns the answer stored, or nil.
+func (t *table) add(m *dns.Msg, rotate int, log *slog.Logger) *answer {
 	q := m.Question[0]
 	key, err := nameKey(q.Name, q.Qtype)
 	if err != nil {
 		log.Warn("skipping unanswerable mesh name", "name", q.Name, "err", err)
-		return
+		return nil
 	}
 	if _, dup := t.answers[key]; dup {
-		return
+		return nil
 	}
 	a, err := packAnswer(m, rotate, false)
 	if err != nil {
 		log.Warn("skipping unanswerable mesh name", "name", q.Name, "err", err)
-		return
+		return nil
 	}
 	t.answers[key] = a
+	return a
+}
+
+// put stores a, an answer for any name, under qname, unless something
+// else already answers that question.
+func (t *table) put(qname string, qtype uint16, a *answer, log *slog.Logger) {
+	key, err := nameKey(qname, qtype)
+	if err != nil {
+		log.Warn("skipping unanswerable mesh name", "name", qname, "err", err)
+		return
+	}
+	if _, dup := t.answers[key]; !dup {
+		t.answers[key] = a
+	}
 }
 
 // wildcard returns the most specific wildcard host covering qname.

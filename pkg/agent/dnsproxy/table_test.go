@@ -51,7 +51,7 @@ func TestTableConflictsAndBadEntries(t *testing.T) {
 		if a == nil {
 			return nil
 		}
-		got := addrsOf(a.msg(0))
+		got := addrsOf(a.msg(0, key))
 		slices.Sort(got)
 		return got
 	}
