@@ -20,31 +20,45 @@ type pushEvent struct {
 	// a newer event merged with it).
 	done []func()
 
-	// clusters caches, per scope, the EDS cluster names of hosts
-	// (clusterNames): a thousand sidecars of a namespace share one.
-	clustersMu sync.Mutex
-	clusters   map[*model.Scope][]string
+	// scopes caches, per scope, what an endpoint-only event means for its
+	// proxies (scopeChange): a thousand sidecars of a namespace share one.
+	scopesMu sync.Mutex
+	scopes   map[*model.Scope]*scopeChange
 }
 
-// clusterNames returns the EDS cluster names of the event's changed hosts
-// as p sees them, sorted; computed once per scope.
-func (e *pushEvent) clusterNames(p *model.Proxy) []string {
+// scopeChange is what an endpoint-only event changes for the proxies of
+// one scope.
+type scopeChange struct {
+	// reads[i] says whether type gen.PushOrder()[i] is built from the
+	// changed endpoints.
+	reads []bool
+	// clusters are the EDS cluster names of the changed hosts, sorted.
+	clusters []string
+}
+
+// forScope returns the event's change for p's scope, computed once per
+// scope (gen's answers depend on the proxy only through its scope).
+func (e *pushEvent) forScope(p *model.Proxy) *scopeChange {
 	sc := e.pc.ScopeFor(p)
-	e.clustersMu.Lock()
-	defer e.clustersMu.Unlock()
-	if names, ok := e.clusters[sc]; ok {
-		return names
+	e.scopesMu.Lock()
+	defer e.scopesMu.Unlock()
+	if ch, ok := e.scopes[sc]; ok {
+		return ch
 	}
-	var out []string
+	order := gen.PushOrder()
+	ch := &scopeChange{reads: make([]bool, len(order))}
+	for i, typ := range order {
+		ch.reads[i] = gen.ReadsEndpoints(e.pc, p, typ, e.hosts)
+	}
 	for h := range e.hosts {
-		out = append(out, gen.ClusterNames(e.pc, p, h)...)
+		ch.clusters = append(ch.clusters, gen.ClusterNames(e.pc, p, h)...)
 	}
-	slices.Sort(out)
-	if e.clusters == nil {
-		e.clusters = map[*model.Scope][]string{}
+	slices.Sort(ch.clusters)
+	if e.scopes == nil {
+		e.scopes = map[*model.Scope]*scopeChange{}
 	}
-	e.clusters[sc] = out
-	return out
+	e.scopes[sc] = ch
+	return ch
 }
 
 // finish reports the event pushed to one connection.

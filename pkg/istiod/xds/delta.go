@@ -142,11 +142,15 @@ func (c *Connection) pushDelta(ctx context.Context, stream deltaStream, ev *push
 		return nil
 	}
 	defer c.server.sem.Release(1)
-	for _, typ := range gen.PushOrder() {
+	var sc *scopeChange
+	if !ev.full {
+		sc = ev.forScope(c.proxy)
+	}
+	for i, typ := range gen.PushOrder() {
 		c.mu.Lock()
 		w := c.watched[typ]
 		c.mu.Unlock()
-		if w == nil || (!ev.full && !gen.ReadsEndpoints(ev.pc, c.proxy, typ, ev.hosts)) {
+		if w == nil || (!ev.full && !sc.reads[i]) {
 			continue
 		}
 		if err := c.sendDelta(stream, ev.pc, w, ev, false); err != nil {

@@ -162,14 +162,18 @@ func (c *Connection) pushSotW(ctx context.Context, stream sotwStream, ev *pushEv
 		return nil
 	}
 	defer c.server.sem.Release(1)
-	for _, typ := range gen.PushOrder() {
+	var sc *scopeChange
+	if !ev.full {
+		sc = ev.forScope(c.proxy)
+	}
+	for i, typ := range gen.PushOrder() {
 		c.mu.Lock()
 		w := c.watched[typ]
 		c.mu.Unlock()
 		if w == nil || (!w.wildcard && len(w.names) == 0) {
 			continue
 		}
-		if !ev.full && !gen.ReadsEndpoints(ev.pc, c.proxy, typ, ev.hosts) {
+		if !ev.full && !sc.reads[i] {
 			continue
 		}
 		if err := c.sendType(stream, ev.pc, w, ev, false); err != nil {
@@ -246,7 +250,7 @@ func (c *Connection) sendType(stream sotwStream, pc *model.PushContext, w *watch
 // changedClusters returns the subscribed cluster names of the event's
 // changed hosts (subscribed nil: wildcard).
 func (c *Connection) changedClusters(ev *pushEvent, subscribed []string) []string {
-	all := ev.clusterNames(c.proxy)
+	all := ev.forScope(c.proxy).clusters
 	if subscribed == nil {
 		return all
 	}
