@@ -37,6 +37,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/agent/sds"
 	"github.com/skiff-mesh/skiff/pkg/agent/status"
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
+	"github.com/skiff-mesh/skiff/pkg/nds"
 )
 
 // Options are the agent's run-time seams.
@@ -54,6 +55,11 @@ type Options struct {
 	Signals <-chan os.Signal
 	// Ready, when set, is closed once the agent is first ready.
 	Ready chan<- struct{}
+	// ReleaseHeap returns the heap to the OS after start-up and after each
+	// big update (memory.Releaser). The Go runtime is the process's: set it
+	// only where one agent runs in the process (pilot-agent's main does,
+	// unless GOGC=off).
+	ReleaseHeap bool
 }
 
 // Run runs the agent until ctx ends (then drains the proxy) or the proxy exits.
@@ -102,11 +108,33 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		defer dns.Close()
 	}
 
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	run := func(name string, fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer cancel()
+	released := heapReleaser(ctx, opts.ReleaseHeap, log, run)
+	released() // start-up garbage: freed with the first table's, or on its own
+
 	// The xDS proxy, which also fetches the NameTable.
 	xopts := xdsproxy.Options{Upstream: upstream, Node: xdsNode(cfg)}
 	if dns != nil {
-		xopts.OnNameTable = dns.UpdateTable
-		xopts.OnClusters = func(names []string) { dns.UpdateServicePorts(servicePorts(names)) }
+		xopts.OnNameTable = func(t *nds.NameTable) {
+			dns.UpdateTable(t)
+			released()
+		}
+		xopts.OnClusters = func(names []string) {
+			dns.UpdateServicePorts(servicePorts(names))
+			released()
+		}
 	}
 	xp := xdsproxy.New(xopts, log)
 
@@ -174,17 +202,6 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		statusAddr = ":" + strconv.Itoa(int(cfg.Proxy.StatusPort))
 	}
 
-	var wg sync.WaitGroup
-	errc := make(chan error, 8)
-	run := func(name string, fn func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(); err != nil && ctx.Err() == nil {
-				errc <- fmt.Errorf("%s: %w", name, err)
-			}
-		}()
-	}
 	run("certificates", func() error { return mgr.Run(ctx) })
 	run("sds", func() error { return sds.New(mgr, log).Serve(ctx, cfg.Path(cfg.SDSSocketPath())) })
 	run("xds proxy", func() error { return xp.Serve(ctx, cfg.Path(config.XDSSocket)) })
@@ -201,8 +218,6 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	if opts.Ready != nil {
 		go signalReady(ctx, st, opts.Ready)
 	}
-	defer wg.Wait()
-	defer cancel()
 
 	switch {
 	case cfg.GRPCBootstrap != "":

@@ -1,0 +1,128 @@
+package memory
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock hands the Releaser timers the test fires, and a time the test sets.
+type fakeClock struct {
+	asked chan timer
+	mu    sync.Mutex
+	now   time.Time
+}
+
+// timer is one After call: its duration, and the channel that fires it.
+type timer struct {
+	d  time.Duration
+	ch chan time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{asked: make(chan timer), now: time.Unix(1000, 0)}
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	tm := timer{d, make(chan time.Time, 1)}
+	c.asked <- tm
+	return tm.ch
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestReleaserSettlesAndRateLimits: updates in a burst share one release
+// after Settle; an update soon after a release waits for MinInterval.
+func TestReleaserSettlesAndRateLimits(t *testing.T) {
+	clk := newFakeClock()
+	released := make(chan struct{})
+	r := NewReleaser(ReleaserOptions{Settle: time.Second, MinInterval: 30 * time.Second, After: clk.After, Now: clk.Now,
+		Release: func() { released <- struct{}{} }}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	want := func(d time.Duration) chan time.Time {
+		t.Helper()
+		got := <-clk.asked
+		if got.d != d {
+			t.Fatalf("timer of %s, want %s", got.d, d)
+		}
+		return got.ch
+	}
+	r.Updated() // the NameTable
+	first := want(time.Second)
+	r.Updated() // the clusters, within Settle: the wait starts again
+	second := want(time.Second)
+	first <- clk.Now() // no longer waited on
+	second <- clk.Now()
+	<-released
+
+	clk.advance(5 * time.Second)
+	r.Updated()
+	fire := want(25 * time.Second) // 30 s since the release
+	clk.advance(25 * time.Second)
+	fire <- clk.Now()
+	<-released
+
+	clk.advance(time.Minute)
+	r.Updated()
+	want(time.Second) <- clk.Now() // long after the last release: only Settle
+	<-released
+}
+
+// TestReleaserFreesTheHeap runs the real release (debug.FreeOSMemory) after
+// garbage the size of a table rebuild and checks the runtime gave pages back.
+// TestUpdatedNeverBlocks: with no Run taking them, updates coalesce.
+func TestUpdatedNeverBlocks(t *testing.T) {
+	r := NewReleaser(ReleaserOptions{}, slog.New(slog.DiscardHandler))
+	for range 3 {
+		r.Updated()
+	}
+	if len(r.updated) != 1 {
+		t.Errorf("%d updates pending, want 1", len(r.updated))
+	}
+}
+
+func TestReleaserFreesTheHeap(t *testing.T) {
+	var stats runtime.MemStats
+	released := make(chan uint64, 1)
+	r := NewReleaser(ReleaserOptions{Settle: time.Millisecond}, slog.New(slog.DiscardHandler))
+	inner := r.opts.Release
+	r.opts.Release = func() {
+		inner()
+		runtime.ReadMemStats(&stats)
+		released <- stats.HeapReleased
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	garbage := make([][]byte, 0, 256)
+	for range 256 {
+		garbage = append(garbage, make([]byte, 64<<10)) // 16 MB in all
+	}
+	runtime.KeepAlive(garbage)
+	garbage = nil
+	runtime.ReadMemStats(&stats)
+	before := stats.HeapReleased
+	r.Updated()
+	if after := <-released; after < before+8<<20 {
+		t.Errorf("heap released %d -> %d bytes: under 8 MB of 16 MB garbage given back", before, after)
+	}
+}
