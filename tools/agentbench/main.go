@@ -28,6 +28,8 @@ type options struct {
 	services int
 	dnsLoad  time.Duration
 	ship     bool
+	profiles string
+	profRate int
 }
 
 func main() {
@@ -37,6 +39,8 @@ func main() {
 	flag.IntVar(&o.services, "services", 0, "generated Services istiod serves besides the lab's mesh (0: none)")
 	flag.DurationVar(&o.dnsLoad, "dns-load", 0, "dnsperf load from the pod after the idle reading (0: none)")
 	flag.BoolVar(&o.ship, "ship", false, "run the binary `make build` ships (CGO_ENABLED=0, stripped) instead of the lab's build")
+	flag.StringVar(&o.profiles, "profiles", "", "directory that keeps the agent's heap profiles (default: the lab's, removed at the end)")
+	flag.IntVar(&o.profRate, "memprofilerate", 0, "the agent's GODEBUG memprofilerate (bytes per heap-profile sample; 0: Go's default, 512 kB). Costs the agent memory: not for the readings")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "agentbench:", err)
@@ -54,7 +58,11 @@ func run(o options) error {
 	defer l.Close()
 	if detailed {
 		// The Go runtime's own view of heap, stacks and globals, at each GC.
-		os.Setenv("SKIFF_AGENT_ENV", strings.TrimSpace(os.Getenv("SKIFF_AGENT_ENV")+" GODEBUG=gctrace=1"))
+		godebug := "gctrace=1"
+		if o.profRate > 0 {
+			godebug += fmt.Sprintf(",memprofilerate=%d", o.profRate)
+		}
+		os.Setenv("SKIFF_AGENT_ENV", strings.TrimSpace(os.Getenv("SKIFF_AGENT_ENV")+" GODEBUG="+godebug))
 	}
 	if o.dnsLoad > 0 {
 		stop, err := startUpstream(l)
@@ -143,7 +151,20 @@ func run(o options) error {
 			return err
 		}
 	}
+	// After the readings: the profile's collection changes the heap.
+	if path, top, err := heapProfile(l, &p.NS, bin, o.profileDir(l), "heap.pb.gz"); err != nil {
+		fmt.Printf("heap profile: %v\n", err)
+	} else {
+		fmt.Printf("heap profile after the readings (%s; gc=1, sampled every %s), in-use bytes:\n%s\n", path, profRate(o.profRate), indent(top))
+	}
 	return printParts(l, m, bin)
+}
+
+func profRate(n int) string {
+	if n <= 0 {
+		return "512 kB"
+	}
+	return fmt.Sprintf("%d B", n)
 }
 
 // printParts measures pieces of the agent's memory outside the agent, after
@@ -208,6 +229,13 @@ wait:
 	return nil
 }
 
+func (o options) profileDir(l *lab.Lab) string {
+	if o.profiles != "" {
+		return o.profiles
+	}
+	return l.Dir
+}
+
 func printGC(gc *gcTrace) {
 	line, n := gc.last()
 	if n == 0 {
@@ -215,6 +243,9 @@ func printGC(gc *gcTrace) {
 		return
 	}
 	fmt.Printf("  Go runtime (gctrace, last of %d GCs): %s\n", n, line)
+	for _, r := range gc.released() {
+		fmt.Printf("  agent: %s\n", r)
+	}
 }
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }

@@ -120,6 +120,8 @@ type gcTrace struct {
 	mu    sync.Mutex
 	buf   []byte
 	lines []string
+	// releases are the agent's "heap returned to the OS" log lines.
+	releases []string
 }
 
 func (g *gcTrace) Write(p []byte) (int, error) {
@@ -136,6 +138,9 @@ func (g *gcTrace) Write(p []byte) (int, error) {
 		if strings.Contains(line, "[productpage/agent]") && strings.Contains(line, " gc ") && strings.Contains(line, "MB goal") {
 			g.lines = append(g.lines, line[strings.Index(line, "gc "):])
 		}
+		if i := strings.Index(line, "heap returned to the OS"); i >= 0 && strings.Contains(line, "[productpage/agent]") {
+			g.releases = append(g.releases, line[i:])
+		}
 	}
 	return len(p), nil
 }
@@ -150,9 +155,16 @@ func (g *gcTrace) last() (string, int) {
 	return g.lines[len(g.lines)-1], len(g.lines)
 }
 
+// released returns the agent's heap release log lines so far.
+func (g *gcTrace) released() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.releases...)
+}
+
 // reset forgets the lines so far (those of earlier agent processes).
 func (g *gcTrace) reset() {
 	g.mu.Lock()
-	g.lines = nil
+	g.lines, g.releases = nil, nil
 	g.mu.Unlock()
 }
