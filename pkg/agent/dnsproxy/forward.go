@@ -31,6 +31,7 @@ var errRcode = errors.New("upstream answered with a failure rcode")
 type upstream struct {
 	addr     netip.AddrPort
 	udp      *udpPool
+	tcp      *tcpPool
 	badUntil atomic.Int64 // server clock, nanoseconds
 	reqUDP   prometheus.Counter
 	reqTCP   prometheus.Counter
@@ -61,6 +62,7 @@ func newForwarder(cfg Config, m *metrics, now func() time.Duration) *forwarder {
 		f.ups = append(f.ups, &upstream{
 			addr:     a,
 			udp:      newUDPPool(a),
+			tcp:      newTCPPool(a),
 			reqUDP:   m.upRequests.WithLabelValues(s, "udp"),
 			reqTCP:   m.upRequests.WithLabelValues(s, "tcp"),
 			duration: m.upDuration.WithLabelValues(s),
@@ -74,6 +76,7 @@ func newForwarder(cfg Config, m *metrics, now func() time.Duration) *forwarder {
 func (f *forwarder) close() {
 	for _, u := range f.ups {
 		u.udp.close()
+		u.tcp.close()
 	}
 }
 
@@ -257,9 +260,7 @@ func (f *forwarder) try(ctx context.Context, deadline time.Time, u *upstream, pa
 func (f *forwarder) settle(ctx context.Context, deadline time.Time, u *upstream, packed []byte, start time.Time, r []byte, err error) ([]byte, error) {
 	if err == nil && binary.BigEndian.Uint16(r[2:])&flagTC != 0 {
 		u.reqTCP.Inc()
-		tctx, cancel := context.WithDeadline(ctx, deadline)
-		r, err = exchangeTCP(tctx, u.addr, packed)
-		cancel()
+		r, err = u.tcp.exchange(ctx, deadline, packed)
 	}
 	if err != nil {
 		reason := failureReason(err)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -174,10 +175,14 @@ func startDnsmasq(t testing.TB, extra ...string) *dnsmasq {
 		t.Skip("dnsmasq not installed")
 	}
 	d := &dnsmasq{Addr: freeUDPPort(t, randomLoopback()), done: make(chan struct{})}
-	args := append([]string{"--no-daemon", "--port=" + fmt.Sprint(d.Addr.Port()),
+	// --keep-in-foreground, not --no-daemon: TCP connections are served by
+	// child processes as in production, not in the main loop, so a client
+	// holding one open does not stall UDP.
+	args := append([]string{"--keep-in-foreground", "--port=" + fmt.Sprint(d.Addr.Port()),
 		"--listen-address=" + d.Addr.Addr().String(), "--bind-interfaces", "--no-resolv", "--no-hosts",
 		"--conf-file=/dev/null", "--pid-file=", "--user=root", "--log-facility=-", "--cache-size=0"}, extra...)
 	d.cmd = exec.Command("dnsmasq", args...)
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Kill ends its TCP children too
 	out := &strings.Builder{}
 	d.cmd.Stdout, d.cmd.Stderr = out, out
 	if err := d.cmd.Start(); err != nil {
@@ -205,7 +210,7 @@ func startDnsmasq(t testing.TB, extra ...string) *dnsmasq {
 // Kill stops dnsmasq and waits for it to exit.
 func (d *dnsmasq) Kill() {
 	d.once.Do(func() {
-		_ = d.cmd.Process.Kill()
+		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
 		<-d.done
 	})
 }
