@@ -30,6 +30,7 @@ type options struct {
 	ship     bool
 	profiles string
 	profRate int
+	tags     string
 }
 
 func main() {
@@ -41,6 +42,7 @@ func main() {
 	flag.BoolVar(&o.ship, "ship", false, "run the binary `make build` ships (CGO_ENABLED=0, stripped) instead of the lab's build")
 	flag.StringVar(&o.profiles, "profiles", "", "directory that keeps the agent's heap profiles (default: the lab's, removed at the end)")
 	flag.IntVar(&o.profRate, "memprofilerate", 0, "the agent's GODEBUG memprofilerate (bytes per heap-profile sample; 0: Go's default, 512 kB). Costs the agent memory: not for the readings")
+	flag.StringVar(&o.tags, "tags", "", "build tags for the stripped pilot-agent build, the one -ship runs (e.g. grpcnotrace)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "agentbench:", err)
@@ -79,15 +81,21 @@ func run(o options) error {
 	if o.ship {
 		os.Setenv("CGO_ENABLED", "0")
 	}
-	if err := lab.GoBuild(".", stripped, "./cmd/pilot-agent", "-ldflags", "-s -w"); err != nil {
+	if err := lab.GoBuild(".", stripped, "./cmd/pilot-agent", "-tags", o.tags, "-ldflags", "-s -w"); err != nil {
 		return err
 	}
 	st, err := os.Stat(stripped)
 	if err != nil {
 		return err
 	}
+	twin := filepath.Join(l.Bin, "pilot-agent") // the lab's build has its symbols
 	if o.ship {
 		if err := os.Rename(stripped, filepath.Join(l.Bin, "pilot-agent")); err != nil {
+			return err
+		}
+		// The same build with its symbols, to name what the resident pages hold.
+		twin = filepath.Join(l.Dir, "pilot-agent-symbols")
+		if err := lab.GoBuild(".", twin, "./cmd/pilot-agent", "-tags", o.tags); err != nil {
 			return err
 		}
 	}
@@ -139,10 +147,18 @@ func run(o options) error {
 		return nil
 	}
 	bin := filepath.Join(l.Bin, "pilot-agent")
-	fmt.Printf("agent binary: %s; services in the mesh: %d generated + the lab's\n",
-		map[bool]string{true: "as shipped (CGO_ENABLED=0, -s -w)", false: "the lab's go build"}[o.ship], o.services)
+	fmt.Printf("agent binary: %s, build tags %q; services in the mesh: %d generated + the lab's\n",
+		map[bool]string{true: "as shipped (CGO_ENABLED=0, -s -w)", false: "the lab's go build"}[o.ship], o.tags, o.services)
 	mem.print(fmt.Sprintf("idle, %s after ready", o.idle), bin)
 	printGC(gc)
+	if ms, err := memStats(l, &p.NS); err != nil {
+		fmt.Printf("  MemStats: %v\n", err)
+	} else {
+		fmt.Printf("  MemStats (binary figures in MiB): %s\n", ms)
+	}
+	if err := pageReport(pid, bin, twin); err != nil {
+		fmt.Printf("  binary pages: %v\n", err)
+	}
 	if o.services > 0 && !resolves(m, "productpage", svcHost(o.services-1)) {
 		return fmt.Errorf("%s does not resolve from the pod", svcHost(o.services-1))
 	}
@@ -226,6 +242,9 @@ wait:
 		return err
 	}
 	after.print("10 s after the DNS load", bin)
+	if ms, err := memStats(l, &m.Pods["productpage"].NS); err == nil {
+		fmt.Printf("  MemStats (binary figures in MiB): %s\n", ms)
+	}
 	return nil
 }
 

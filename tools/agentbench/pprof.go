@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/skiff-mesh/skiff/test/e2e/lab"
@@ -27,4 +28,32 @@ func heapProfile(l *lab.Lab, pod *lab.NS, bin, dir, name string) (path, top stri
 		return "", "", fmt.Errorf("go tool pprof: %w: %s", err, out)
 	}
 	return path, strings.TrimSpace(string(out)), nil
+}
+
+// memStats fetches the agent's runtime.MemStats, as the heap profile's
+// text form ends with them (/debug/pprof/heap?debug=1 runs no GC), and
+// returns the lines that split its memory: heap in use, idle and released,
+// stacks, span and GC metadata, the rest.
+func memStats(l *lab.Lab, pod *lab.NS) (string, error) {
+	out, err := l.Get(pod, "http://127.0.0.1:15020/debug/pprof/heap?debug=1")
+	if err != nil {
+		return "", fmt.Errorf("fetch the agent's MemStats: %w", err)
+	}
+	var keep []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 || f[0] != "#" || f[2] != "=" {
+			continue
+		}
+		switch f[1] {
+		case "Sys", "HeapAlloc", "HeapInuse", "HeapIdle", "HeapReleased", "Stack", "MSpan", "MCache", "BuckHashSys", "GCSys", "OtherSys", "NextGC", "NumGC", "NumForcedGC":
+			n, _ := strconv.ParseUint(f[3], 10, 64)
+			if strings.HasPrefix(f[1], "Num") {
+				keep = append(keep, fmt.Sprintf("%s %d", f[1], n))
+			} else {
+				keep = append(keep, fmt.Sprintf("%s %.1f MB", f[1], float64(n)/(1<<20)))
+			}
+		}
+	}
+	return strings.Join(keep, ", "), nil
 }
