@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 )
@@ -97,9 +99,16 @@ type Connection struct {
 	// ISTIO_VERSION metadata, for syncz.
 	clusterID, istioVersion string
 
+	// stream is the ADS stream pushes are sent on (pushq.go).
+	stream grpc.ServerStream
+	// pendingMu guards pending and pushing (a push goroutine runs).
 	pendingMu sync.Mutex
 	pending   *pushEvent
-	pushReady chan struct{}
+	pushing   bool
+	// sendMu is held while a request is handled or an event pushed;
+	// closed (under it) once the handler returned.
+	sendMu sync.Mutex
+	closed bool
 
 	// mu guards watched; the stream goroutine writes, syncz reads.
 	mu      sync.Mutex
@@ -112,24 +121,6 @@ func (c *Connection) ID() string { return c.id }
 
 // Proxy returns the connected proxy.
 func (c *Connection) Proxy() *model.Proxy { return c.proxy }
-
-func (c *Connection) enqueue(ev *pushEvent) {
-	c.pendingMu.Lock()
-	c.pending = c.pending.merge(ev)
-	c.pendingMu.Unlock()
-	select {
-	case c.pushReady <- struct{}{}:
-	default:
-	}
-}
-
-func (c *Connection) takePending() *pushEvent {
-	c.pendingMu.Lock()
-	defer c.pendingMu.Unlock()
-	ev := c.pending
-	c.pending = nil
-	return ev
-}
 
 func (c *Connection) nextNonce() string {
 	c.nonce++

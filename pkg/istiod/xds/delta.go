@@ -1,7 +1,6 @@
 package xds
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,54 +21,45 @@ import (
 // deltaStream carries DeltaDiscoveryRequest and DeltaDiscoveryResponse.
 type deltaStream = grpc.ServerStream
 
-// streamDelta serves one delta (incremental) ADS stream.
+// streamDelta serves one delta (incremental) ADS stream: this goroutine
+// reads and handles requests, pushes run on their own (pushq.go).
 func (s *Server) streamDelta(stream deltaStream) error {
 	ctx := stream.Context()
-	reqs, errc := receive(ctx, stream, func() *discoveryv3.DeltaDiscoveryRequest { return &discoveryv3.DeltaDiscoveryRequest{} })
 	var c *Connection
 	defer func() {
 		if c != nil {
+			c.close()
 			s.removeConn(c)
 		}
 	}()
-	var pushReady chan struct{}
 	var node *corev3.Node
 	debugSent := map[string]bool{}
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-errc:
-			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+		req := &discoveryv3.DeltaDiscoveryRequest{}
+		if err := stream.RecvMsg(req); err != nil {
+			if ctx.Err() != nil || errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
 				return nil
 			}
 			return err
-		case req := <-reqs:
-			if node == nil {
-				node = req.GetNode()
-			}
-			if isDebugType(req.GetTypeUrl()) {
-				if err := s.answerDebugDelta(stream, node, req, debugSent); err != nil {
-					return err
-				}
-				continue
-			}
-			if c == nil {
-				var err error
-				if c, err = s.initConnection(ctx, req.GetNode().GetId(), req.GetNode().GetMetadata(), true); err != nil {
-					return err
-				}
-				pushReady = c.pushReady
-			}
-			if err := c.handleDelta(stream, req); err != nil {
+		}
+		if node == nil {
+			node = req.GetNode()
+		}
+		if isDebugType(req.GetTypeUrl()) {
+			if err := c.whole(func() error { return s.answerDebugDelta(stream, node, req, debugSent) }); err != nil {
 				return err
 			}
-		case <-pushReady:
-			if ev := c.takePending(); ev != nil {
-				if err := c.pushDelta(ctx, stream, ev); err != nil {
-					return err
-				}
+			continue
+		}
+		if c == nil {
+			var err error
+			c, err = s.initConnection(ctx, req.GetNode().GetId(), req.GetNode().GetMetadata(), true, stream)
+			if err != nil {
+				return err
 			}
+		}
+		if err := c.whole(func() error { return c.handleDelta(stream, req) }); err != nil {
+			return err
 		}
 	}
 }
@@ -137,11 +127,7 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 	return nil
 }
 
-func (c *Connection) pushDelta(ctx context.Context, stream deltaStream, ev *pushEvent) error {
-	if err := c.server.sem.Acquire(ctx, 1); err != nil {
-		return nil
-	}
-	defer c.server.sem.Release(1)
+func (c *Connection) pushDelta(stream deltaStream, ev *pushEvent) error {
 	var sc *scopeChange
 	if !ev.full {
 		sc = ev.forScope(c.proxy)

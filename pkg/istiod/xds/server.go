@@ -208,7 +208,6 @@ func (s *Server) newConnection(p *model.Proxy, meta *structpb.Struct, delta bool
 		delta:        delta,
 		connected:    time.Now(),
 		watched:      map[string]*watch{},
-		pushReady:    make(chan struct{}, 1),
 		server:       s,
 	}
 }

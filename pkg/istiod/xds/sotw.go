@@ -21,67 +21,60 @@ import (
 // sotwStream is a state-of-the-world stream with the codec's types.
 type sotwStream = grpc.ServerStream
 
-// streamSotW serves one state-of-the-world ADS stream.
+// streamSotW serves one state-of-the-world ADS stream: this goroutine
+// reads and handles requests, pushes run on their own (pushq.go).
 func (s *Server) streamSotW(stream sotwStream) error {
 	ctx := stream.Context()
-	reqs, errc := receive(ctx, stream, func() *rawRequest { return &rawRequest{} })
 	var c *Connection
 	defer func() {
 		if c != nil {
+			c.close()
 			s.removeConn(c)
 		}
 	}()
-	var pushReady chan struct{}
 	var node *corev3.Node
 	debugSent := map[string]bool{}
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-errc:
-			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
+		req := &rawRequest{}
+		if err := stream.RecvMsg(req); err != nil {
+			if ctx.Err() != nil || errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
 				return nil
 			}
 			return err
-		case req := <-reqs:
-			if node == nil {
-				node = req.req.GetNode()
-			}
-			if isDebugType(req.req.GetTypeUrl()) {
-				// Debug streams (istioctl's) are not proxies: they are
-				// answered without a connection.
-				err := s.answerDebug(stream, node, &req.req, req.Names(&s.names), debugSent)
-				req.free()
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			if c == nil {
-				var err error
-				if c, err = s.initConnection(ctx, req.req.GetNode().GetId(), req.req.GetNode().GetMetadata(), false); err != nil {
-					return err
-				}
-				pushReady = c.pushReady
-			}
-			err := c.handleSotW(stream, req)
+		}
+		if node == nil {
+			node = req.req.GetNode()
+		}
+		if isDebugType(req.req.GetTypeUrl()) {
+			// Debug streams (istioctl's) are not proxies: they are answered
+			// without a connection (and a proxy's stream sends nothing else
+			// meanwhile).
+			err := c.whole(func() error { return s.answerDebug(stream, node, &req.req, req.Names(&s.names), debugSent) })
 			req.free()
 			if err != nil {
 				return err
 			}
-		case <-pushReady:
-			if ev := c.takePending(); ev != nil {
-				if err := c.pushSotW(ctx, stream, ev); err != nil {
-					return err
-				}
+			continue
+		}
+		if c == nil {
+			var err error
+			c, err = s.initConnection(ctx, req.req.GetNode().GetId(), req.req.GetNode().GetMetadata(), false, stream)
+			if err != nil {
+				req.free()
+				return err
 			}
+		}
+		err := c.whole(func() error { return c.handleSotW(stream, req) })
+		req.free()
+		if err != nil {
+			return err
 		}
 	}
 }
 
 // initConnection parses the node of a stream's first request and registers
 // the connection once a push context exists.
-func (s *Server) initConnection(ctx context.Context, id string, meta *structpb.Struct, delta bool) (*Connection, error) {
+func (s *Server) initConnection(ctx context.Context, id string, meta *structpb.Struct, delta bool, stream grpc.ServerStream) (*Connection, error) {
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "first request has no node id")
 	}
@@ -93,6 +86,7 @@ func (s *Server) initConnection(ctx context.Context, id string, meta *structpb.S
 		return nil, err
 	}
 	c := s.newConnection(p, meta, delta)
+	c.start(stream)
 	s.addConn(c)
 	return c, nil
 }
@@ -157,11 +151,7 @@ func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
 // pushSotW pushes one (merged) event: every changed type in push order, or
 // for an endpoint-only event the types built from the changed endpoints
 // (EDS for the changed hosts only).
-func (c *Connection) pushSotW(ctx context.Context, stream sotwStream, ev *pushEvent) error {
-	if err := c.server.sem.Acquire(ctx, 1); err != nil {
-		return nil
-	}
-	defer c.server.sem.Release(1)
+func (c *Connection) pushSotW(stream sotwStream, ev *pushEvent) error {
 	var sc *scopeChange
 	if !ev.full {
 		sc = ev.forScope(c.proxy)
@@ -267,27 +257,4 @@ func (s *Server) observeConvergence(start time.Time) {
 	if s.metrics != nil {
 		s.metrics.Convergence.Observe(time.Since(start).Seconds())
 	}
-}
-
-// receive reads a stream's requests on a goroutine of its own, so the
-// handler can wait on them and on pushes at once. The error channel gets the
-// stream's end (io.EOF included); the goroutine stops with ctx.
-func receive[T any](ctx context.Context, stream interface{ RecvMsg(any) error }, newMsg func() T) (<-chan T, <-chan error) {
-	reqs := make(chan T)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			req := newMsg()
-			if err := stream.RecvMsg(req); err != nil {
-				errc <- err
-				return
-			}
-			select {
-			case reqs <- req:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return reqs, errc
 }
