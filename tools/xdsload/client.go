@@ -38,55 +38,6 @@ type rawResponse struct {
 	size                    int
 }
 
-// rawCodec marshals requests with protobuf and scans responses.
-type rawCodec struct{}
-
-func (rawCodec) Name() string { return "proto" }
-
-func (rawCodec) Marshal(v any) ([]byte, error) {
-	if b, ok := v.(encoded); ok {
-		return b, nil
-	}
-	return proto.Marshal(v.(proto.Message))
-}
-
-// encoded is a request already marshaled (so its size is known).
-type encoded []byte
-
-func (rawCodec) Unmarshal(b []byte, v any) error {
-	r := v.(*rawResponse)
-	r.size = len(b)
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if typ == protowire.BytesType {
-			val, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return protowire.ParseError(m)
-			}
-			switch num {
-			case 1:
-				r.version = string(val)
-			case 4:
-				r.typeURL = string(val)
-			case 5:
-				r.nonce = string(val)
-			}
-			b = b[m:]
-			continue
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			return protowire.ParseError(m)
-		}
-		b = b[m:]
-	}
-	return nil
-}
-
 // client is one sidecar-like ADS stream.
 type client struct {
 	id       int
@@ -110,7 +61,7 @@ var adsDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerSt
 // share it (--streams-per-conn).
 func newConn(addr string) (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20)),
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(rawCodec{}), grpc.MaxCallRecvMsgSize(64<<20)),
 		// Envoy's defaults: 256 MiB stream and connection windows, so the
 		// client never throttles istiod.
 		grpc.WithInitialWindowSize(256<<20), grpc.WithInitialConnWindowSize(256<<20))
