@@ -26,6 +26,10 @@ func changed(held, next []*gen.Resource) []*gen.Resource {
 	search := len(next)*searchRatio < len(held)
 	i := 0
 	for _, r := range next {
+		if i < len(held) && held[i] == r {
+			i++ // the very resource held (lists of one push context share them)
+			continue
+		}
 		if search {
 			j, _ := slices.BinarySearchFunc(held[i:], r.Name, byName)
 			i += j

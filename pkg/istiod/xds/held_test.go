@@ -46,6 +46,8 @@ func namesAndHashes(rs []*gen.Resource) []string {
 // one merge for many) against the plain definition.
 func TestChangedAndOverlay(t *testing.T) {
 	held := heldList(t, "a", seq(0, 200)...)
+	mixed := slices.Clone(held) // the held resources themselves, one replaced
+	mixed[57] = heldList(t, "b", 57)[0]
 	for _, tc := range []struct {
 		name string
 		upd  []*gen.Resource
@@ -57,6 +59,8 @@ func TestChangedAndOverlay(t *testing.T) {
 		{"many changed", heldList(t, "b", seq(0, 100)...)},
 		{"all unchanged", heldList(t, "a", seq(0, 200)...)},
 		{"none", nil},
+		{"the held resources", held},
+		{"the held resources but one", mixed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := slices.Clone(held)
