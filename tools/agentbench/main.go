@@ -31,6 +31,7 @@ type options struct {
 	profiles string
 	profRate int
 	tags     string
+	rest     time.Duration
 }
 
 func main() {
@@ -43,6 +44,7 @@ func main() {
 	flag.StringVar(&o.profiles, "profiles", "", "directory that keeps the agent's heap profiles (default: the lab's, removed at the end)")
 	flag.IntVar(&o.profRate, "memprofilerate", 0, "the agent's GODEBUG memprofilerate (bytes per heap-profile sample; 0: Go's default, 512 kB). Costs the agent memory: not for the readings")
 	flag.StringVar(&o.tags, "tags", "", "build tags for the stripped pilot-agent build, the one -ship runs (e.g. grpcnotrace)")
+	flag.DurationVar(&o.rest, "rest", 10*time.Second, "how long after the DNS load the last reading comes")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "agentbench:", err)
@@ -204,7 +206,7 @@ func printParts(l *lab.Lab, m *lab.Mesh, bin string) error {
 }
 
 // loadAndRead runs the DNS load, reading the agent's memory every 250 ms,
-// and prints the reading with the largest VmRSS, then one after 10 s of rest.
+// and prints the reading with the largest VmRSS, then one after -rest (10 s).
 func loadAndRead(l *lab.Lab, m *lab.Mesh, pid int, bin string, gc *gcTrace, o options) error {
 	type result struct {
 		out string
@@ -236,12 +238,13 @@ wait:
 	fmt.Printf("DNS load, %s of dnsperf -c 8 -q 100 (load average after: %s):\n%s\n", o.dnsLoad, loadAverage(), indent(res.out))
 	peak.print("under DNS load (largest VmRSS of the 250 ms readings)", bin)
 	printGC(gc)
-	time.Sleep(10 * time.Second)
+	time.Sleep(o.rest)
 	after, err := readMemory(pid)
 	if err != nil {
 		return err
 	}
-	after.print("10 s after the DNS load", bin)
+	after.print(fmt.Sprintf("%s after the DNS load", o.rest), bin)
+	printGC(gc)
 	if ms, err := memStats(l, &m.Pods["productpage"].NS); err == nil {
 		fmt.Printf("  MemStats (binary figures in MiB): %s\n", ms)
 	}

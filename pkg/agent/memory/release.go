@@ -14,10 +14,16 @@ import (
 // Settle after the last of them, and releases are at least MinInterval
 // apart, so a control plane pushing often costs at most one collection per
 // MinInterval.
+//
+// It also releases once a busy spell is over: when a whole IdleCheck
+// passed without a collection (the agent allocates little) while the
+// runtime keeps at least IdleFree bytes of free heap it grew while busy
+// (and would keep: the goal of the last collection stays until the next).
 type Releaser struct {
 	opts    ReleaserOptions
 	log     *slog.Logger
 	updated chan struct{}
+	read    func() stats // sample; a seam for tests
 }
 
 // ReleaserOptions configure a Releaser.
@@ -26,6 +32,11 @@ type ReleaserOptions struct {
 	Settle time.Duration
 	// MinInterval is the least time between two releases (30 s).
 	MinInterval time.Duration
+	// IdleCheck is how often the heap is looked at for a release after a
+	// busy spell (1 min); below 0, never.
+	IdleCheck time.Duration
+	// IdleFree is the free heap that makes an idle check release (4 MiB).
+	IdleFree uint64
 	// Release frees the memory (debug.FreeOSMemory); a seam for tests.
 	Release func()
 	// After is time.After; a seam for tests.
@@ -42,6 +53,12 @@ func NewReleaser(opts ReleaserOptions, log *slog.Logger) *Releaser {
 	if opts.MinInterval <= 0 {
 		opts.MinInterval = 30 * time.Second
 	}
+	if opts.IdleCheck == 0 {
+		opts.IdleCheck = time.Minute
+	}
+	if opts.IdleFree == 0 {
+		opts.IdleFree = 4 << 20
+	}
 	if opts.Release == nil {
 		opts.Release = debug.FreeOSMemory
 	}
@@ -51,7 +68,7 @@ func NewReleaser(opts ReleaserOptions, log *slog.Logger) *Releaser {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Releaser{opts: opts, log: log.With("component", "memory"), updated: make(chan struct{}, 1)}
+	return &Releaser{opts: opts, log: log.With("component", "memory"), updated: make(chan struct{}, 1), read: sample}
 }
 
 // Updated tells the Releaser a big update is in place. It never blocks.
@@ -62,21 +79,29 @@ func (r *Releaser) Updated() {
 	}
 }
 
-// Run releases after updates until ctx ends.
+// Run releases after updates and busy spells until ctx ends.
 func (r *Releaser) Run(ctx context.Context) {
 	var last time.Time
+	prev := r.read()
+	idle := r.idleTimer()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-idle:
+			cur := r.read()
+			if cur.cycles == prev.cycles && cur.free >= r.opts.IdleFree && r.since(last) >= r.opts.MinInterval {
+				last = r.release("heap returned to the OS after a busy spell")
+				cur = r.read()
+			}
+			prev, idle = cur, r.idleTimer()
+			continue
 		case <-r.updated:
 		}
 		// Wait until the updates settle, and until MinInterval has passed
 		// since the last release.
 		for wait := r.opts.Settle; ; {
-			if !last.IsZero() {
-				wait = max(wait, r.opts.MinInterval-r.opts.Now().Sub(last))
-			}
+			wait = max(wait, r.opts.MinInterval-r.since(last))
 			select {
 			case <-ctx.Done():
 				return
@@ -87,30 +112,47 @@ func (r *Releaser) Run(ctx context.Context) {
 			}
 			break
 		}
-		last = r.release()
+		last = r.release("heap returned to the OS after an update")
 	}
 }
 
-func (r *Releaser) release() time.Time {
-	before := sample()
+// since is the time since t, or longer than any interval when t is zero.
+func (r *Releaser) since(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 1<<63 - 1
+	}
+	return r.opts.Now().Sub(t)
+}
+
+func (r *Releaser) idleTimer() <-chan time.Time {
+	if r.opts.IdleCheck < 0 {
+		return nil
+	}
+	return r.opts.After(r.opts.IdleCheck)
+}
+
+func (r *Releaser) release(msg string) time.Time {
+	before := r.read()
 	start := r.opts.Now()
 	r.opts.Release()
 	took := r.opts.Now().Sub(start)
-	after := sample()
-	r.log.Info("heap returned to the OS after an update", "took", took.Round(time.Microsecond),
+	after := r.read()
+	r.log.Info(msg, "took", took.Round(time.Microsecond),
 		"cpu", time.Duration((after.cpu-before.cpu)*float64(time.Second)).Round(time.Microsecond),
 		"heap_live_bytes", after.live, "released_bytes", int64(after.released)-int64(before.released))
 	return start
 }
 
-// stats are the runtime's figures a release changes.
+// stats are the runtime's figures a release looks at and changes.
 type stats struct {
 	cpu            float64 // GC and scavenger CPU seconds, the runtime's estimate
 	live, released uint64
+	free           uint64 // free heap the runtime keeps (not released)
+	cycles         uint64 // completed GC cycles
 }
 
 var statNames = []string{"/cpu/classes/gc/total:cpu-seconds", "/cpu/classes/scavenge/total:cpu-seconds",
-	"/gc/heap/live:bytes", "/memory/classes/heap/released:bytes"}
+	"/gc/heap/live:bytes", "/memory/classes/heap/released:bytes", "/memory/classes/heap/free:bytes", "/gc/cycles/total:gc-cycles"}
 
 func sample() stats {
 	ss := make([]metrics.Sample, len(statNames))
@@ -130,5 +172,5 @@ func sample() stats {
 		}
 		return 0
 	}
-	return stats{cpu: f(0) + f(1), live: u(2), released: u(3)}
+	return stats{cpu: f(0) + f(1), live: u(2), released: u(3), free: u(4), cycles: u(5)}
 }

@@ -49,7 +49,7 @@ func (c *fakeClock) advance(d time.Duration) {
 func TestReleaserSettlesAndRateLimits(t *testing.T) {
 	clk := newFakeClock()
 	released := make(chan struct{})
-	r := NewReleaser(ReleaserOptions{Settle: time.Second, MinInterval: 30 * time.Second, After: clk.After, Now: clk.Now,
+	r := NewReleaser(ReleaserOptions{Settle: time.Second, MinInterval: 30 * time.Second, IdleCheck: -1, After: clk.After, Now: clk.Now,
 		Release: func() { released <- struct{}{} }}, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -87,6 +87,42 @@ func TestReleaserSettlesAndRateLimits(t *testing.T) {
 
 // TestReleaserFreesTheHeap runs the real release (debug.FreeOSMemory) after
 // garbage the size of a table rebuild and checks the runtime gave pages back.
+// TestReleaserAfterABusySpell: an idle check releases when no collection
+// ran since the last check and the runtime keeps IdleFree or more of free
+// heap; not while collections run (busy), nor when little is free.
+func TestReleaserAfterABusySpell(t *testing.T) {
+	clk := newFakeClock()
+	released := make(chan struct{}, 4)
+	var mu sync.Mutex
+	now := stats{cycles: 10}
+	set := func(s stats) { mu.Lock(); now = s; mu.Unlock() }
+	r := NewReleaser(ReleaserOptions{IdleCheck: time.Minute, IdleFree: 4 << 20, After: clk.After, Now: clk.Now,
+		Release: func() { released <- struct{}{}; set(stats{cycles: 13}) }}, slog.New(slog.DiscardHandler))
+	r.read = func() stats { mu.Lock(); defer mu.Unlock(); return now }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	check := func(s stats) {
+		t.Helper()
+		tm := <-clk.asked
+		if tm.d != time.Minute {
+			t.Fatalf("idle check timer of %s, want 1m", tm.d)
+		}
+		set(s)
+		tm.ch <- clk.Now()
+	}
+	check(stats{cycles: 12, free: 10 << 20}) // busy: two collections in the minute
+	check(stats{cycles: 12, free: 10 << 20}) // quiet since: release
+	check(stats{cycles: 13, free: 1 << 20})  // quiet, little free
+	check(stats{cycles: 13, free: 1 << 20})
+	<-clk.asked // the next check is due: every check before it is done
+	if n := len(released); n != 1 {
+		t.Errorf("%d releases, want 1 (after the busy spell only)", n)
+	}
+}
+
 // TestUpdatedNeverBlocks: with no Run taking them, updates coalesce.
 func TestUpdatedNeverBlocks(t *testing.T) {
 	r := NewReleaser(ReleaserOptions{}, slog.New(slog.DiscardHandler))
