@@ -42,6 +42,11 @@ type Options struct {
 	DebugAuthOff bool
 	// ControlPlane names this istiod in syncz responses.
 	ControlPlane ControlPlane
+	// PushDone, if set, is called once a push reached every connection it
+	// was queued for (not when one of them closed first); full says
+	// whether it was a full push. istiod can return the push's garbage to
+	// the OS then.
+	PushDone func(full bool)
 }
 
 // GenerateFunc builds the resources of typeURL for proxy p, as gen.Generate.
@@ -59,6 +64,7 @@ type Server struct {
 	debugAuthOff    bool
 	controlPlane    ControlPlane
 	debugHTTP       debugHTTP // the HTTP debug endpoints DebugGeneric answers from (debuggeneric.go)
+	pushDone        func(full bool)
 
 	pc     atomic.Pointer[model.PushContext]
 	nextID atomic.Uint64
@@ -100,6 +106,7 @@ func New(o Options) *Server {
 		systemNamespace: o.SystemNamespace,
 		debugAuthOff:    o.DebugAuthOff,
 		controlPlane:    o.ControlPlane,
+		pushDone:        o.PushDone,
 		conns:           map[string]*Connection{},
 	}
 }
@@ -125,11 +132,17 @@ func (s *Server) Push(pc *model.PushContext, change model.Change) {
 		conns = append(conns, c)
 	}
 	s.mu.RUnlock()
+	if len(conns) == 0 && s.pushDone != nil {
+		s.pushDone(change.Full)
+	}
 	var left atomic.Int64
 	left.Store(int64(len(conns)))
 	ev := &pushEvent{pc: pc, full: change.Full, hosts: change.Hosts, start: start, done: []func(){func() {
 		if left.Add(-1) == 0 {
 			s.log.Debug("push complete", "version", pc.Version, "full", change.Full, "proxies", len(conns), "took", time.Since(start))
+			if s.pushDone != nil {
+				s.pushDone(change.Full)
+			}
 		}
 	}}}
 	for _, c := range conns {
