@@ -45,6 +45,7 @@ func main() {
 		return nil
 	})
 	flag.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "longest wait for one convergence")
+	flag.DurationVar(&cfg.rest, "rest", 5*time.Second, "quiet time after the last change before istiod's RSS at rest is read (0: not read)")
 	flag.Parse()
 	counts, err := parseCounts(*clients)
 	if err != nil {

@@ -30,6 +30,7 @@ type config struct {
 	pushConcurrency              int
 	delta                        bool
 	timeout                      time.Duration
+	rest                         time.Duration // quiet time before the RSS at rest
 }
 
 // phase is one timed change: how long until every client had it.
@@ -54,6 +55,7 @@ type results struct {
 	connectCPU     time.Duration
 	phases         []*phase
 	rss, peak      int64
+	restRSS        int64 // cfg.rest after the last change
 	bytesPerClient int64
 }
 
@@ -216,6 +218,14 @@ spec:
 	res.phases = []*phase{full, vs, epc}
 	res.rss, res.peak, _ = memory(pid)
 	res.load = loadAvg()
+	if cfg.rest > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(cfg.rest):
+		}
+		res.restRSS, _, _ = memory(pid)
+	}
 	return res, nil
 }
 
