@@ -76,11 +76,17 @@ func heapNow() uint64 {
 // tableCost fetches the agent's NameTable (/debug/ndsz on its status port)
 // and measures, in this process, the live heap of the decoded table and of
 // a DNS proxy's precomputed answers built from it, as the agent builds
-// them. Call it after the agent's readings: the dump costs the agent heap.
-func tableCost(l *lab.Lab, pod *lab.NS, namespace string) (names int, tableKB, answersKB int, err error) {
+// them, with the SRV answers for the generated services' port (8080), which
+// the agent takes from its clusters. Call it after the agent's readings:
+// the dump costs the agent heap.
+func tableCost(l *lab.Lab, pod *lab.NS, namespace string, services int) (names int, tableKB, answersKB int, err error) {
 	js, err := l.Get(pod, "http://127.0.0.1:15020/debug/ndsz")
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("fetch the agent's NameTable: %w", err)
+	}
+	ports := map[string][]dnsproxy.ServicePort{}
+	for i := range services {
+		ports[svcHost(i)] = []dnsproxy.ServicePort{{Port: 8080}}
 	}
 	base := heapNow()
 	nt := &nds.NameTable{}
@@ -99,7 +105,9 @@ func tableCost(l *lab.Lab, pod *lab.NS, namespace string) (names int, tableKB, a
 		return 0, 0, 0, err
 	}
 	defer s.Close()
+	s.UpdateServicePorts(ports)
 	s.UpdateTable(nt)
+	runtime.KeepAlive(ports)
 	withAnswers := heapNow()
 	runtime.KeepAlive(nt)
 	runtime.KeepAlive(s)

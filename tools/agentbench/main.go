@@ -175,7 +175,7 @@ func run(o options) error {
 	} else {
 		fmt.Printf("heap profile after the readings (%s; gc=1, sampled every %s), in-use bytes:\n%s\n", path, profRate(o.profRate), indent(top))
 	}
-	return printParts(l, m, bin)
+	return printParts(l, m, bin, o.services)
 }
 
 func profRate(n int) string {
@@ -188,7 +188,7 @@ func profRate(n int) string {
 // printParts measures pieces of the agent's memory outside the agent, after
 // its readings: what package initialisation costs, and what its NameTable
 // and the DNS proxy's precomputed answers take on the heap.
-func printParts(l *lab.Lab, m *lab.Mesh, bin string) error {
+func printParts(l *lab.Lab, m *lab.Mesh, bin string, services int) error {
 	rss, alloc, top, err := initCost(l.Dir, bin)
 	if err != nil {
 		return err
@@ -196,11 +196,11 @@ func printParts(l *lab.Lab, m *lab.Mesh, bin string) error {
 	fmt.Printf("package initialisation only (pilot-agent version): peak RSS %s; initialisers allocate %.1f MB (largest: %s)\n",
 		mb(rss), float64(alloc)/(1<<20), strings.Join(top, ", "))
 	p := m.Pods["productpage"]
-	names, tableKB, answersKB, err := tableCost(l, &p.NS, p.Namespace)
+	names, tableKB, answersKB, err := tableCost(l, &p.NS, p.Namespace, services)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("the agent's NameTable (%d names), rebuilt in this process: decoded proto %s live heap, DNS proxy's precomputed answers %s more\n",
+	fmt.Printf("the agent's NameTable (%d names), rebuilt in this process: decoded proto %s live heap, DNS proxy's precomputed answers (with SRV for port 8080) %s more\n",
 		names, mb(tableKB), mb(answersKB))
 	return nil
 }
