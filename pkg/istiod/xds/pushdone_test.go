@@ -1,6 +1,7 @@
 package xds_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
@@ -21,4 +22,49 @@ func TestPushDone(t *testing.T) {
 	if full := <-done; full {
 		t.Fatal("an endpoint-only push reported as full")
 	}
+}
+
+// TestPushesWhileAcking pushes a burst of changes while the sidecar ACKs
+// each response as it comes: pushes merge, none is lost, and the last
+// version ends synced (pushes run beside the stream's request handling).
+func TestPushesWhileAcking(t *testing.T) {
+	e := newEnv(t)
+	c := e.sotw(t, productpage, nil)
+	_, rds := subscribeAll(t, c)
+	var last, got string
+	for i := range 30 {
+		// Each push a new route timeout: every version differs for RDS.
+		e.push(t, e.with(t, vsSplit("50")+"    timeout: "+strconv.Itoa(i+1)+"s\n"))
+		last = e.srv.PushContext().Version
+		// ACK whatever arrived so far, without waiting for it.
+		for {
+			r, err := c.Recv(0)
+			if err != nil {
+				break
+			}
+			must(t, c.Ack(r, rds))
+			got = r.GetVersionInfo()
+		}
+	}
+	for got != last {
+		r := recv(t, c)
+		must(t, c.Ack(r, rds))
+		got = r.GetVersionInfo()
+	}
+	e.waitStatus(t, productpage, "RDS", xds.StatusSynced)
+	if got := grpcStatusOf(t, e, productpage, "RDS").Version; got != last {
+		t.Fatalf("RDS synced at %s, want the last version %s", got, last)
+	}
+}
+
+// grpcStatusOf returns the sync state of type typ for proxy id.
+func grpcStatusOf(t *testing.T, e *env, id, typ string) xds.TypeStatus {
+	t.Helper()
+	for _, ps := range e.srv.Status() {
+		if ps.Proxy == id {
+			return ps.Types[typ]
+		}
+	}
+	t.Fatalf("proxy %s not connected", id)
+	return xds.TypeStatus{}
 }
