@@ -116,23 +116,9 @@ func (a *answer) appendTo(dst []byte, q *query, msg []byte, age time.Duration, l
 	start := len(dst)
 	dst = append(dst, a.wire[:headerLen]...)
 	dst = append(dst, msg[headerLen:q.qEnd]...)
-	dst = append(dst, a.wire[a.qEnd:]...)
+	dst = a.appendRecords(dst)
 	out := dst[start:]
-	binary.BigEndian.PutUint16(out, q.id)
-	flags := binary.BigEndian.Uint16(out[2:])
-	flags = flags&^(flagRD|flagCD) | q.flags&(flagRD|flagCD)
-	if q.flags&flagAD == 0 && !q.do {
-		flags &^= flagAD
-	}
-	binary.BigEndian.PutUint16(out[2:], flags)
-	if a.rotN > 1 {
-		rotOff, rotN, rotSize := int(a.rotOff), int(a.rotN), int(a.rotSize)
-		k := int(a.next.Add(1)-1) % rotN
-		region := a.wire[rotOff : rotOff+rotN*rotSize]
-		cut := k * rotSize
-		copy(out[rotOff+shift:], region[cut:])
-		copy(out[rotOff+shift+len(region)-cut:], region[:cut])
-	}
+	setReplyHeader(out, q)
 	if a.age != nil {
 		secs := uint32(age / time.Second)
 		for _, t := range a.age.ttls {
@@ -145,14 +131,50 @@ func (a *answer) appendTo(dst []byte, q *query, msg []byte, age time.Duration, l
 			binary.BigEndian.PutUint32(out[int(t.off)+shift:], ttl)
 		}
 	}
-	if q.edns {
-		var do uint16
-		if q.do {
-			do = optDOBit
-		}
-		dst = append(dst, 0, 0, typeOPT, byte(ourUDPSize>>8), byte(ourUDPSize&0xff), 0, 0, byte(do>>8), 0, 0, 0)
-		out = dst[start:]
-		binary.BigEndian.PutUint16(out[10:], binary.BigEndian.Uint16(out[10:])+1)
+	return appendOPT(dst, start, q)
+}
+
+// appendRecords appends a's records (all that follows its question) to
+// dst, the address records rotated.
+func (a *answer) appendRecords(dst []byte) []byte {
+	recStart := len(dst)
+	dst = append(dst, a.wire[a.qEnd:]...)
+	if a.rotN > 1 {
+		rotOff, rotN, rotSize := int(a.rotOff), int(a.rotN), int(a.rotSize)
+		k := int(a.next.Add(1)-1) % rotN
+		region := a.wire[rotOff : rotOff+rotN*rotSize]
+		cut := k * rotSize
+		at := recStart + rotOff - a.qEnd
+		copy(dst[at:], region[cut:])
+		copy(dst[at+len(region)-cut:], region[:cut])
 	}
+	return dst
+}
+
+// setReplyHeader makes out's header that of the reply to q: its ID, and
+// its RD and CD bits; AD only if q asked for it (or for DNSSEC).
+func setReplyHeader(out []byte, q *query) {
+	binary.BigEndian.PutUint16(out, q.id)
+	flags := binary.BigEndian.Uint16(out[2:])
+	flags = flags&^(flagRD|flagCD) | q.flags&(flagRD|flagCD)
+	if q.flags&flagAD == 0 && !q.do {
+		flags &^= flagAD
+	}
+	binary.BigEndian.PutUint16(out[2:], flags)
+}
+
+// appendOPT appends our OPT record to the reply at dst[start:] when q has
+// EDNS0.
+func appendOPT(dst []byte, start int, q *query) []byte {
+	if !q.edns {
+		return dst
+	}
+	var do uint16
+	if q.do {
+		do = optDOBit
+	}
+	dst = append(dst, 0, 0, typeOPT, byte(ourUDPSize>>8), byte(ourUDPSize&0xff), 0, 0, byte(do>>8), 0, 0, 0)
+	out := dst[start:]
+	binary.BigEndian.PutUint16(out[10:], binary.BigEndian.Uint16(out[10:])+1)
 	return dst
 }

@@ -140,7 +140,7 @@ func TestCacheAgesTTLsAndExpires(t *testing.T) {
 	if a == nil {
 		t.Fatal("entry missing after 10s")
 	}
-	if ttl := a.msg(10*time.Second, key).Answer[0].Header().Ttl; ttl != 50 {
+	if ttl := a.msg(10*time.Second, key, nil).Answer[0].Header().Ttl; ttl != 50 {
 		t.Errorf("TTL after 10s is %d, want 50", ttl)
 	}
 	if c.get(k, 60*time.Second) != nil {

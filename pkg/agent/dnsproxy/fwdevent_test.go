@@ -5,7 +5,9 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -42,8 +44,12 @@ func TestEventPathHoldsNoGoroutinePerQuery(t *testing.T) {
 				<-release
 				m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET}, A: net.IPv4(192, 0, 2, 1)}}
 			})
+			var once sync.Once
+			unblock := func() { once.Do(func() { close(release) }) }
+			t.Cleanup(unblock) // before the upstream's shutdown, which waits for its handlers
 			cfg := testConfig(up.Addr)
 			cfg.ForwardParallel = tc.parallel
+			cfg.Timeout, cfg.AttemptTimeout = time.Minute, time.Minute // no retry while held
 			s := startServer(t, cfg, nil)
 			c, err := net.Dial("udp", addr4(s))
 			if err != nil {
@@ -54,23 +60,28 @@ func TestEventPathHoldsNoGoroutinePerQuery(t *testing.T) {
 			for i := range 64 {
 				m := new(dns.Msg)
 				m.SetQuestion(fmt.Sprintf("held-%d.example.", i), dns.TypeA)
+				m.Id = uint16(1000 + i) // distinct, to match the replies
 				names[m.Id] = m.Question[0].Name
 				pkt, _ := m.Pack()
 				if _, err := c.Write(pkt); err != nil {
 					t.Fatal(err)
 				}
 			}
-			polltest.Until(t, "the upstream to hold all 64 queries", func() bool {
+			held := func() int {
 				n := 0
 				for _, name := range names {
 					n += up.count(name)
 				}
-				return n == 64
-			})
+				return n
+			}
+			if !polltest.Wait(polltest.Timeout, func() bool { return held() == 64 }) {
+				t.Fatalf("the upstream holds %d of the 64 queries; the proxy dropped %v, got %v", held(),
+					testutil.ToFloat64(s.m.dropped), testutil.ToFloat64(s.m.reqUDP))
+			}
 			if got := forwardGoroutines(); got != tc.want {
 				t.Errorf("%d goroutines serve 64 waiting queries, want %d", got, tc.want)
 			}
-			close(release)
+			unblock()
 			buf := make([]byte, 512)
 			for range 64 {
 				n, err := c.Read(buf)

@@ -72,7 +72,7 @@ func (s *Server) wireForwardable(pkt, keyBuf []byte) (q query, ok bool) {
 		return q, false
 	}
 	if t := s.table.Load(); t != nil {
-		if t.answers[string(q.key)] != nil || t.coversWildcard(&q) {
+		if a, _ := t.lookup(q.key); a != nil || t.coversWildcard(&q) {
 			return q, false // the table answers
 		}
 	}

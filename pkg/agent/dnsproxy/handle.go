@@ -33,7 +33,9 @@ func (s *Server) fast(msg, out []byte, keyBuf *[]byte, tcp bool) ([]byte, source
 		limit = dns.MaxMsgSize
 	}
 	if t := s.table.Load(); t != nil {
-		if a := t.answers[string(q.key)]; a != nil {
+		if a, target := t.lookup(q.key); target != nil {
+			return a.appendAliasTo(out, &q, msg, target, limit), srcMesh
+		} else if a != nil {
 			return a.appendTo(out, &q, msg, 0, limit), srcMesh
 		}
 	}
@@ -89,9 +91,9 @@ func (s *Server) resolve(ctx context.Context, req *dns.Msg) *dns.Msg {
 	}
 	if q.Qclass == dns.ClassINET {
 		if t := s.table.Load(); t != nil {
-			if a := t.answers[key]; a != nil {
+			if a, target := t.lookup([]byte(key)); a != nil {
 				s.m.mesh.Inc()
-				return a.msg(0, key)
+				return a.msg(0, key, target)
 			}
 			if q.Qtype == dns.TypeA || q.Qtype == dns.TypeAAAA {
 				if m := s.wildcardAnswer(t, lq); m != nil {
@@ -124,7 +126,7 @@ func (s *Server) resolve(ctx context.Context, req *dns.Msg) *dns.Msg {
 		now := s.now()
 		if a := s.cache.get([]byte(ckey), now); a != nil {
 			s.m.cacheHits.Inc()
-			return a.msg(now-a.stored(), key)
+			return a.msg(now-a.stored(), key, nil)
 		}
 		if s.cache != nil {
 			s.m.cacheMisses.Inc()
@@ -229,12 +231,18 @@ func (s *Server) finish(req, resp *dns.Msg, tcp bool) []byte {
 }
 
 // msg renders the answer to the question key (a lookup key: the wire name
-// in lower case and the type) as a message, aged by age.
-func (a *answer) msg(age time.Duration, key string) *dns.Msg {
+// in lower case and the type) as a message, aged by age; with a target, as
+// the answer to an alias of target (appendAliasTo).
+func (a *answer) msg(age time.Duration, key string, target []byte) *dns.Msg {
 	pkt := make([]byte, headerLen, headerLen+len(key)+2)
 	pkt = append(append(pkt, key...), 0, classINET)
 	q := query{qEnd: len(pkt), do: true} // do: keep the AD bit; finish decides
-	wire := a.appendTo(nil, &q, pkt, age, dns.MaxMsgSize)
+	var wire []byte
+	if target != nil {
+		wire = a.appendAliasTo(nil, &q, pkt, target, dns.MaxMsgSize)
+	} else {
+		wire = a.appendTo(nil, &q, pkt, age, dns.MaxMsgSize)
+	}
 	m := new(dns.Msg)
 	if wire == nil || m.Unpack(wire) != nil {
 		// Cannot happen: wire was packed by miekg/dns. Fail the query, not the server.

@@ -42,11 +42,12 @@ type hostRec struct {
 
 // table is an immutable snapshot of everything the proxy answers locally.
 type table struct {
-	nt        *nds.NameTable
-	answers   map[string]*answer  // key: lower wire name + qtype
-	wildcards map[string]*hostRec // key: "*.example.com."
-	search0   string              // first search domain, canonical, or ""
-	hosts     int
+	nt          *nds.NameTable
+	answers     map[string]*answer  // key: lower wire name + qtype
+	wildcards   map[string]*hostRec // key: "*.example.com."
+	search0     string              // first search domain, canonical, or ""
+	search0Wire []byte              // search0 in wire form, lower case
+	hosts       int
 }
 
 // tableOptions are the pod facts that shape the table.
@@ -63,6 +64,9 @@ func buildTable(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 	t := &table{nt: nt, answers: map[string]*answer{}, wildcards: map[string]*hostRec{}}
 	if len(o.search) > 0 {
 		t.search0 = canonicalName(o.search[0])
+		if key, err := nameKey(t.search0, 0); err == nil && t.search0 != "." {
+			t.search0Wire = []byte(key[:len(key)-2])
+		}
 	}
 	owner := map[string]*hostRec{}
 	var recs []*hostRec
@@ -110,14 +114,10 @@ func buildTable(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 		}
 	}
 	for _, rec := range recs {
+		// Each name with the first search domain appended is answered
+		// too, made when asked (lookup).
 		for _, name := range rec.names {
 			t.addAddrs(name, "", rec, log)
-			if t.search0 != "" {
-				expanded := name + t.search0
-				if _, taken := owner[expanded]; !taken && len(expanded) <= 254 {
-					t.addAddrs(expanded, name, rec, log)
-				}
-			}
 		}
 		t.addSRV(rec, o.ports[strings.TrimSuffix(rec.fqdn, ".")], log)
 	}

@@ -47,11 +47,11 @@ func TestTableConflictsAndBadEntries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := tb.answers[key]
+		a, target := tb.lookup([]byte(key))
 		if a == nil {
 			return nil
 		}
-		got := addrsOf(a.msg(0, key))
+		got := addrsOf(a.msg(0, key, target))
 		slices.Sort(got)
 		return got
 	}
@@ -67,5 +67,38 @@ func TestTableConflictsAndBadEntries(t *testing.T) {
 	}
 	if tb.hosts != 3 {
 		t.Errorf("%d hosts, want 3 (the invalid name skipped)", tb.hosts)
+	}
+}
+
+// TestAliasLookup: a name is an alias only when the first search domain
+// is its whole last labels, and its target is a host's name.
+func TestAliasLookup(t *testing.T) {
+	tb := buildTable(testTable(), tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch}, slog.New(slog.DiscardHandler))
+	key := func(name string, qtype uint16) []byte {
+		k, err := nameKey(name, qtype)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []byte(k)
+	}
+	search := string(tb.search0Wire)
+	for _, tc := range []struct {
+		name   string
+		key    []byte
+		target string // "" for no alias
+	}{
+		{"alias of a short name", key("reviews.default.default.svc.cluster.local.", dns.TypeA), "\x07reviews\x07default"},
+		{"alias of an fqdn, AAAA", key("reviews.default.svc.cluster.local.default.svc.cluster.local.", dns.TypeAAAA), "\x07reviews\x07default\x03svc\x07cluster\x05local"},
+		{"not a host", key("nothing.default.svc.cluster.local.", dns.TypeA), ""},
+		{"SRV is not aliased", key("reviews.default.default.svc.cluster.local.", dns.TypeSRV), ""},
+		// The search domain's bytes end the name, but inside a label.
+		{"not on a label boundary", append([]byte("\x09x"+search[:len(search)-1]), 0, 0, 1), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, target := tb.lookup(tc.key)
+			if string(target) != tc.target || (tc.target != "") != (a != nil) {
+				t.Errorf("lookup: answer %v, target %q; want target %q", a != nil, target, tc.target)
+			}
+		})
 	}
 }
