@@ -121,6 +121,8 @@ func TestSRVAndPTR(t *testing.T) {
 		{"_http._tcp.reviews.default.svc.cluster.local", []uint16{9080}},
 		{"_9090._tcp.reviews.default.svc.cluster.local", []uint16{9090}},
 		{"_grpc._tcp.reviews.default", []uint16{9090}},
+		{"_HTTP._tcp.Reviews", []uint16{9080}},
+		{"reviews.default", []uint16{9080, 9090}},
 		{"reviews.default.svc.cluster.local", []uint16{9080, 9090}},
 	} {
 		r := ask(t, "udp", addr4(s), tc.name, dns.TypeSRV, 0)
@@ -131,12 +133,20 @@ func TestSRVAndPTR(t *testing.T) {
 			if srv.Target != "reviews.default.svc.cluster.local." {
 				t.Errorf("%s: SRV target %s", tc.name, srv.Target)
 			}
+			if srv.Hdr.Name != r.Question[0].Name || srv.Hdr.Ttl != meshTTL {
+				t.Errorf("%s: SRV record %v, want it owned by the question with TTL %d", tc.name, srv, meshTTL)
+			}
 		}
 		if diff := cmp.Diff(tc.ports, ports); diff != "" {
 			t.Errorf("%s ports (-want +got):\n%s", tc.name, diff)
 		}
 		if len(r.Extra) != 2 {
 			t.Errorf("%s: want the target's A and AAAA as additional records, got %v", tc.name, r.Extra)
+		}
+		for _, rr := range r.Extra {
+			if rr.Header().Name != "reviews.default.svc.cluster.local." {
+				t.Errorf("%s: additional record %v, want it owned by the target", tc.name, rr)
+			}
 		}
 	}
 	for ip, want := range map[string][]string{

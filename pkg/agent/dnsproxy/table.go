@@ -170,22 +170,28 @@ func ownersPointAtQuestion(a *answer) bool {
 }
 
 // addSRV adds SRV answers for the service name (all ports) and for
-// _port._proto.name per port, for every name of rec.
+// _port._proto.name per port, for every name of rec. Every name shares the
+// answers (packSRV), so a host stores one per port label, not one per name.
 func (t *table) addSRV(rec *hostRec, ports []ServicePort, log *slog.Logger) {
 	if len(ports) == 0 {
 		return
 	}
-	extra := append(addrRRs(rec.fqdn, rec.v4), addrRRs(rec.fqdn, rec.v6)...)
-	srv := func(qname string, ps []ServicePort) {
-		m := meshMsg(qname, dns.TypeSRV)
-		for _, p := range ps {
-			m.Answer = append(m.Answer, &dns.SRV{Hdr: meshHdr(qname, dns.TypeSRV), Weight: 100, Port: p.Port, Target: rec.fqdn})
+	shared := map[string]*answer{} // by label prefix: "" for all ports
+	srv := func(prefix, name string, ps []ServicePort) {
+		qname := prefix + name
+		a := shared[prefix]
+		if a == nil {
+			var err error
+			if a, err = packSRV(qname, ps, rec); err != nil {
+				log.Warn("skipping unanswerable mesh name", "name", qname, "err", err)
+				return
+			}
+			shared[prefix] = a
 		}
-		m.Extra = extra
-		t.add(m, 0, log)
+		t.put(qname, dns.TypeSRV, a, log)
 	}
 	for _, name := range rec.names {
-		srv(name, ports)
+		srv("", name, ports)
 		for _, p := range ports {
 			proto := strings.ToLower(p.Protocol)
 			if proto == "" {
@@ -196,7 +202,7 @@ func (t *table) addSRV(rec *hostRec, ports []ServicePort, log *slog.Logger) {
 				labels = append(labels, strings.ToLower(p.Name))
 			}
 			for _, l := range labels {
-				srv("_"+l+"._"+proto+"."+name, []ServicePort{p})
+				srv("_"+l+"._"+proto+".", name, []ServicePort{p})
 			}
 		}
 	}
