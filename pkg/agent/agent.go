@@ -122,7 +122,9 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	defer wg.Wait()
 	defer cancel()
 	released := heapReleaser(ctx, opts.ReleaseHeap, log, run)
-	released() // start-up garbage: freed with the first table's, or on its own
+	if dns == nil {
+		released() // start-up garbage; with DNS it goes with the first table's
+	}
 
 	// The xDS proxy, which also fetches the NameTable.
 	xopts := xdsproxy.Options{Upstream: upstream, Node: xdsNode(cfg)}

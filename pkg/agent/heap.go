@@ -8,9 +8,10 @@ import (
 )
 
 // heapReleaser runs a memory.Releaser until ctx ends when release is set,
-// and returns its Updated (a no-op when not set). The agent calls it once
-// at start-up and after each NameTable and cluster list: an idle agent runs
-// no GC, so without it the heap grown while those were built stays resident.
+// and returns its Updated (a no-op when not set). The agent calls it after
+// each NameTable and cluster list (and once at start-up without DNS
+// capture): an idle agent runs no GC, so without it the heap grown while
+// those were built stays resident.
 func heapReleaser(ctx context.Context, release bool, log *slog.Logger, run func(string, func() error)) func() {
 	if !release {
 		return func() {}
