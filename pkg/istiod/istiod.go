@@ -161,19 +161,24 @@ func (d *Istiod) keepalive() keepalive.ServerParameters {
 	return p
 }
 
+// GRPCServerOptions are the options of istiod's gRPC servers (xDS, CA)
+// but their credentials, with keepalive ka: for tools that measure a
+// service as istiod serves it.
+func GRPCServerOptions(ka keepalive.ServerParameters) []grpc.ServerOption {
+	return append([]grpc.ServerOption{
+		grpc.MaxConcurrentStreams(100000),
+		grpc.MaxRecvMsgSize(4 << 20),
+		grpc.KeepaliveParams(ka),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
+	}, xds.ServerOptions()...)
+}
+
 func (d *Istiod) addGRPC(name, addr string, register []func(*grpc.Server), extra ...grpc.ServerOption) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s %s: %w", name, addr, err)
 	}
-	opts := append([]grpc.ServerOption{
-		grpc.MaxConcurrentStreams(100000),
-		grpc.MaxRecvMsgSize(4 << 20),
-		grpc.KeepaliveParams(d.keepalive()),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
-	}, xds.ServerOptions()...)
-	opts = append(opts, extra...)
-	g := grpc.NewServer(opts...)
+	g := grpc.NewServer(append(GRPCServerOptions(d.keepalive()), extra...)...)
 	d.xds.Register(g)
 	for _, r := range register {
 		r(g)

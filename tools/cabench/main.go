@@ -37,9 +37,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	pb "istio.io/api/security/v1alpha1"
 
+	"github.com/skiff-mesh/skiff/pkg/istiod"
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/pki"
 	"github.com/skiff-mesh/skiff/pkg/spiffe"
@@ -306,7 +308,8 @@ func serveChild(dir, profile string) error {
 	if err != nil {
 		return err
 	}
-	s := grpc.NewServer(grpc.Creds(credentials.NewTLS(c.ServerTLSConfig())))
+	// The CA's service on a server set up as istiod sets up its own.
+	s := grpc.NewServer(append(istiod.GRPCServerOptions(keepalive.ServerParameters{}), grpc.Creds(credentials.NewTLS(c.ServerTLSConfig())))...)
 	c.Register(s)
 	go func() { _, _ = io.Copy(io.Discard, os.Stdin); s.Stop() }()
 	fmt.Println(l.Addr().String())
