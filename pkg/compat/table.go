@@ -45,7 +45,7 @@ var table = []Entry{
 	{Binary: PilotAgent, Name: "DISABLE_ENVOY", Use: Applied, Note: "No Envoy: the agent alone (proxyless gRPC)."},
 	{Binary: PilotAgent, Name: "GODEBUG", Use: Applied, Note: "Read by the Go runtime.", Istio: "1.31"},
 	{Binary: PilotAgent, Name: "GOMAXPROCS", Use: Applied, Note: "Read by the Go runtime."},
-	{Binary: PilotAgent, Name: "GOMEMLIMIT", Use: Applied, Note: "Read by the Go runtime."},
+	{Binary: PilotAgent, Name: "GOMEMLIMIT", Use: Applied, Note: "Read by the Go runtime; when unset, the agent sets 90% of its container's memory limit, as Istio's. GOGC=off also stops the agent returning its heap to the OS."},
 	{Binary: PilotAgent, Name: "GRPC_XDS_BOOTSTRAP", Use: Applied, Note: "Where the agent writes the app's grpc-go bootstrap (default ./etc/istio/proxy/grpc-bootstrap.json with the grpc-agent template)."},
 	{Binary: PilotAgent, Name: "HOST_IP", Use: Accepted, Note: "Not used."},
 	{Binary: PilotAgent, Name: "INSTANCE_IP", Use: Applied, Note: "The node id's IP, inbound addresses and probe targets."},

@@ -43,7 +43,7 @@ func main() {
 	flag.BoolVar(&o.ship, "ship", false, "run the binary `make build` ships (CGO_ENABLED=0, stripped) instead of the lab's build")
 	flag.StringVar(&o.profiles, "profiles", "", "directory that keeps the agent's heap profiles (default: the lab's, removed at the end)")
 	flag.IntVar(&o.profRate, "memprofilerate", 0, "the agent's GODEBUG memprofilerate (bytes per heap-profile sample; 0: Go's default, 512 kB). Costs the agent memory: not for the readings")
-	flag.StringVar(&o.tags, "tags", "", "build tags for the stripped pilot-agent build, the one -ship runs (e.g. grpcnotrace)")
+	flag.StringVar(&o.tags, "tags", "grpcnotrace", "build tags for the stripped pilot-agent build, the one -ship runs (the Makefile's GOTAGS)")
 	flag.DurationVar(&o.rest, "rest", 10*time.Second, "how long after the DNS load the last reading comes")
 	flag.Parse()
 	if err := run(o); err != nil {

@@ -19,14 +19,15 @@ var packages = []string{
 }
 
 // installBinaries installs the packages into bin, static and reproducible
-// (no cgo, no VCS stamp, trimmed paths), from the module of the working
-// directory.
+// (no cgo, no VCS stamp, trimmed paths), built as `make build` builds them,
+// from the module of the working directory.
 func installBinaries(ctx context.Context, bin string, log *slog.Logger) error {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return err
 	}
-	args := append([]string{"install", "-trimpath", "-buildvcs=false", "-ldflags=-s -w"}, packages...)
+	// The tags are the Makefile's GOTAGS: gRPC without x/net/trace.
+	args := append([]string{"install", "-trimpath", "-buildvcs=false", "-tags=grpcnotrace", "-ldflags=-s -w"}, packages...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+bin, "GOOS=linux")
