@@ -1,6 +1,7 @@
 package dnsproxy
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
@@ -59,6 +60,9 @@ func packAnswer(m *dns.Msg, rotate int, withTTLs bool) (*answer, error) {
 	wire, err := m.Pack()
 	if err != nil {
 		return nil, fmt.Errorf("pack answer for %v: %w", m.Question, err)
+	}
+	if cap(wire) > len(wire)+len(wire)/8 {
+		wire = bytes.Clone(wire) // Pack's buffer is sized for the uncompressed message
 	}
 	spans, err := walkRRs(wire)
 	if err != nil {

@@ -1,6 +1,7 @@
 package dnsproxy
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -51,7 +52,7 @@ func packSRV(qname string, ps []ServicePort, rec *hostRec) (*answer, error) {
 			return nil, fmt.Errorf("SRV answer for %s exceeds %d bytes", qname, dns.MaxMsgSize)
 		}
 	}
-	return &answer{wire: wire, qEnd: qEnd, anyName: true}, nil
+	return &answer{wire: bytes.Clone(wire), qEnd: qEnd, anyName: true}, nil // to size: tables hold thousands
 }
 
 // appendWireName appends name, uncompressed and in lower case, to b.
