@@ -31,15 +31,22 @@ import (
 func BenchmarkAdd(b *testing.B) {
 	netnstest.RequireRoot(b)
 	for _, c := range []struct {
-		name            string
-		chained, cached bool
-	}{{"bridge", false, false}, {"bridge+istio-cni", true, false}, {"bridge+istio-cni+podcache", true, true}} {
+		name                 string
+		chained, cached, nft bool
+	}{
+		{"bridge", false, false, false},
+		{"bridge+istio-cni", true, false, false},
+		{"bridge+istio-cni+podcache", true, true, false},
+		// Istio's values.global.nativeNftables: the rules in one netlink
+		// batch from the plugin itself, no iptables-restore process.
+		{"bridge+istio-cni+podcache+nftables", true, true, true},
+	} {
 		for _, parallel := range []int{1, 30} {
 			name := c.name + "/serial"
 			if parallel > 1 {
 				name = c.name + "/concurrent30"
 			}
-			b.Run(name, func(b *testing.B) { benchAdd(b, c.chained, c.cached, parallel) })
+			b.Run(name, func(b *testing.B) { benchAdd(b, c.chained, c.cached, c.nft, parallel) })
 		}
 	}
 }
@@ -81,8 +88,8 @@ func bindAndWait(b *testing.B, hc *http.Client, name string) {
 	})
 }
 
-func benchAdd(b *testing.B, chained, cached bool, parallel int) {
-	n := newNode(b, map[string]any{"plugin_log_level": "warn"})
+func benchAdd(b *testing.B, chained, cached, nft bool, parallel int) {
+	n := newNode(b, map[string]any{"plugin_log_level": "warn", "native_nftables": nft})
 	var hc *http.Client
 	if cached {
 		hc = startPodCache(b, n)
