@@ -44,7 +44,7 @@ type tcpConn struct {
 	wmu  sync.Mutex // one frame at a time
 
 	mu      sync.Mutex
-	pending map[uint16][]*waiter
+	pending waiters
 	dead    bool
 	idle    *time.Timer
 }
@@ -97,7 +97,7 @@ func (p *tcpPool) conn(ctx context.Context, deadline time.Time) (c *tcpConn, reu
 	if err != nil {
 		return nil, false, fmt.Errorf("dial tcp %s: %w", p.server, err)
 	}
-	c = &tcpConn{pool: p, c: nc, pending: map[uint16][]*waiter{}}
+	c = &tcpConn{pool: p, c: nc, pending: waiters{}}
 	p.cur = c
 	p.wg.Add(1)
 	go c.read()
@@ -126,7 +126,7 @@ func (c *tcpConn) roundTrip(ctx context.Context, deadline time.Time, w *waiter, 
 	if c.idle != nil {
 		c.idle.Stop()
 	}
-	c.pending[w.id] = append(c.pending[w.id], w)
+	c.pending.add(w)
 	c.mu.Unlock()
 	defer c.unregister(w)
 
@@ -157,18 +157,7 @@ func (c *tcpConn) roundTrip(ctx context.Context, deadline time.Time, w *waiter, 
 func (c *tcpConn) unregister(w *waiter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ws := c.pending[w.id]
-	for i, x := range ws {
-		if x == w {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(ws) == 0 {
-		delete(c.pending, w.id)
-	} else {
-		c.pending[w.id] = ws
-	}
+	c.pending.remove(w)
 	if len(c.pending) > 0 || c.dead {
 		return
 	}
@@ -231,15 +220,11 @@ func (c *tcpConn) read() {
 		if len(body) < headerLen {
 			continue
 		}
-		id := binary.BigEndian.Uint16(body)
 		c.mu.Lock()
-		for _, w := range c.pending[id] {
-			if answersQuery(body, id, w.question) {
-				select {
-				case w.ch <- result{wire: body}:
-				default:
-				}
-				break
+		if w := c.pending.match(body); w != nil {
+			select {
+			case w.ch <- result{wire: body}:
+			default:
 			}
 		}
 		c.mu.Unlock()

@@ -74,11 +74,7 @@ func startTruncatingUpstream(t *testing.T, closeAfter bool) (netip.AddrPort, *co
 func TestTCPUpstreamReusesConnection(t *testing.T) {
 	addr, l := startTruncatingUpstream(t, false)
 	s := startServer(t, testConfig(addr), nil)
-	for i := range 5 {
-		if r := ask(t, "udp", addr4(s), fmt.Sprintf("seq-%d.example", i), dns.TypeA, 0); len(r.Answer) != 1 {
-			t.Fatalf("query %d: %v", i, r)
-		}
-	}
+	askEach(t, s, "seq-%d.example", 5)
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
@@ -103,11 +99,7 @@ func TestTCPUpstreamReusesConnection(t *testing.T) {
 func TestTCPUpstreamClosedConnectionReplaced(t *testing.T) {
 	addr, l := startTruncatingUpstream(t, true)
 	s := startServer(t, testConfig(addr), nil)
-	for i := range 3 {
-		if r := ask(t, "udp", addr4(s), fmt.Sprintf("closed-%d.example", i), dns.TypeA, 0); len(r.Answer) != 1 {
-			t.Fatalf("query %d: %v", i, r)
-		}
-	}
+	askEach(t, s, "closed-%d.example", 3)
 	if got := l.accepted.Load(); got != 3 {
 		t.Errorf("the upstream accepted %d TCP connections, want 3 (one per query, as it closes each)", got)
 	}
@@ -136,5 +128,16 @@ func TestTCPPoolClosesIdleConnection(t *testing.T) {
 	}
 	if got := l.accepted.Load(); got != 2 {
 		t.Errorf("the upstream accepted %d TCP connections, want 2", got)
+	}
+}
+
+// askEach asks for n names made from format, one after the other, and
+// wants one address for each.
+func askEach(t *testing.T, s *Server, format string, n int) {
+	t.Helper()
+	for i := range n {
+		if r := ask(t, "udp", addr4(s), fmt.Sprintf(format, i), dns.TypeA, 0); len(r.Answer) != 1 {
+			t.Fatalf("query %d: %v", i, r)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package dnsproxy
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -56,7 +55,7 @@ type udpSock struct {
 	mu      sync.Mutex
 	uses    int
 	retired bool // takes no new queries; closed once idle
-	pending map[uint16][]*waiter
+	pending waiters
 }
 
 // waiter is one query waiting for its answer, on a channel or, for the
@@ -173,7 +172,7 @@ func (p *udpPool) open() (*udpSock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial udp %s: %w", p.server, err)
 	}
-	s := &udpSock{pool: p, conn: c, bc: newBatchConn(c), born: p.now(), pending: map[uint16][]*waiter{}}
+	s := &udpSock{pool: p, conn: c, bc: newBatchConn(c), born: p.now(), pending: waiters{}}
 	p.wg.Add(1)
 	go s.read()
 	return s, nil
@@ -216,7 +215,7 @@ func (s *udpSock) add(w *waiter, now time.Time) bool {
 		return false
 	}
 	s.uses++
-	s.pending[w.id] = append(s.pending[w.id], w)
+	s.pending.add(w)
 	return true
 }
 
@@ -224,24 +223,8 @@ func (s *udpSock) add(w *waiter, now time.Time) bool {
 func (s *udpSock) unregister(w *waiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.removeLocked(w)
+	s.pending.remove(w)
 	s.closeIfIdleLocked()
-}
-
-// removeLocked forgets w, if it still waits.
-func (s *udpSock) removeLocked(w *waiter) {
-	ws := s.pending[w.id]
-	for i, x := range ws {
-		if x == w {
-			ws = append(ws[:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(ws) == 0 {
-		delete(s.pending, w.id)
-	} else {
-		s.pending[w.id] = ws
-	}
 }
 
 func (s *udpSock) retire() {
@@ -342,25 +325,21 @@ func (s *udpSock) read() {
 // deliver hands resp to the query it answers, if one waits: a copy on its
 // channel, or the buffer itself to its flight.
 func (s *udpSock) deliver(resp []byte, out *replyBatch) {
-	id := binary.BigEndian.Uint16(resp)
 	s.mu.Lock()
-	for _, w := range s.pending[id] {
-		if !answersQuery(resp, id, w.question) {
-			continue
+	w := s.pending.match(resp)
+	switch {
+	case w == nil:
+		s.mu.Unlock()
+	case w.flight == nil:
+		select {
+		case w.ch <- result{wire: bytes.Clone(resp)}:
+		default:
 		}
-		if w.flight == nil {
-			select {
-			case w.ch <- result{wire: bytes.Clone(resp)}:
-			default:
-			}
-			s.mu.Unlock()
-			return
-		}
-		s.removeLocked(w)
+		s.mu.Unlock()
+	default:
+		s.pending.remove(w)
 		s.closeIfIdleLocked()
 		s.mu.Unlock()
 		w.flight.srv.evAnswer(w.flight, result{wire: resp}, out)
-		return
 	}
-	s.mu.Unlock()
 }

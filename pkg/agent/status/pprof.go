@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,9 +27,9 @@ import (
 func mountProfiling(mux *http.ServeMux) {
 	mux.Handle("/debug/pprof/", localOnly(http.HandlerFunc(pprofNamed)))
 	mux.Handle("/debug/pprof/cmdline", localOnly(http.HandlerFunc(pprofCmdline)))
-	mux.Handle("/debug/pprof/profile", localOnly(http.HandlerFunc(pprofCPU)))
+	mux.Handle("/debug/pprof/profile", localOnly(recording("profile", 30*time.Second, pprof.StartCPUProfile, pprof.StopCPUProfile)))
 	mux.Handle("/debug/pprof/symbol", localOnly(http.HandlerFunc(pprofSymbol)))
-	mux.Handle("/debug/pprof/trace", localOnly(http.HandlerFunc(pprofTrace)))
+	mux.Handle("/debug/pprof/trace", localOnly(recording("trace", time.Second, trace.Start, trace.Stop)))
 }
 
 // localOnly refuses requests whose peer is not a loopback address.
@@ -121,34 +122,23 @@ func wait(r *http.Request, d time.Duration) {
 	}
 }
 
-func pprofCPU(w http.ResponseWriter, r *http.Request) {
-	d, ok := seconds(w, r, 30*time.Second)
-	if !ok {
-		return
+// recording serves a profile recorded for the request's seconds (def when
+// not given): start writes it to the reply until stop.
+func recording(file string, def time.Duration, start func(io.Writer) error, stop func()) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		d, ok := seconds(w, r, def)
+		if !ok {
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+file+`"`)
+		if err := start(w); err != nil {
+			http.Error(w, file+": "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		wait(r, d)
+		stop()
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", `attachment; filename="profile"`)
-	if err := pprof.StartCPUProfile(w); err != nil {
-		http.Error(w, "CPU profile: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	wait(r, d)
-	pprof.StopCPUProfile()
-}
-
-func pprofTrace(w http.ResponseWriter, r *http.Request) {
-	d, ok := seconds(w, r, time.Second)
-	if !ok {
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", `attachment; filename="trace"`)
-	if err := trace.Start(w); err != nil {
-		http.Error(w, "trace: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	wait(r, d)
-	trace.Stop()
 }
 
 // pprofSymbol answers pprof's symbol lookups: GET says symbols are there;
