@@ -5,8 +5,6 @@ package agent
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,13 +19,7 @@ import (
 	"sync"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/bootstrap"
 	"github.com/skiff-mesh/skiff/pkg/agent/certs"
@@ -307,134 +299,6 @@ func runProxy(ctx context.Context, cfg *config.Config, opts Options, log *slog.L
 	case err := <-errc:
 		return err
 	}
-}
-
-func bootstrapNode(cfg *config.Config) bootstrap.Node {
-	meta := map[string]any{}
-	for _, k := range cfg.SortedMetadataKeys() {
-		meta[k] = cfg.Metadata[k]
-	}
-	meta["NAMESPACE"] = cfg.PodNamespace
-	meta["NAME"] = cfg.PodName
-	meta["SERVICE_ACCOUNT"] = cfg.Identity.ServiceAccount
-	meta["CLUSTER_ID"] = cfg.Cluster
-	if cfg.InstanceIP != "" {
-		meta["INSTANCE_IPS"] = cfg.InstanceIP
-	}
-	if len(cfg.Labels) > 0 {
-		meta["LABELS"] = anyMap(cfg.Labels)
-	}
-	if len(cfg.Annotations) > 0 {
-		meta["ANNOTATIONS"] = anyMap(cfg.Annotations)
-	}
-	// What Istio's agent also tells istiod (pkg/model NodeMetadata).
-	meta["ISTIO_VERSION"] = config.IstioVersion
-	meta["ENVOY_STATUS_PORT"] = float64(config.EnvoyStatusPort)
-	meta["ENVOY_PROMETHEUS_PORT"] = float64(config.EnvoyPrometheusPort)
-	meta["WORKLOAD_IDENTITY_SOCKET_FILE"] = cfg.WorkloadIdentitySocket
-	if !cfg.Plaintext {
-		host, _, _ := strings.Cut(cfg.Proxy.DiscoveryAddress, ":")
-		meta["PILOT_SAN"] = []any{host}
-	}
-	if pc, err := protojson.Marshal(cfg.Proxy); err == nil {
-		var m map[string]any
-		if json.Unmarshal(pc, &m) == nil {
-			meta["PROXY_CONFIG"] = m
-		}
-	}
-	cluster := cfg.Proxy.GetServiceCluster()
-	if app := cfg.Labels["app"]; app != "" {
-		cluster = app + "." + cfg.PodNamespace
-	}
-	return bootstrap.Node{ID: cfg.NodeID(), Cluster: cluster, Metadata: meta}
-}
-
-func anyMap(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// xdsNode is the node of the agent's own stream (NameTable, and clusters
-// for SRV answers). It never carries GENERATOR, even when the pod's
-// metadata says grpc (Istio's grpc-agent template sets ISTIO_META_GENERATOR
-// for the app): the agent asks for every cluster, which istiod's proxyless
-// generator refuses to send without names.
-func xdsNode(cfg *config.Config) *corev3.Node {
-	n := bootstrapNode(cfg)
-	delete(n.Metadata, "GENERATOR")
-	md, _ := structpb.NewStruct(n.Metadata)
-	return &corev3.Node{Id: n.ID, Cluster: n.Cluster, Metadata: md}
-}
-
-func writeGRPCBootstrap(cfg *config.Config) error {
-	sock, err := filepath.Abs(cfg.Path(config.XDSSocket))
-	if err != nil {
-		return err
-	}
-	certDir, err := filepath.Abs(outputCerts(cfg))
-	if err != nil {
-		return err
-	}
-	g := &bootstrap.GRPC{Node: bootstrapNode(cfg), ServerURI: "unix://" + sock, CertDir: certDir}
-	js, err := g.JSON()
-	if err != nil {
-		return err
-	}
-	return bootstrap.Write(cfg.Path(cfg.GRPCBootstrap), js)
-}
-
-// outputCerts is where the certificates are written out, "" for nowhere.
-func outputCerts(cfg *config.Config) string {
-	if cfg.OutputCerts == "" {
-		return ""
-	}
-	return cfg.Path(cfg.OutputCerts)
-}
-
-// dialIstiod connects to the discovery address, asking DNS for no service
-// config (see certs.NewCAClient): plaintext with
-// controlPlaneAuthPolicy NONE, else TLS verified against the mesh root,
-// presenting the workload certificate once there is one, and the
-// service-account token.
-func dialIstiod(cfg *config.Config, mgr *certs.Manager) (*grpc.ClientConn, error) {
-	addr := cfg.Proxy.DiscoveryAddress
-	if cfg.Plaintext {
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableServiceConfig())
-	}
-	host, _, _ := strings.Cut(addr, ":")
-	tlsCfg := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		ServerName: host,
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			c := mgr.Current()
-			if c == nil {
-				return &tls.Certificate{}, nil // none yet: the token authenticates
-			}
-			tc, err := c.TLS()
-			return &tc, err
-		},
-	}
-	if pem, err := os.ReadFile(cfg.Path(cfg.RootCertPath)); err == nil {
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(pem)
-		tlsCfg.RootCAs = pool
-	}
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)), grpc.WithDisableServiceConfig(),
-		grpc.WithPerRPCCredentials(tokenCreds{path: cfg.Path(cfg.TokenPath)}))
-}
-
-// tokenCreds sends the (rotating) service-account token with every call.
-type tokenCreds struct{ path string }
-
-func (t tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	b, err := os.ReadFile(t.path)
-	if err != nil {
-		return nil, nil // no token: the certificate may do
-	}
-	return map[string]string{"authorization": "Bearer " + strings.TrimSpace(string(b))}, nil
 }
 
 func (t tokenCreds) RequireTransportSecurity() bool { return true }

@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/skiff-mesh/skiff/pkg/agent/certs"
+	"github.com/skiff-mesh/skiff/pkg/agent/config"
+)
+
+// dialIstiod connects to the discovery address, asking DNS for no service
+// config (see certs.NewCAClient): plaintext with
+// controlPlaneAuthPolicy NONE, else TLS verified against the mesh root,
+// presenting the workload certificate once there is one, and the
+// service-account token.
+func dialIstiod(cfg *config.Config, mgr *certs.Manager) (*grpc.ClientConn, error) {
+	addr := cfg.Proxy.DiscoveryAddress
+	if cfg.Plaintext {
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableServiceConfig())
+	}
+	host, _, _ := strings.Cut(addr, ":")
+	tlsCfg := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		ServerName: host,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			c := mgr.Current()
+			if c == nil {
+				return &tls.Certificate{}, nil // none yet: the token authenticates
+			}
+			tc, err := c.TLS()
+			return &tc, err
+		},
+	}
+	if pem, err := os.ReadFile(cfg.Path(cfg.RootCertPath)); err == nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		tlsCfg.RootCAs = pool
+	}
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)), grpc.WithDisableServiceConfig(),
+		grpc.WithPerRPCCredentials(tokenCreds{path: cfg.Path(cfg.TokenPath)}))
+}
+
+// tokenCreds sends the (rotating) service-account token with every call.
+type tokenCreds struct{ path string }
+
+func (t tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	b, err := os.ReadFile(t.path)
+	if err != nil {
+		return nil, nil // no token: the certificate may do
+	}
+	return map[string]string{"authorization": "Bearer " + strings.TrimSpace(string(b))}, nil
+}
