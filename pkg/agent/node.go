@@ -13,8 +13,9 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
 )
 
-// bootstrapNode is the proxy's node in its bootstrap: Istio's metadata
-// (ISTIO_META_*, pod facts) under the ID and cluster istiod expects.
+// bootstrapNode is the node the proxy's bootstrap names: its ID, its
+// service cluster, and Istio's node metadata (ISTIO_META_*, pod facts,
+// PROXY_CONFIG).
 func bootstrapNode(cfg *config.Config) bootstrap.Node {
 	meta := map[string]any{}
 	for _, k := range cfg.SortedMetadataKeys() {
