@@ -17,6 +17,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod"
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
 	"github.com/skiff-mesh/skiff/pkg/logflags"
+	"github.com/skiff-mesh/skiff/pkg/memory"
 )
 
 func main() {
@@ -61,7 +62,11 @@ func main() {
 		log.Error("istiod CA failed", "err", err)
 		os.Exit(1)
 	}
-	d, err := istiod.New(ctx, f.Config, log, append(opts, istiod.WithMesh(mw))...)
+	opts = append(opts, istiod.WithMesh(mw))
+	if memory.Apply(os.Environ(), log).Release {
+		opts = append(opts, istiod.WithHeapRelease())
+	}
+	d, err := istiod.New(ctx, f.Config, log, opts...)
 	if err != nil {
 		log.Error("istiod failed", "err", err)
 		os.Exit(1)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/skiff-mesh/skiff/pkg/agent/memory"
+	"github.com/skiff-mesh/skiff/pkg/memory"
 )
 
 // heapReleaser runs a memory.Releaser until ctx ends when release is set,

@@ -15,7 +15,7 @@ var table = []Entry{
 	{Binary: PilotDiscovery, Name: "EXTERNAL_ISTIOD", Use: Accepted, Note: "No external or remote control plane mode."},
 	{Binary: PilotDiscovery, Name: "GODEBUG", Use: Applied, Note: "Read by the Go runtime.", Istio: "1.31"},
 	{Binary: PilotDiscovery, Name: "GOMAXPROCS", Use: Applied, Note: "Read by the Go runtime."},
-	{Binary: PilotDiscovery, Name: "GOMEMLIMIT", Use: Applied, Note: "Read by the Go runtime.", Istio: "1.28"},
+	{Binary: PilotDiscovery, Name: "GOMEMLIMIT", Use: Applied, Note: "Read by the Go runtime; when unset, istiod sets 90% of its container's memory limit, as Istio's. GOGC=off also stops istiod returning its heap to the OS after pushes.", Istio: "1.28"},
 	{Binary: PilotDiscovery, Name: "KUBECONFIG", Use: Applied, Note: "Used when the file exists (Istio mounts it only for a remote cluster); otherwise the in-cluster credentials, as client-go does."},
 	{Binary: PilotDiscovery, Name: "PILOT_CA_CERT_CONFIGMAP", Use: Accepted, Note: "The root certificate is always published as istio-ca-root-cert."},
 	{Binary: PilotDiscovery, Name: "PILOT_CERT_PROVIDER", Use: Partly, Note: "istiod (the default): the built-in CA signs istiod's own serving certificate. kubernetes and custom providers are not supported."},

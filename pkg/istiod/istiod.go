@@ -29,6 +29,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/file"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
+	"github.com/skiff-mesh/skiff/pkg/memory"
 )
 
 // Istiod is a configured istiod with its listeners open.
@@ -93,7 +94,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		}
 	}
 	d.analysis = analysis.NewReporter(log)
-	d.xds = xds.New(xds.Options{Log: log, Metrics: d.metrics, PushConcurrency: cfg.PushConcurrency,
+	var pushDone func(bool)
+	if o.releaseHeap {
+		rel := memory.NewReleaser(memory.ReleaserOptions{}, log)
+		go rel.Run(ctx)
+		pushDone = func(bool) { rel.Updated() }
+	}
+	d.xds = xds.New(xds.Options{Log: log, Metrics: d.metrics, PushConcurrency: cfg.PushConcurrency, PushDone: pushDone,
 		Identity: func(ctx context.Context) (xds.Identity, bool) {
 			id, ok := IdentityFrom(ctx)
 			return xds.Identity{Namespace: id.Namespace, ServiceAccount: id.ServiceAccount}, ok

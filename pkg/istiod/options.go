@@ -23,7 +23,14 @@ type options struct {
 	secureOpts   []grpc.ServerOption
 	registry     *prometheus.Registry
 	mesh         *mesh.Watcher
+	releaseHeap  bool
 }
+
+// WithHeapRelease makes istiod return its heap to the OS once a push has
+// reached every sidecar (memory.Releaser: at most every 30 s), so the heap
+// a push grew does not stay resident until the runtime's scavenger gets to
+// it. cmd/istiod sets it unless GOGC=off (memory.Apply).
+func WithHeapRelease() Option { return func(o *options) { o.releaseHeap = true } }
 
 // WithMesh makes istiod use w (see WatchMesh) instead of following the
 // mesh config itself: the command reads it first, for the CA.

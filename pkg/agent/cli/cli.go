@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/agent"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
-	"github.com/skiff-mesh/skiff/pkg/agent/memory"
+	"github.com/skiff-mesh/skiff/pkg/memory"
 	"github.com/skiff-mesh/skiff/pkg/compat"
 	"github.com/skiff-mesh/skiff/pkg/logflags"
 )
@@ -126,7 +125,7 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 	if err := cfg.ReadPodInfo(); err != nil {
 		log.Warn("pod labels and annotations not read; using the environment's", "err", err)
 	}
-	plan := heapPlan(environ, log)
+	plan := memory.Apply(environ, log)
 	err = agent.Run(ctx, cfg, agent.Options{Stdout: stdout, Stderr: stderr, Signals: signals, ReleaseHeap: plan.Release}, log)
 	var exit interface{ ExitCode() int }
 	if errors.As(err, &exit) {
@@ -137,21 +136,6 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 		return 1
 	}
 	return 0
-}
-
-// heapPlan applies memory.PlanFor to this process: the soft memory limit
-// from the container's limit, unless the user set GOMEMLIMIT.
-func heapPlan(environ []string, log *slog.Logger) memory.Plan {
-	limit, err := memory.CgroupLimit(os.DirFS("/"))
-	if err != nil {
-		log.Warn("container memory limit not read; no soft memory limit set", "err", err)
-	}
-	plan := memory.PlanFor(environ, limit)
-	if plan.Limit > 0 {
-		debug.SetMemoryLimit(plan.Limit)
-	}
-	log.Info("Go heap", "memory_limit_bytes", plan.Limit, "release_after_updates", plan.Release, "why", plan.Reason)
-	return plan
 }
 
 // ClusterDomain is the cluster's DNS domain in pilot-agent's --domain,

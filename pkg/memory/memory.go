@@ -1,14 +1,18 @@
-// Package memory keeps the agent's Go heap near what it holds: it sets a
-// soft memory limit from the container's memory limit when the user set
-// none (as Istio's agent does through automemlimit), and returns the heap
-// the runtime grew while a big update (the NameTable, the cluster list) was
-// built once the update is in place, since an idle agent runs no GC that
-// would otherwise give it back.
+// Package memory keeps a Go process's heap near what it holds, for the
+// agent and istiod: it sets a soft memory limit from the container's
+// memory limit when the user set none (as Istio's binaries do through
+// automemlimit), and returns the heap the runtime grew while a big update
+// was built (the agent's NameTable and cluster list, istiod's pushes) once
+// the update is in place, since an idle process runs no GC that would
+// otherwise give it back.
 package memory
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
+	"os"
+	"runtime/debug"
 	"strings"
 )
 
@@ -57,4 +61,20 @@ func PlanFor(environ []string, cgroupLimit int64) Plan {
 	}
 	p.Reason = strings.Join(why, "; ")
 	return p
+}
+
+// Apply applies PlanFor to this process: the soft memory limit from its
+// container's limit (read under /), unless the user set GOMEMLIMIT. It
+// logs what it decided and returns the plan.
+func Apply(environ []string, log *slog.Logger) Plan {
+	limit, err := CgroupLimit(os.DirFS("/"))
+	if err != nil {
+		log.Warn("container memory limit not read; no soft memory limit set", "err", err)
+	}
+	plan := PlanFor(environ, limit)
+	if plan.Limit > 0 {
+		debug.SetMemoryLimit(plan.Limit)
+	}
+	log.Info("Go heap", "memory_limit_bytes", plan.Limit, "release_after_updates", plan.Release, "why", plan.Reason)
+	return plan
 }
