@@ -18,9 +18,9 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/agent"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
-	"github.com/skiff-mesh/skiff/pkg/memory"
 	"github.com/skiff-mesh/skiff/pkg/compat"
 	"github.com/skiff-mesh/skiff/pkg/logflags"
+	"github.com/skiff-mesh/skiff/pkg/memory"
 )
 
 // Version is the agent's version, set at build time with -ldflags -X.
