@@ -33,6 +33,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
+	"github.com/skiff-mesh/skiff/pkg/istiod/istiodtest"
 	"github.com/skiff-mesh/skiff/pkg/spiffe"
 )
 
@@ -80,26 +81,16 @@ func startMesh(t testing.TB) *mesh {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // after istiod's own cleanup: the CA outlives it
 	authority, err := ca.New(ctx, ca.Config{SelfSignedDir: t.TempDir(), Authenticators: []ca.Authenticator{tokenAuth{id}}, ServingDNSNames: []string{"localhost"}},
 		slog.New(slog.DiscardHandler))
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	cfg := istiod.DefaultConfig()
-	cfg.ConfigDir, _ = filepath.Abs("../../examples/mesh")
-	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", ""
-	cfg.DebounceAfter = 10 * time.Millisecond
-	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler), istiod.WithGRPC(authority.Register),
+	d, _ := istiodtest.StartWith(t, func(c *istiod.Config) { c.DebugAddr, c.DebounceAfter = "", 10*time.Millisecond },
+		slog.New(slog.DiscardHandler), istiod.WithGRPC(authority.Register),
 		istiod.WithSecureGRPC("127.0.0.1:0", credentials.NewTLS(authority.ServerTLSConfig()),
 			grpc.StreamInterceptor(istiod.RequireIdentity(authority, slog.New(slog.DiscardHandler)))))
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
 	return &mesh{addr: d.Addr("grpc"), tlsAddr: d.Addr("grpc-tls"), ca: authority}
 }
 

@@ -2,7 +2,6 @@ package istiod_test
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -35,18 +34,7 @@ func (s *syncBuffer) String() string {
 // once its first push has reached every connection (none here).
 func TestHeapReleasedAfterPush(t *testing.T) {
 	var logs syncBuffer
-	cfg := istiod.DefaultConfig()
-	cfg.ConfigDir = istiodtest.MeshDir()
-	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", ""
-	ctx, cancel := context.WithCancel(t.Context())
-	d, err := istiod.New(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)), istiod.WithHeapRelease())
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = d.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	istiodtest.StartWith(t, nil, slog.New(slog.NewTextHandler(&logs, nil)), istiod.WithHeapRelease())
 	polltest.Until(t, "istiod to return its heap after the first push", func() bool {
 		return strings.Contains(logs.String(), "heap returned to the OS after an update")
 	})

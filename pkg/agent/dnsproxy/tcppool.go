@@ -141,16 +141,7 @@ func (c *tcpConn) roundTrip(ctx context.Context, deadline time.Time, w *waiter, 
 		c.fail(fmt.Errorf("%w: %w", errConnLost, err))
 		return nil, fmt.Errorf("%w: %w", errConnLost, err)
 	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case res := <-w.ch:
-		return res.wire, res.err
-	case <-t.C:
-		return nil, context.DeadlineExceeded
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return w.wait(ctx, deadline)
 }
 
 // unregister forgets w; the last query out starts the idle timer.

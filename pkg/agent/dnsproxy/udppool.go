@@ -105,16 +105,7 @@ func (p *udpPool) roundTrip(ctx context.Context, deadline time.Time, packed []by
 		s.fail(err)
 		return nil, err
 	}
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case res := <-w.ch:
-		return res.wire, res.err
-	case <-t.C:
-		return nil, context.DeadlineExceeded
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return w.wait(ctx, deadline)
 }
 
 // register picks a socket for the query with id and question, opening or

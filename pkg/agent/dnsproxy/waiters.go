@@ -1,6 +1,10 @@
 package dnsproxy
 
-import "encoding/binary"
+import (
+	"context"
+	"encoding/binary"
+	"time"
+)
 
 // waiters are the queries waiting on one upstream socket or connection, by
 // ID. Several may share an ID; an answer goes to the one whose question it
@@ -35,4 +39,19 @@ func (ws waiters) match(resp []byte) *waiter {
 		}
 	}
 	return nil
+}
+
+// wait returns what w's channel receives, or fails at deadline or when ctx
+// ends.
+func (w *waiter) wait(ctx context.Context, deadline time.Time) ([]byte, error) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case res := <-w.ch:
+		return res.wire, res.err
+	case <-t.C:
+		return nil, context.DeadlineExceeded
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

@@ -23,6 +23,12 @@ func MeshDir() string {
 // configuration first. The context it returns ends with the test.
 func Start(t testing.TB, edit func(*istiod.Config)) (*istiod.Istiod, context.Context) {
 	t.Helper()
+	return StartWith(t, edit, slog.New(slog.DiscardHandler))
+}
+
+// StartWith is Start with istiod logging to log and given opts.
+func StartWith(t testing.TB, edit func(*istiod.Config), log *slog.Logger, opts ...istiod.Option) (*istiod.Istiod, context.Context) {
+	t.Helper()
 	cfg := istiod.DefaultConfig()
 	cfg.ConfigDir = MeshDir()
 	cfg.GRPCAddr, cfg.MonitoringAddr, cfg.DebugAddr = "127.0.0.1:0", "", "127.0.0.1:0"
@@ -30,7 +36,7 @@ func Start(t testing.TB, edit func(*istiod.Config)) (*istiod.Istiod, context.Con
 		edit(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d, err := istiod.New(ctx, cfg, slog.New(slog.DiscardHandler))
+	d, err := istiod.New(ctx, cfg, log, opts...)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
