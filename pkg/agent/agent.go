@@ -129,6 +129,8 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 			dns.UpdateServicePorts(servicePorts(names))
 			released()
 		}
+		// The names come from the proxy's own CDS; without one, the agent asks.
+		xopts.OwnClusters = cfg.DisableEnvoy
 	}
 	xp := xdsproxy.New(xopts, log)
 

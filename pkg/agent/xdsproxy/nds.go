@@ -45,12 +45,11 @@ func (p *Proxy) nameTableStream(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// Clusters first: istiod answers in order, so the service ports are in
-	// place when the first NameTable comes, and the DNS proxy builds its
-	// answers once at start-up rather than twice (each build of a
-	// 1000-service table allocates about 6 MB).
+	// With OwnClusters, clusters first: istiod answers in order, so the
+	// service ports are in place when the first NameTable comes, and the
+	// DNS proxy builds its answers once at start-up rather than twice.
 	reqs := []*discovery.DiscoveryRequest{{TypeUrl: NameTableType}}
-	if p.opts.OnClusters != nil {
+	if p.opts.OnClusters != nil && p.opts.OwnClusters {
 		reqs = append([]*discovery.DiscoveryRequest{{TypeUrl: ClusterType}}, reqs...)
 	}
 	reqs[0].Node = p.opts.Node // the first request of a stream carries the node
@@ -66,13 +65,7 @@ func (p *Proxy) nameTableStream(ctx context.Context) (bool, error) {
 			return delivered, err
 		}
 		if resp.GetTypeUrl() == ClusterType && p.opts.OnClusters != nil {
-			var names []string
-			for _, r := range resp.GetResources() {
-				if n := resourceName(r.GetValue()); n != "" {
-					names = append(names, n)
-				}
-			}
-			p.opts.OnClusters(names)
+			p.opts.OnClusters(sotwNames(resp))
 			if err := s.Send(&discovery.DiscoveryRequest{TypeUrl: ClusterType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}); err != nil {
 				return delivered, err
 			}

@@ -39,8 +39,13 @@ type Options struct {
 	OnNameTable func(*nds.NameTable)
 	// OnClusters, when set, receives the names of every cluster istiod has
 	// for this proxy (the DNS proxy's SRV answers take service ports from
-	// them); CDS is then requested on the agent's own stream too.
+	// them), whenever they change. They are read from the CDS responses
+	// the xDS proxy carries to its downstream (Envoy's own subscription),
+	// so istiod sends the clusters once per pod, not twice.
 	OnClusters func(names []string)
+	// OwnClusters asks for CDS on the agent's own stream instead, for an
+	// agent with no proxy downstream (DISABLE_ENVOY).
+	OwnClusters bool
 	// MaxBackoff caps the wait between upstream reconnects (30 s).
 	MaxBackoff time.Duration
 }
@@ -54,6 +59,8 @@ type Proxy struct {
 	mu        sync.Mutex
 	connected bool // an upstream stream is up
 	tableSeen bool
+
+	clusters clusterFeed
 }
 
 // New returns a proxy.
@@ -61,7 +68,7 @@ func New(opts Options, log *slog.Logger) *Proxy {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
-	return &Proxy{opts: opts, log: log.With("component", "xdsproxy")}
+	return &Proxy{opts: opts, log: log.With("component", "xdsproxy"), clusters: newClusterFeed()}
 }
 
 // Connected reports whether istiod is reachable (for readiness).
@@ -92,6 +99,9 @@ func (p *Proxy) Serve(ctx context.Context, path string) error {
 	discovery.RegisterAggregatedDiscoveryServiceServer(g, p)
 	if p.opts.OnNameTable != nil {
 		go p.nameTables(ctx)
+	}
+	if p.opts.OnClusters != nil && !p.opts.OwnClusters {
+		go p.clusters.run(ctx, p.opts.OnClusters)
 	}
 	go func() {
 		<-ctx.Done()
@@ -229,6 +239,9 @@ func (p *Proxy) pumpSotW(ctx context.Context, down discovery.AggregatedDiscovery
 		if err := down.Send(resp); err != nil {
 			return err
 		}
+		if resp.GetTypeUrl() == ClusterType && p.watchesClusters() {
+			p.clusters.seen(sotwNames(resp))
+		}
 	}
 }
 
@@ -275,6 +288,7 @@ func (p *Proxy) DeltaAggregatedResources(down discovery.AggregatedDiscoveryServi
 		}
 	}()
 	go func() {
+		held := map[string]struct{}{} // the clusters this stream holds
 		for {
 			resp, err := up.Recv()
 			if err != nil {
@@ -286,6 +300,9 @@ func (p *Proxy) DeltaAggregatedResources(down discovery.AggregatedDiscoveryServi
 			if err := down.Send(resp); err != nil {
 				errc <- err
 				return
+			}
+			if resp.GetTypeUrl() == ClusterType && p.watchesClusters() {
+				p.clusters.seen(deltaNames(held, resp))
 			}
 		}
 	}()
