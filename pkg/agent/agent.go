@@ -129,8 +129,10 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 			dns.UpdateServicePorts(servicePorts(names))
 			released()
 		}
-		// The names come from the proxy's own CDS; without one, the agent asks.
-		xopts.OwnClusters = cfg.DisableEnvoy
+		// The names come from Envoy's CDS; without Envoy (DISABLE_ENVOY,
+		// or a proxyless gRPC app, which asks only for its targets' clusters),
+		// the agent asks itself.
+		xopts.OwnClusters = noProxy
 	}
 	xp := xdsproxy.New(xopts, log)
 

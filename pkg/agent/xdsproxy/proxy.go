@@ -44,7 +44,7 @@ type Options struct {
 	// so istiod sends the clusters once per pod, not twice.
 	OnClusters func(names []string)
 	// OwnClusters asks for CDS on the agent's own stream instead, for an
-	// agent with no proxy downstream (DISABLE_ENVOY).
+	// agent with no Envoy downstream (DISABLE_ENVOY, or proxyless gRPC).
 	OwnClusters bool
 	// MaxBackoff caps the wait between upstream reconnects (30 s).
 	MaxBackoff time.Duration
