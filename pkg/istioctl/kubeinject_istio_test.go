@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject/istiochart"
@@ -30,9 +29,7 @@ func TestKubeInjectWithIstiosConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	cm, err := yaml.Marshal(corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: "istio-sidecar-injector", Namespace: "istio-system"},
-		Data:       map[string]string{"config": string(inst.Config), "values": string(inst.Values)}})
+	cm, err := yaml.Marshal(inst.InjectorConfigMap())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,8 +38,7 @@ func TestWatchTakesIstiosConfigMap(t *testing.T) {
 	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: inject.ConfigMapName, Namespace: ns},
-		Data: map[string]string{inject.ConfigKey: string(inst.Config), inject.ValuesKey: string(inst.Values)}}
+	cm := inst.InjectorConfigMap()
 	if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -62,6 +63,14 @@ type Install struct {
 	Config, Values []byte
 	// Mesh is the istio ConfigMap's mesh config.
 	Mesh map[string]any
+}
+
+// InjectorConfigMap is the istio-sidecar-injector ConfigMap Istio's chart
+// installs, with i's keys.
+func (i Install) InjectorConfigMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "istio-sidecar-injector", Namespace: "istio-system"},
+		Data:       map[string]string{"config": string(i.Config), "values": string(i.Values)}}
 }
 
 // Render renders the istio-discovery chart of the module in dir with the
