@@ -33,16 +33,7 @@ import (
 // proxy's per-type state, this istiod's id and the proxies' versions.
 func TestIstioIstioctlProxyStatus(t *testing.T) {
 	istioctl := istiobin.Path(t, istiobin.Istioctl)
-	kube := kubetest.Start(t)
-	ctx := kubetest.Context(t)
-	if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.Client.CoreV1().ServiceAccounts("istio-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-		metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	d := newDebugEnvWith(t, ca.NewTokenReviewAuthenticator(kube.Client, "cluster.local"))
+	kube, _, d := istioctlEnv(t)
 	pp := d.sotw(t, productpage, map[string]string{"CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0"})
 	must(t, pp.Subscribe(gen.ClusterType, nil, wait))
 	must(t, pp.Request(gen.ListenerType, nil, "", "", nil)) // sent, not acknowledged
@@ -101,16 +92,7 @@ func TestIstioIstioctlProxyStatus(t *testing.T) {
 // finds clusters, listeners and routes matching.
 func TestIstioIstioctlSyncDiff(t *testing.T) {
 	istioctl := istiobin.Path(t, istiobin.Istioctl)
-	kube := kubetest.Start(t)
-	ctx := kubetest.Context(t)
-	if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.Client.CoreV1().ServiceAccounts("istio-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
-		metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	d := newDebugEnvWith(t, ca.NewTokenReviewAuthenticator(kube.Client, "cluster.local"))
+	kube, ctx, d := istioctlEnv(t)
 	pp := d.sotw(t, productpage, nil)
 	subscribeAll(t, pp)
 
@@ -166,4 +148,21 @@ func TestIstioIstioctlSyncDiff(t *testing.T) {
 	if out := diff(&adminv3.ConfigDump{Configs: configs}); !strings.Contains(out, "Clusters Don't Match") {
 		t.Errorf("a dump without clusters matched:\n%s", out)
 	}
+}
+
+// istioctlEnv starts an API server with the istio-system/default service
+// account Istio's istioctl asks a token for, and the xDS server with a CA
+// that reviews tokens there.
+func istioctlEnv(t *testing.T) (*kubetest.Env, context.Context, *debugEnv) {
+	t.Helper()
+	kube := kubetest.Start(t)
+	ctx := kubetest.Context(t)
+	if _, err := kube.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.Client.CoreV1().ServiceAccounts("istio-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return kube, ctx, newDebugEnvWith(t, ca.NewTokenReviewAuthenticator(kube.Client, "cluster.local"))
 }
