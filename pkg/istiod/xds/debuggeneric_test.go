@@ -1,7 +1,6 @@
 package xds_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -99,17 +98,7 @@ func TestDebugGenericOverXDS(t *testing.T) {
 	}
 
 	t.Run("delta", func(t *testing.T) {
-		conn, err := grpc.NewClient(d.tlsAddr, system()...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		s, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openDelta(t, d.tlsAddr, system()...)
 		must(t, s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: istioctlNode("istio-system", "default"), TypeUrl: xds.DebugGeneric,
 			ResourceNamesSubscribe: []string{"configz"}}))
 		r, err := s.Recv()

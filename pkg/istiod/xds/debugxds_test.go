@@ -302,17 +302,7 @@ func TestDebugTypesOverXDS(t *testing.T) {
 		})
 	}
 	t.Run("delta syncz", func(t *testing.T) {
-		conn, err := grpc.NewClient(d.tlsAddr, d.tlsDial(d.token(t, "istio-system", "default"))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), wait)
-		defer cancel()
-		s, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openDelta(t, d.tlsAddr, d.tlsDial(d.token(t, "istio-system", "default"))...)
 		must(t, s.Send(&discoveryv3.DeltaDiscoveryRequest{Node: istioctlNode("istio-system", "default"), TypeUrl: xds.DebugSyncz}))
 		r, err := s.Recv()
 		if err != nil {
@@ -329,4 +319,22 @@ func TestDebugTypesOverXDS(t *testing.T) {
 	if n := len(d.srv.Connections()); n != 3 {
 		t.Errorf("%d connections after the debug streams, want the 3 proxy streams", n)
 	}
+}
+
+// openDelta opens a delta ADS stream to addr, closed with the test (or
+// after wait).
+func openDelta(t *testing.T, addr string, opts ...grpc.DialOption) discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	t.Cleanup(cancel)
+	s, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).DeltaAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
