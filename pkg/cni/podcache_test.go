@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/httpserver"
 )
@@ -46,7 +47,7 @@ func TestPodCacheFirst(t *testing.T) {
 				return
 			}
 			_ = json.NewEncoder(w).Encode(map[string]any{"metadata": map[string]any{"name": "cached", "namespace": "shop", "labels": map[string]string{"from": "cache"}}})
-		})}, ln, 0)
+		})}, ln, 5*time.Second) // a grace of 0 fails a connection not yet seen idle
 	}()
 	t.Cleanup(func() {
 		cancel()
