@@ -20,14 +20,8 @@ import (
 // and compares the pod template with the one Istio's kube-inject writes
 // (native sidecars off, as kube-inject does without a cluster).
 func TestKubeInjectWithIstiosConfigMap(t *testing.T) {
-	dir, err := istiochart.Dir()
-	if err != nil {
-		t.Skipf("Istio's module is not available: %v", err)
-	}
-	inst, err := istiochart.Render(dir, map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := istiochart.Source(t)
+	inst := istiochart.MustRender(t, map[string]any{})
 	tmp := t.TempDir()
 	cm, err := yaml.Marshal(inst.InjectorConfigMap())
 	if err != nil {

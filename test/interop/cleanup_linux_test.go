@@ -20,14 +20,7 @@ var cleanupCases = []string{"injector", "injector-ipv6", "dns-uid-gid-ipv6", "tp
 // the remover had installed them itself, with nothing of Istio's left.
 func TestIPTablesCrossCleanup(t *testing.T) {
 	netnstest.RequireRoot(t)
-	tools := map[string][]string{
-		"skiff": {skiff(t, "istio-iptables")},
-		"istio": {istiobin.Path(t, istiobin.PilotAgent), "istio-iptables"},
-	}
-	byName := map[string]rulesCase{}
-	for _, rc := range rulesCases {
-		byName[rc.name] = rc
-	}
+	tools, byName := crossTools(t)
 	for _, backend := range []string{"nft", "legacy"} {
 		for _, name := range cleanupCases {
 			rc := byName[name]
@@ -77,4 +70,20 @@ func TestIPTablesCrossCleanup(t *testing.T) {
 			}
 		}
 	}
+}
+
+// crossTools are the two istio-iptables commands a cross-cleanup test runs
+// (Skiff's, and Istio's as pilot-agent istio-iptables), and the rule cases
+// by name.
+func crossTools(t *testing.T) (map[string][]string, map[string]rulesCase) {
+	t.Helper()
+	tools := map[string][]string{
+		"skiff": {skiff(t, "istio-iptables")},
+		"istio": {istiobin.Path(t, istiobin.PilotAgent), "istio-iptables"},
+	}
+	byName := map[string]rulesCase{}
+	for _, rc := range rulesCases {
+		byName[rc.name] = rc
+	}
+	return tools, byName
 }

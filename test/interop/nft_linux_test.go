@@ -143,14 +143,7 @@ func TestNativeNFTablesSameKernelState(t *testing.T) {
 // itself, with no istio-proxy table left.
 func TestNativeNFTablesCrossCleanup(t *testing.T) {
 	netnstest.RequireRoot(t)
-	tools := map[string][]string{
-		"skiff": {skiff(t, "istio-iptables")},
-		"istio": {istiobin.Path(t, istiobin.PilotAgent), "istio-iptables"},
-	}
-	byName := map[string]rulesCase{}
-	for _, rc := range rulesCases {
-		byName[rc.name] = rc
-	}
+	tools, byName := crossTools(t)
 	for _, name := range cleanupCases {
 		rc := byName[name]
 		for _, pair := range [][2]string{{"istio", "skiff"}, {"skiff", "istio"}} {

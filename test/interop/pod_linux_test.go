@@ -140,24 +140,28 @@ func forward(t *testing.T, ns *netnstest.NS, addr, target string) {
 		return err
 	})
 	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
+	go relay(l, func() (net.Conn, error) { return net.Dial("tcp", target) })
+}
+
+// relay carries each connection l accepts to one dial makes, both ways,
+// until l is closed.
+func relay(l net.Listener, dial func() (net.Conn, error)) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			u, err := dial()
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				u, err := net.Dial("tcp", target)
-				if err != nil {
-					return
-				}
-				defer u.Close()
-				go func() { _, _ = io.Copy(u, c); u.Close() }()
-				_, _ = io.Copy(c, u)
-			}()
-		}
-	}()
+			defer u.Close()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			_, _ = io.Copy(c, u)
+		}()
+	}
 }
 
 // env is the istio-proxy container's environment with the downward API

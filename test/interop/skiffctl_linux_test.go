@@ -45,28 +45,13 @@ func forwardIntoNS(t *testing.T, ns *netnstest.NS, target string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				var u net.Conn
-				if err := netns.Do(ns.Path, func() error {
-					var err error
-					u, err = net.Dial("tcp", target)
-					return err
-				}); err != nil {
-					return
-				}
-				defer u.Close()
-				go func() { _, _ = io.Copy(u, c); u.Close() }()
-				_, _ = io.Copy(c, u)
-			}()
-		}
-	}()
+	go relay(l, func() (u net.Conn, err error) {
+		err = netns.Do(ns.Path, func() error {
+			u, err = net.Dial("tcp", target)
+			return err
+		})
+		return u, err
+	})
 	return l.Addr().String()
 }
 

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
+	"github.com/skiff-mesh/skiff/pkg/istiod/inject/istiochart"
 )
 
 // chartDifferences are the cases where Skiff's chart templates differ
@@ -32,7 +33,7 @@ var chartDifferences = map[string]known{
 // own chart templates, given the values and mesh config Istio's chart
 // installs, and compares with what Istio's templates give.
 func TestChartTemplatesMatchIstio(t *testing.T) {
-	dir := filepath.Join(istioSource(t), "pkg", "kube", "inject", "testdata", "inject")
+	dir := filepath.Join(istiochart.Source(t), "pkg", "kube", "inject", "testdata", "inject")
 	for _, c := range allIstioCases(t, dir) {
 		if c.want == "" {
 			continue

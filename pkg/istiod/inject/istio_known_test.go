@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/skiff-mesh/skiff/pkg/istiod/inject/istiochart"
 )
 
 // known is how Skiff's injection of a case of Istio's test data differs
@@ -78,7 +79,7 @@ var errorNames = map[string]string{
 // pods of every input of Istio's injector test data with the pods Istio
 // expects, as Istio's webhook test compares them.
 func TestIstioTemplatesMatchIstio(t *testing.T) {
-	dir := filepath.Join(istioSource(t), "pkg", "kube", "inject", "testdata", "inject")
+	dir := filepath.Join(istiochart.Source(t), "pkg", "kube", "inject", "testdata", "inject")
 	for _, c := range allIstioCases(t, dir) {
 		name := c.want
 		if name == "" {

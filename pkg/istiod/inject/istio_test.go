@@ -18,17 +18,6 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject/istiochart"
 )
 
-// istioSource returns Istio's module directory, or skips the test when
-// the module cannot be had (offline without a module cache).
-func istioSource(t *testing.T) string {
-	t.Helper()
-	dir, err := istiochart.Dir()
-	if err != nil {
-		t.Skipf("Istio's module is not available: %v", err)
-	}
-	return dir
-}
-
 // istioInstall is what Istio's istio-discovery chart installs for some values.
 type istioInstall = istiochart.Install
 
@@ -36,11 +25,7 @@ type istioInstall = istiochart.Install
 // user's values.
 func renderIstioChart(t *testing.T, vals map[string]any) istioInstall {
 	t.Helper()
-	got, err := istiochart.Render(istioSource(t), vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
+	return istiochart.MustRender(t, vals)
 }
 
 // istioValues turns the settings of a case of Istio's injector test into

@@ -22,14 +22,7 @@ import (
 // for the injector to apply it (Istio's templates use Sprig and Istio's
 // own functions) and inject with Istio's sidecar template.
 func TestWatchTakesIstiosConfigMap(t *testing.T) {
-	dir, err := istiochart.Dir()
-	if err != nil {
-		t.Skipf("Istio's module is not available: %v", err)
-	}
-	inst, err := istiochart.Render(dir, map[string]any{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := istiochart.MustRender(t, map[string]any{})
 	leaks := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, leaks) })
 	env := kubetest.Start(t)

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -63,6 +64,27 @@ type Install struct {
 	Config, Values []byte
 	// Mesh is the istio ConfigMap's mesh config.
 	Mesh map[string]any
+}
+
+// Source returns Istio's module directory (Dir), or skips t when the
+// module cannot be had (offline without a module cache).
+func Source(t testing.TB) string {
+	t.Helper()
+	dir, err := Dir()
+	if err != nil {
+		t.Skipf("Istio's module is not available: %v", err)
+	}
+	return dir
+}
+
+// MustRender is Render of Source's chart for t, which fails on an error.
+func MustRender(t testing.TB, vals map[string]any) Install {
+	t.Helper()
+	inst, err := Render(Source(t), vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
 }
 
 // InjectorConfigMap is the istio-sidecar-injector ConfigMap Istio's chart
