@@ -237,9 +237,7 @@ func assertNoResidue(t testing.TB, ns *netnstest.NS, m ipt.Mode) {
 			}
 		}
 	}
-	if out := ns.Exec(t, "ip", "rule", "show"); strings.Contains(out, "fwmark") {
-		t.Errorf("ip rule left behind:\n%s", out)
-	}
+	assertNoRouting(t, ns)
 }
 
 // TestFlagChangeConverges reruns with other flags: each change is one
@@ -264,6 +262,9 @@ func TestFlagChangeConverges(t *testing.T) {
 					t.Errorf("%s: converged in %d transactions, want %d", gc.name, n, want)
 				}
 				b.holds(t, ns, &cfg.Policy) // stale chains and tables count as drift
+				if cfg.InboundMode != TProxy {
+					assertNoRouting(t, ns) // REDIRECT after TPROXY removes its routing
+				}
 				last = cfg
 			}
 			cleanupWith(t, ns, last, b)

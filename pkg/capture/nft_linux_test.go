@@ -114,11 +114,23 @@ func assertNoNFTResidue(t testing.TB, ns *netnstest.NS) {
 			t.Errorf("table %s left behind", tbl)
 		}
 	}
-	if out := ns.Exec(t, "ip", "rule", "show"); strings.Contains(out, "fwmark") {
-		t.Errorf("ip rule left behind:\n%s", out)
-	}
+	assertNoRouting(t, ns)
 	if out := ns.Exec(t, "ip", "-6", "addr", "show", "dev", "lo"); strings.Contains(out, "::6/128") {
 		t.Errorf("::6 left on lo:\n%s", out)
+	}
+}
+
+// assertNoRouting fails if a TPROXY rule or local default route of either
+// family is in ns.
+func assertNoRouting(t testing.TB, ns *netnstest.NS) {
+	t.Helper()
+	for _, f := range []string{"-4", "-6"} {
+		if out := ns.Exec(t, "ip", f, "rule", "show"); strings.Contains(out, "fwmark") {
+			t.Errorf("ip %s rule left behind:\n%s", f, out)
+		}
+		if out := ns.Exec(t, "ip", f, "route", "show", "table", "all"); strings.Contains(out, "local default dev lo") {
+			t.Errorf("ip %s local default route left behind:\n%s", f, out)
+		}
 	}
 }
 
