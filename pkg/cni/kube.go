@@ -141,13 +141,13 @@ func NewPodGetter(path string) (PodGetter, error) {
 var errNotFound = errors.New("not found")
 
 func (c *apiClient) GetPod(ctx context.Context, namespace, name string) (*Pod, error) {
-	u := c.server + "/api/v1/namespaces/" + url.PathEscape(namespace) + "/pods/" + url.PathEscape(name)
+	u := c.server + podPath(namespace, name)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "skiff-cni")
+	req.Header.Set("User-Agent", userAgent)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -156,6 +156,21 @@ func (c *apiClient) GetPod(ctx context.Context, namespace, name string) (*Pod, e
 		return nil, err
 	}
 	defer resp.Body.Close()
+	return readPod(u, resp)
+}
+
+// userAgent is the plugin's User-Agent towards the API server and the
+// node agent.
+const userAgent = "skiff-cni"
+
+// podPath is the API's path of one pod.
+func podPath(namespace, name string) string {
+	return "/api/v1/namespaces/" + url.PathEscape(namespace) + "/pods/" + url.PathEscape(name)
+}
+
+// readPod decodes the answer to a pod GET of u: the pod, errNotFound, or
+// an error with the status and body.
+func readPod(u string, resp *http.Response) (*Pod, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return nil, err

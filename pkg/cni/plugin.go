@@ -117,6 +117,29 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 		t.decision.Reason = "the CNI node agent's own pod"
 		return t, nil
 	}
+	start := time.Now()
+	pod, err := p.lookup(conf, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	t.log.Debug("pod looked up", "pod", t.pod, "took", time.Since(start))
+	if t.decision, err = Decide(pod); err != nil {
+		return nil, cniError(types.ErrInvalidNetworkConfig, "bad pod annotation", fmt.Errorf("pod %s: %w", t.pod, err))
+	}
+	if c := t.decision.Capture; c != nil {
+		c.NetworkNamespace = args.Netns
+		c.NativeNFTables = conf.NativeNFTables
+		c.Backend = ipt.Mode(conf.IPTablesBackend)
+	}
+	return t, nil
+}
+
+// lookup finds the pod: in the node agent's cache when it holds it, without
+// reading the kubeconfig, or else from the API server, with retries.
+func (p *Plugin) lookup(conf *Config, ns, name string) (*Pod, error) {
+	if pod := fromCache(conf, ns, name); pod != nil {
+		return pod, nil
+	}
 	newPods := p.Pods
 	if newPods == nil {
 		newPods = NewPodGetter
@@ -129,21 +152,11 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 	interval, _ := conf.lookupInterval() // checked by ParseConfig
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout(conf.PodLookupTries, interval))
 	defer cancel()
-	start := time.Now()
 	pod, err := getPodWithRetry(ctx, pods, ns, name, conf.PodLookupTries, interval)
 	if err != nil {
 		return nil, cniError(types.ErrTryAgainLater, "pod lookup failed", err)
 	}
-	t.log.Debug("pod looked up", "pod", t.pod, "took", time.Since(start))
-	if t.decision, err = Decide(pod); err != nil {
-		return nil, cniError(types.ErrInvalidNetworkConfig, "bad pod annotation", fmt.Errorf("pod %s: %w", t.pod, err))
-	}
-	if c := t.decision.Capture; c != nil {
-		c.NetworkNamespace = args.Netns
-		c.NativeNFTables = conf.NativeNFTables
-		c.Backend = ipt.Mode(conf.IPTablesBackend)
-	}
-	return t, nil
+	return pod, nil
 }
 
 // Add programs the pod's namespace when its sidecar needs capture, then

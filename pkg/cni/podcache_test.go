@@ -68,4 +68,19 @@ func TestPodCacheFirst(t *testing.T) {
 	if len(api.asked) != 1 || api.asked[0] != "shop/missed" {
 		t.Errorf("API server asked for %v, want only the missed pod", api.asked)
 	}
+
+	// The plugin reads its kubeconfig only when the cache misses.
+	kubeconfigs := 0
+	conf.PodLookupTries = 1
+	p := &Plugin{Pods: func(string) (PodGetter, error) { kubeconfigs++; return api, nil }}
+	for name, want := range map[string]int{"cached": 0, "missed": 1} {
+		kubeconfigs = 0
+		pod, err := p.lookup(conf, "shop", name)
+		if err != nil || pod.Metadata.Name != name {
+			t.Fatalf("lookup %s: %v %v", name, pod, err)
+		}
+		if kubeconfigs != want {
+			t.Errorf("lookup %s read the kubeconfig %d times, want %d", name, kubeconfigs, want)
+		}
+	}
 }
