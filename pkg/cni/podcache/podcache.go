@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -41,7 +42,44 @@ func New(client kubernetes.Interface, node string, log *slog.Logger) (*Cache, er
 	}
 	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "pods", corev1.NamespaceAll,
 		fields.OneTermEqualSelector("spec.nodeName", node))
-	return &Cache{informer: cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{}), log: log}, nil
+	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
+	if err := inf.SetTransform(trim); err != nil {
+		return nil, fmt.Errorf("pod cache: %w", err)
+	}
+	return &Cache{informer: inf, log: log}, nil
+}
+
+// trim keeps of a pod what the plugin reads (cni.Pod), so the cache holds
+// and encodes a few hundred bytes per pod rather than the whole object with
+// its status and managed fields.
+func trim(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil // a deleted-final-state tombstone
+	}
+	t := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID,
+		ResourceVersion: p.ResourceVersion, Labels: p.Labels, Annotations: p.Annotations}}
+	t.Spec.NodeName = p.Spec.NodeName
+	t.Spec.InitContainers = trimContainers(p.Spec.InitContainers)
+	t.Spec.Containers = trimContainers(p.Spec.Containers)
+	return t, nil
+}
+
+func trimContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Args: c.Args}
+		for _, e := range c.Env {
+			out[i].Env = append(out[i].Env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+		}
+		if sc := c.SecurityContext; sc != nil {
+			out[i].SecurityContext = &corev1.SecurityContext{RunAsUser: sc.RunAsUser, RunAsGroup: sc.RunAsGroup}
+		}
+	}
+	return out
 }
 
 // ServeHTTP answers GET /api/v1/namespaces/NS/pods/NAME from the cache.
