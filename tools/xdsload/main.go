@@ -46,6 +46,7 @@ func main() {
 	})
 	flag.DurationVar(&cfg.timeout, "timeout", 60*time.Second, "longest wait for one convergence")
 	flag.DurationVar(&cfg.rest, "rest", 5*time.Second, "quiet time after the last change before istiod's RSS at rest is read (0: not read)")
+	flag.StringVar(&cfg.profiles, "profiles", "", "directory for istiod's heap, goroutine and memstats profiles at rest (one set per client count)")
 	flag.Parse()
 	counts, err := parseCounts(*clients)
 	if err != nil {

@@ -31,6 +31,7 @@ type config struct {
 	delta                        bool
 	timeout                      time.Duration
 	rest                         time.Duration // quiet time before the RSS at rest
+	profiles                     string        // directory for istiod's profiles at rest; "" for none
 }
 
 // phase is one timed change: how long until every client had it.
@@ -225,6 +226,11 @@ spec:
 		case <-time.After(cfg.rest):
 		}
 		res.restRSS, _, _ = memory(pid)
+		if cfg.profiles != "" {
+			if err := saveProfiles(ctx, "http://"+debugAddr, cfg.profiles, cfg.clients); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return res, nil
 }
