@@ -111,10 +111,45 @@ func TestBadInputUDP(t *testing.T) {
 			checkRcode(t, tc.pkt, buf[:n], tc.rcode)
 		})
 	}
+	// A query of up to 1232 bytes (EDNS padding) is answered; a larger
+	// datagram is dropped (Istio's agent reads only 512 bytes of one).
+	for size, answered := range map[int]bool{maxQuerySize: true, maxQuerySize + 1: false} {
+		pkt := paddedQuery(t, size)
+		if _, err := conn.Write(pkt); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		n, err := conn.Read(buf)
+		if !answered {
+			if err == nil {
+				t.Errorf("a %d-byte query: want silence, got %d bytes", size, n)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("a %d-byte query: %v", size, err)
+		}
+		checkRcode(t, pkt, buf[:n], dns.RcodeSuccess)
+	}
 	// Still serving.
 	if r := ask(t, "udp", addr4(s), "reviews", dns.TypeA, 0); len(r.Answer) != 1 {
 		t.Fatalf("after bad input: %v", r)
 	}
+}
+
+// paddedQuery is an A query for reviews. padded with EDNS0 padding to size bytes.
+func paddedQuery(t *testing.T, size int) []byte {
+	t.Helper()
+	base := len(rawQuery(t, "reviews.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false) }))
+	const optionHeader = 4
+	pkt := rawQuery(t, "reviews.", dns.TypeA, func(m *dns.Msg) {
+		m.SetEdns0(1232, false)
+		m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_PADDING{Padding: make([]byte, size-base-optionHeader)})
+	})
+	if len(pkt) != size {
+		t.Fatalf("padded query is %d bytes, want %d", len(pkt), size)
+	}
+	return pkt
 }
 
 // checkRcode checks that b answers pkt with rcode want.

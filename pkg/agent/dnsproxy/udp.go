@@ -39,7 +39,7 @@ func (s *Server) readUDP(conn *net.UDPConn) {
 		// One spare byte: a datagram that fills the buffer is too big.
 		in[i].Buffers = [][]byte{make([]byte, maxQuerySize+1)}
 		out[i].Buffers = make([][]byte, 1)
-		outBufs[i] = make([]byte, 0, 2048)
+		outBufs[i] = make([]byte, 0, ourUDPSize) // a larger answer grows its own
 	}
 	keyBuf := make([]byte, 0, maxNameLen+3)
 	for {

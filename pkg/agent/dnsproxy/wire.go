@@ -29,9 +29,10 @@ const (
 	ourUDPSize = 1232
 	// maxUDPSize caps buffer sizes we ask upstreams for.
 	maxUDPSize = 4096
-	// maxQuerySize is the largest query the fast path reads; real queries
-	// are far smaller.
-	maxQuerySize = 4096
+	// maxQuerySize is the largest query read from a client over UDP. Real
+	// queries are far smaller; Istio's agent reads them into 512 bytes
+	// (miekg/dns's default), so this is a superset of what it takes.
+	maxQuerySize = ourUDPSize
 )
 
 // query is a DNS query parsed just far enough to answer it from a
