@@ -89,20 +89,9 @@ func bindAndWait(b *testing.B, hc *http.Client, name string) {
 }
 
 func benchAdd(b *testing.B, chained, cached, nft bool, parallel int) {
-	n := newNode(b, map[string]any{"plugin_log_level": "warn", "native_nftables": nft})
-	var hc *http.Client
-	if cached {
-		hc = startPodCache(b, n)
-	}
+	n, hc := benchNodeFor(b, cached, nft)
 	if !chained {
-		var list map[string]any
-		_ = json.Unmarshal(n.conflist.Bytes, &list)
-		list["plugins"] = list["plugins"].([]any)[:1]
-		raw, _ := json.Marshal(list)
-		var err error
-		if n.conflist, err = libcni.ConfListFromBytes(raw); err != nil {
-			b.Fatal(err)
-		}
+		n.conflist = bridgeOnly(b, n.conflist)
 	}
 	var lat []time.Duration
 	var mu sync.Mutex
@@ -110,28 +99,14 @@ func benchAdd(b *testing.B, chained, cached, nft bool, parallel int) {
 	b.ResetTimer()
 	for r := 0; r < rounds; r++ {
 		b.StopTimer()
-		pods := make([]*netnstest.NS, parallel)
-		names := make([]string, parallel)
-		for i := range pods {
-			pods[i] = netnstest.New(b)
-			names[i] = netnstest.UniqueName("bench-")
-			createPod(b, names[i], injected(nil))
-			if cached {
-				bindAndWait(b, hc, names[i])
-			}
-		}
+		pods, names := benchPods(b, hc, parallel)
 		b.StartTimer()
 		var wg sync.WaitGroup
 		for i := range pods {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				start := time.Now()
-				err := netns.Do(n.ns.Path, func() error {
-					_, err := n.cni.AddNetworkList(context.Background(), n.conflist, n.rt(pods[i], names[i]))
-					return err
-				})
-				d := time.Since(start)
+				d, err := timedAdd(n, n.conflist, pods[i], names[i])
 				if err != nil {
 					b.Error(err)
 					return
@@ -144,16 +119,134 @@ func benchAdd(b *testing.B, chained, cached, nft bool, parallel int) {
 		wg.Wait()
 		b.StopTimer()
 		for i := range pods {
-			_ = netns.Do(n.ns.Path, func() error {
-				return n.cni.DelNetworkList(context.Background(), n.conflist, n.rt(pods[i], names[i]))
-			})
+			n.del(n.conflist, pods[i], names[i])
 		}
 		b.StartTimer()
 	}
 	b.StopTimer()
-	slices.Sort(lat)
-	if len(lat) > 0 {
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	reportPercentiles(b, "", lat)
+}
+
+// BenchmarkAddPaired measures what the plugin adds with the two chains run
+// alternately, one ADD of each per iteration on pods of the same node, so
+// that the machine's load drifts over both alike: bridge + host-local
+// alone, and with our plugin chained (pod from install-cni's cache). It
+// reports each chain's percentiles and the median of the per-pair
+// differences.
+func BenchmarkAddPaired(b *testing.B) {
+	netnstest.RequireRoot(b)
+	for _, nft := range []bool{false, true} {
+		name := "podcache"
+		if nft {
+			name = "podcache+nftables"
+		}
+		b.Run(name, func(b *testing.B) {
+			n, hc := benchNodeFor(b, true, nft)
+			chains := [2]*libcni.NetworkConfigList{bridgeOnly(b, n.conflist), n.conflist}
+			var lat [2][]time.Duration
+			var diff []time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				pods, names := benchPods(b, hc, 2)
+				b.StartTimer()
+				var d [2]time.Duration
+				for k := range 2 {
+					c := (i + k) % 2 // alternate which chain goes first
+					var err error
+					if d[c], err = timedAdd(n, chains[c], pods[c], names[c]); err != nil {
+						b.Fatal(err)
+					}
+					lat[c] = append(lat[c], d[c])
+				}
+				diff = append(diff, d[1]-d[0])
+				b.StopTimer()
+				for c := range 2 {
+					n.del(chains[c], pods[c], names[c])
+				}
+				b.StartTimer()
+			}
+			b.StopTimer()
+			reportPercentiles(b, "bridge-", lat[0])
+			reportPercentiles(b, "chained-", lat[1])
+			slices.Sort(diff)
+			if len(diff) > 0 {
+				b.ReportMetric(ms(diff[len(diff)/2]), "added-p50-ms")
+				b.ReportMetric(ms(percentile(lat[1], 99)-percentile(lat[0], 99)), "added-p99-ms")
+			}
+		})
 	}
 }
+
+// benchNodeFor is a node for the benchmarks, with install-cni's pod cache
+// when cached (its client returned, else nil).
+func benchNodeFor(b *testing.B, cached, nft bool) (*node, *http.Client) {
+	n := newNode(b, map[string]any{"plugin_log_level": "warn", "native_nftables": nft})
+	if !cached {
+		return n, nil
+	}
+	return n, startPodCache(b, n)
+}
+
+// bridgeOnly is list without our plugin: bridge and host-local alone.
+func bridgeOnly(b *testing.B, list *libcni.NetworkConfigList) *libcni.NetworkConfigList {
+	var m map[string]any
+	_ = json.Unmarshal(list.Bytes, &m)
+	m["plugins"] = m["plugins"].([]any)[:1]
+	raw, _ := json.Marshal(m)
+	out, err := libcni.ConfListFromBytes(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// benchPods makes k pod namespaces and injected pods (bound to the bench
+// node and in its cache when hc is set).
+func benchPods(b *testing.B, hc *http.Client, k int) ([]*netnstest.NS, []string) {
+	pods := make([]*netnstest.NS, k)
+	names := make([]string, k)
+	for i := range pods {
+		pods[i] = netnstest.New(b)
+		names[i] = netnstest.UniqueName("bench-")
+		createPod(b, names[i], injected(nil))
+		if hc != nil {
+			bindAndWait(b, hc, names[i])
+		}
+	}
+	return pods, names
+}
+
+// timedAdd runs one ADD of list from the node namespace and times it.
+func timedAdd(n *node, list *libcni.NetworkConfigList, pod *netnstest.NS, name string) (time.Duration, error) {
+	start := time.Now()
+	err := netns.Do(n.ns.Path, func() error {
+		_, err := n.cni.AddNetworkList(context.Background(), list, n.rt(pod, name))
+		return err
+	})
+	return time.Since(start), err
+}
+
+// del runs DEL of list for pod, ignoring errors (the namespace goes anyway).
+func (n *node) del(list *libcni.NetworkConfigList, pod *netnstest.NS, name string) {
+	_ = netns.Do(n.ns.Path, func() error {
+		return n.cni.DelNetworkList(context.Background(), list, n.rt(pod, name))
+	})
+}
+
+// reportPercentiles reports p50 and p99 of lat, in ms, named with prefix.
+func reportPercentiles(b *testing.B, prefix string, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	b.ReportMetric(ms(percentile(lat, 50)), prefix+"p50-ms")
+	b.ReportMetric(ms(percentile(lat, 99)), prefix+"p99-ms")
+}
+
+// percentile is the p-th percentile of lat (sorted in place).
+func percentile(lat []time.Duration, p int) time.Duration {
+	slices.Sort(lat)
+	return lat[len(lat)*p/100]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
