@@ -3,6 +3,7 @@ package dnsproxy
 import (
 	"errors"
 	"net"
+	"net/netip"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -14,8 +15,10 @@ type udpListener struct {
 	bc   batchConn
 }
 
-// newBatchConn wraps c for batched reads and writes in its address family.
-func newBatchConn(c *net.UDPConn) batchConn {
+// xnetBatchConn wraps c for batched reads and writes in its address
+// family with golang.org/x/net (recvmmsg and sendmmsg on Linux, one
+// datagram at a time elsewhere). newBatchConn (mmsg_*.go) builds on it.
+func xnetBatchConn(c *net.UDPConn) batchConn {
 	if a, ok := c.LocalAddr().(*net.UDPAddr); ok && a.IP.To4() == nil {
 		return ipv6.NewPacketConn(c)
 	}
@@ -96,6 +99,7 @@ type replyBatch struct {
 	bufs  [][]byte
 	ls    []*udpListener
 	msgs  []ipv4.Message
+	addrs []net.UDPAddr // the messages' addresses, reused
 	group []ipv4.Message
 	n     int
 }
@@ -108,16 +112,17 @@ func (b *replyBatch) buf() []byte {
 		b.bufs = append(b.bufs, make([]byte, 0, 512))
 		b.ls = append(b.ls, nil)
 		b.msgs = append(b.msgs, ipv4.Message{Buffers: make([][]byte, 1)})
+		b.addrs = append(b.addrs, net.UDPAddr{})
 	}
 	return b.bufs[b.n][:0]
 }
 
 // push queues resp, written into the buffer buf returned, for addr on l.
-func (b *replyBatch) push(l *udpListener, addr net.Addr, resp []byte) {
+func (b *replyBatch) push(l *udpListener, addr netip.AddrPort, resp []byte) {
 	b.bufs[b.n] = resp[:0] // keep the buffer as grown
 	b.ls[b.n] = l
 	b.msgs[b.n].Buffers[0] = resp
-	b.msgs[b.n].Addr = addr
+	b.msgs[b.n].Addr = setUDPAddr(&b.addrs[b.n], addr)
 	b.n++
 	if b.n == udpBatch {
 		b.flush()
@@ -146,4 +151,18 @@ func (b *replyBatch) flush() {
 	}
 	clear(b.group[:cap(b.group)])
 	b.n = 0
+}
+
+// setUDPAddr writes ap into a, reusing a's IP slice, and returns a.
+func setUDPAddr(a *net.UDPAddr, ap netip.AddrPort) *net.UDPAddr {
+	ip := ap.Addr()
+	if ip.Is4() {
+		b := ip.As4()
+		a.IP = append(a.IP[:0], b[:]...)
+	} else {
+		b := ip.As16()
+		a.IP = append(a.IP[:0], b[:]...)
+	}
+	a.Port, a.Zone = int(ap.Port()), ip.Zone()
+	return a
 }

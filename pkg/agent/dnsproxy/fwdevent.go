@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 )
 
@@ -32,7 +33,7 @@ var errAttemptTimeout = fmt.Errorf("no answer within the attempt timeout: %w", c
 // evClient is one client query waiting on a flight.
 type evClient struct {
 	l    *udpListener
-	addr net.Addr
+	addr netip.AddrPort
 	pkt  []byte // the client's query, owned by the flight
 	q    query  // parsed from pkt; q.key is not kept
 }
@@ -63,7 +64,7 @@ type evFlight struct {
 // answered by the upstream socket's reader; the send is added to sends.
 // now is when pkt's batch was read. It reports false when the query must
 // take the goroutine path instead.
-func (s *Server) forwardEvent(l *udpListener, pkt []byte, addr net.Addr, sends *sendBatch, now time.Time) bool {
+func (s *Server) forwardEvent(l *udpListener, pkt []byte, addr netip.AddrPort, sends *sendBatch, now time.Time) bool {
 	if s.cfg.ForwardParallel || len(s.fwd.ups) == 0 {
 		return false
 	}
@@ -277,7 +278,7 @@ func (s *Server) evReply(clients []evClient, reply func(c *evClient) []byte) {
 	for i := range clients {
 		c := &clients[i]
 		if resp := reply(c); resp != nil {
-			if _, err := c.l.conn.WriteTo(resp, c.addr); err != nil && !errors.Is(err, net.ErrClosed) {
+			if _, err := c.l.conn.WriteToUDPAddrPort(resp, c.addr); err != nil && !errors.Is(err, net.ErrClosed) {
 				s.log.Debug("udp write failed", "to", c.addr, "err", err)
 			}
 		}

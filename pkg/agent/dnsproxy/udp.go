@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net"
+	"net/netip"
 	"time"
 
 	"golang.org/x/net/ipv4"
@@ -64,8 +65,10 @@ func (s *Server) readUDP(conn *net.UDPConn) {
 			pkt := m.Buffers[0][:m.N]
 			resp, src := s.fast(pkt, outBufs[nout][:0], &keyBuf, false)
 			if resp == nil {
-				if !s.forwardEvent(l, pkt, m.Addr, &sends, now) {
-					s.slowUDP(conn, pkt, m.Addr)
+				// m.Addr is the reader's, overwritten by the next read.
+				addr := addrPort(m.Addr)
+				if !s.forwardEvent(l, pkt, addr, &sends, now) {
+					s.slowUDP(conn, pkt, addr)
 				}
 				continue
 			}
@@ -104,7 +107,7 @@ func (s *Server) readUDP(conn *net.UDPConn) {
 
 // slowUDP answers pkt from addr in a goroutine, or drops it when too many
 // queries are already waiting.
-func (s *Server) slowUDP(conn *net.UDPConn, pkt []byte, addr net.Addr) {
+func (s *Server) slowUDP(conn *net.UDPConn, pkt []byte, addr netip.AddrPort) {
 	select {
 	case s.inflight <- struct{}{}:
 	default:
@@ -121,9 +124,17 @@ func (s *Server) slowUDP(conn *net.UDPConn, pkt []byte, addr net.Addr) {
 			resp = s.slow(s.ctx, pkt, false)
 		}
 		if resp != nil {
-			if _, err := conn.WriteTo(resp, addr); err != nil && !errors.Is(err, net.ErrClosed) {
+			if _, err := conn.WriteToUDPAddrPort(resp, addr); err != nil && !errors.Is(err, net.ErrClosed) {
 				s.log.Debug("udp write failed", "to", addr, "err", err)
 			}
 		}
 	}()
+}
+
+// addrPort is a datagram's source as a value (no allocation).
+func addrPort(a net.Addr) netip.AddrPort {
+	if u, ok := a.(*net.UDPAddr); ok {
+		return u.AddrPort()
+	}
+	return netip.AddrPort{}
 }

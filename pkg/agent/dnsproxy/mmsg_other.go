@@ -1,0 +1,7 @@
+//go:build !linux
+
+package dnsproxy
+
+import "net"
+
+func newBatchConn(c *net.UDPConn) batchConn { return xnetBatchConn(c) }
