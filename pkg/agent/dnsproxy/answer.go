@@ -64,7 +64,7 @@ func packAnswer(m *dns.Msg, rotate int, withTTLs bool) (*answer, error) {
 	if cap(wire) > len(wire)+len(wire)/8 {
 		wire = bytes.Clone(wire) // Pack's buffer is sized for the uncompressed message
 	}
-	spans, err := walkRRs(wire)
+	spans, err := walkRRs(nil, wire)
 	if err != nil {
 		return nil, fmt.Errorf("walk packed answer: %w", err)
 	}

@@ -83,7 +83,7 @@ func (f *forwarder) close() {
 // upstreamQuery builds the message sent upstream for q.
 func upstreamQuery(q dns.Question, rd, cd, do bool, udpSize uint16) *dns.Msg {
 	m := new(dns.Msg)
-	m.Id = dns.Id()
+	m.Id = randomID()
 	m.RecursionDesired, m.CheckingDisabled = rd, cd
 	m.Question = []dns.Question{q}
 	m.SetEdns0(udpSize, do)

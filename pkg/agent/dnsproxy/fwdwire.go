@@ -163,7 +163,7 @@ func appendUpstreamWire(b, name []byte, qtype, clientFlags uint16, do bool, size
 	start := len(b)
 	b = append(b, make([]byte, headerLen)...)
 	h := b[start:]
-	binary.BigEndian.PutUint16(h, dns.Id())
+	binary.BigEndian.PutUint16(h, randomID())
 	binary.BigEndian.PutUint16(h[2:], clientFlags&(flagRD|flagCD))
 	binary.BigEndian.PutUint16(h[4:], 1)
 	binary.BigEndian.PutUint16(h[10:], 1)
@@ -206,7 +206,8 @@ func (a *answer) fromWire(buf, wire []byte) (ttl time.Duration, ok bool) {
 		return 0, false
 	}
 	qEnd += 4
-	spans, err := walkRRs(wire)
+	var spanBuf [16]rrSpan
+	spans, err := walkRRs(spanBuf[:0], wire)
 	if err != nil {
 		return 0, false
 	}

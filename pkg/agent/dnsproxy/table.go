@@ -156,7 +156,7 @@ func (t *table) addAddrs(qname, target string, rec *hostRec, log *slog.Logger) {
 // question's name through a compression pointer to it, and holds no other
 // name (address records): then a serves any name.
 func ownersPointAtQuestion(a *answer) bool {
-	spans, err := walkRRs(a.wire)
+	spans, err := walkRRs(nil, a.wire)
 	if err != nil {
 		return false
 	}

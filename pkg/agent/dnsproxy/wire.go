@@ -3,6 +3,7 @@ package dnsproxy
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 )
 
 // Header flag bits of a DNS message (RFC 1035 4.1.1, RFC 4035 3.2).
@@ -169,9 +170,10 @@ type rrSpan struct {
 	start, ttlOff, end int
 }
 
-// walkRRs returns the spans of every record after the question section of
-// a packed message produced by miekg/dns (so known to be well formed).
-func walkRRs(msg []byte) ([]rrSpan, error) {
+// walkRRs appends to dst the spans of every record after the question
+// section of a packed message produced by miekg/dns (so known to be well
+// formed). A caller on the hot path passes a stack array's slice.
+func walkRRs(dst []rrSpan, msg []byte) ([]rrSpan, error) {
 	if len(msg) < headerLen {
 		return nil, errShortMsg
 	}
@@ -185,7 +187,7 @@ func walkRRs(msg []byte) ([]rrSpan, error) {
 		}
 		off += 4
 	}
-	spans := make([]rrSpan, 0, total)
+	spans := slices.Grow(dst, total)
 	for range total {
 		start := off
 		if off, err = skipName(msg, off); err != nil {
