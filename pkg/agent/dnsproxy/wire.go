@@ -117,6 +117,9 @@ func parseQuery(msg, keyBuf []byte) (q query, ok bool) {
 		}
 		q.do = binary.BigEndian.Uint16(msg[off+7:])&optDOBit != 0
 		rdlen := int(binary.BigEndian.Uint16(msg[off+9:]))
+		if off+11+rdlen > len(msg) || !plainOptions(msg[off+11:off+11+rdlen]) {
+			return q, false
+		}
 		off += 11 + rdlen
 		q.edns = true
 		q.udpSize = max(size, minUDPSize)
@@ -126,6 +129,29 @@ func parseQuery(msg, keyBuf []byte) (q query, ok bool) {
 	}
 	return q, true
 }
+
+// plainOptions reports whether the OPT record's options are well formed
+// and only ones miekg/dns takes without looking inside (COOKIE, PADDING):
+// any other goes to the slow path, which decides as Istio's agent does.
+func plainOptions(b []byte) bool {
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return false
+		}
+		code, n := binary.BigEndian.Uint16(b), int(binary.BigEndian.Uint16(b[2:]))
+		if 4+n > len(b) || (code != optCookie && code != optPadding) {
+			return false
+		}
+		b = b[4+n:]
+	}
+	return true
+}
+
+// EDNS0 option codes the fast path passes over (RFC 7873, RFC 7830).
+const (
+	optCookie  = 10
+	optPadding = 12
+)
 
 // cacheFlags is the byte that distinguishes cached answers by the query
 // bits that change an upstream's answer (DNSSEC OK, checking disabled).
