@@ -52,6 +52,11 @@ type sendBatch struct {
 	socks []*udpSock
 	msgs  []ipv4.Message
 	group []ipv4.Message // scratch for one socket's messages
+	// The queries are copied into arena (ends[i] is where query i ends):
+	// a flight may be answered, and reused, before the batch leaves.
+	arena []byte
+	ends  []int
+	bufs  [][]byte // the messages' buffers, slices of arena
 }
 
 func (b *sendBatch) add(s *udpSock, packed []byte) {
@@ -59,7 +64,8 @@ func (b *sendBatch) add(s *udpSock, packed []byte) {
 		b.sock = s
 	}
 	b.socks = append(b.socks, s)
-	b.msgs = append(b.msgs, ipv4.Message{Buffers: [][]byte{packed}})
+	b.arena = append(b.arena, packed...)
+	b.ends = append(b.ends, len(b.arena))
 }
 
 // flush sends every query, socket by socket. A socket that fails a send is
@@ -67,6 +73,16 @@ func (b *sendBatch) add(s *udpSock, packed []byte) {
 // it in exchange.
 func (b *sendBatch) flush() {
 	b.sock = nil
+	b.bufs = b.bufs[:0]
+	start := 0
+	for _, end := range b.ends { // the arena no longer grows: slice it
+		b.bufs = append(b.bufs, b.arena[start:end:end])
+		start = end
+	}
+	for i := range b.bufs {
+		b.msgs = append(b.msgs, ipv4.Message{Buffers: b.bufs[i : i+1 : i+1]})
+	}
+	defer func() { b.arena, b.ends = b.arena[:0], b.ends[:0] }()
 	for len(b.socks) > 0 {
 		s := b.socks[0]
 		b.group = b.group[:0]

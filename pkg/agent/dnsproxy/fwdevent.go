@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 )
 
@@ -60,6 +61,21 @@ type evFlight struct {
 	buf [256]byte   // packed and the first client's packet, when they fit
 }
 
+// flights keeps the flights of queries answered on the event path for
+// reuse: a flight is one allocation per forwarded query otherwise. Only a
+// flight answered in evAnswer with every reply written there comes back:
+// by then it has left the flight table (evTake) and its socket's waiters
+// (deliver), the send batch holds a copy of its query, and no goroutine
+// has it. A flight handed to a goroutine (a timeout, a failure, a reply too
+// big) is left to the GC.
+var flights = sync.Pool{New: func() any { return new(evFlight) }}
+
+// recycle returns f to flights, holding no references.
+func recycle(f *evFlight) {
+	*f = evFlight{}
+	flights.Put(f)
+}
+
 // forwardEvent starts forwarding the UDP query pkt from addr on l, to be
 // answered by the upstream socket's reader; the send is added to sends.
 // now is when pkt's batch was read. It reports false when the query must
@@ -96,7 +112,8 @@ func (s *Server) forwardEvent(l *udpListener, pkt []byte, addr netip.AddrPort, s
 		f.clients = append(f.clients, evClient{l: l, addr: addr, pkt: bytes.Clone(pkt), q: q})
 		return true
 	}
-	f := &evFlight{srv: s, key: string(ckey), u: s.fwd.first(), start: now}
+	f := flights.Get().(*evFlight)
+	*f = evFlight{srv: s, key: string(ckey), u: s.fwd.first(), start: now}
 	f.w.flight = f
 	size := uint16(ourUDPSize)
 	if q.edns {
@@ -244,6 +261,7 @@ func (s *Server) evAnswer(f *evFlight, res result, out *replyBatch) {
 	}
 	if len(big) == 0 {
 		s.evDone(clients)
+		recycle(f) // nothing refers to f now: see flights
 		return
 	}
 	// Too big for these clients: the slow path truncates. The others

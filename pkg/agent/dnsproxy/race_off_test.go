@@ -1,0 +1,5 @@
+//go:build !race
+
+package dnsproxy
+
+const raceEnabled = false
