@@ -100,7 +100,7 @@ func (s *Server) forwardEvent(l *udpListener, pkt []byte, addr netip.AddrPort, s
 	}
 	ckey := append(q.key, q.cacheFlags())
 	name := q.key[:len(q.key)-2]
-	q.key = nil
+	kept := q.withoutKey() // kept by the flight; kb, which the key is in, stays on the stack
 
 	s.evMu.Lock()
 	defer s.evMu.Unlock()
@@ -109,7 +109,7 @@ func (s *Server) forwardEvent(l *udpListener, pkt []byte, addr netip.AddrPort, s
 		return false
 	}
 	if f := s.evFlights[string(ckey)]; f != nil {
-		f.clients = append(f.clients, evClient{l: l, addr: addr, pkt: bytes.Clone(pkt), q: q})
+		f.clients = append(f.clients, evClient{l: l, addr: addr, pkt: bytes.Clone(pkt), q: kept})
 		return true
 	}
 	f := flights.Get().(*evFlight)
@@ -120,7 +120,7 @@ func (s *Server) forwardEvent(l *udpListener, pkt []byte, addr netip.AddrPort, s
 		size = uint16(min(max(q.udpSize, ourUDPSize), maxUDPSize))
 	}
 	f.packed = appendUpstreamWire(f.buf[:0], name, q.qtype, q.flags, q.do, size)
-	c := evClient{l: l, addr: addr, q: q}
+	c := evClient{l: l, addr: addr, q: kept}
 	var rest []byte // what packed left of buf, if it fit there
 	if n := len(f.packed); n < len(f.buf) {
 		rest = f.buf[n:]

@@ -183,14 +183,13 @@ func (c *tcpConn) fail(err error) {
 		c.dead = true
 		_ = c.c.Close() // the reader sees it and exits
 	}
-	for _, ws := range c.pending {
-		for _, w := range ws {
-			select {
-			case w.ch <- result{err: err}:
-			default:
-			}
+	c.pending.keepOnly(func(w *waiter) bool {
+		select {
+		case w.ch <- result{err: err}:
+		default:
 		}
-	}
+		return true
+	})
 }
 
 // read delivers each answer to the query it answers until the connection

@@ -64,6 +64,7 @@ type waiter struct {
 	id       uint16
 	question []byte      // the query's question section, as sent
 	ch       chan result // buffered: the reader never blocks
+	next     *waiter     // the next waiter with the same ID (waiters)
 	// flight, when set instead of ch, is the event-path flight this
 	// waiter belongs to: it takes the result in the reader's goroutine (or
 	// in fail's caller) with the reader's replies to add to, and res.wire
@@ -242,25 +243,17 @@ func (s *udpSock) fail(err error) {
 	s.pool.drop(s)
 	var flights []*waiter
 	s.mu.Lock()
-	for id, ws := range s.pending {
-		keep := ws[:0]
-		for _, w := range ws {
-			if w.flight != nil {
-				flights = append(flights, w)
-				continue
-			}
-			keep = append(keep, w)
-			select {
-			case w.ch <- result{err: err}:
-			default:
-			}
+	s.pending.keepOnly(func(w *waiter) bool {
+		if w.flight != nil {
+			flights = append(flights, w)
+			return false
 		}
-		if len(keep) == 0 {
-			delete(s.pending, id)
-		} else {
-			s.pending[id] = keep
+		select {
+		case w.ch <- result{err: err}:
+		default:
 		}
-	}
+		return true
+	})
 	s.retireLocked()
 	s.mu.Unlock()
 	if len(flights) == 0 {

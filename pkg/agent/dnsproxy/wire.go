@@ -51,6 +51,13 @@ type query struct {
 	udpSize int // what the client can receive over UDP
 }
 
+// withoutKey is q with no key, built field by field so that a kept copy
+// does not hold (or make the compiler move to the heap) the key's buffer.
+func (q query) withoutKey() query {
+	return query{id: q.id, flags: q.flags, qEnd: q.qEnd, qtype: q.qtype, qclass: q.qclass,
+		edns: q.edns, do: q.do, udpSize: q.udpSize}
+}
+
 // parseQuery parses msg as a plain query: one question with an
 // uncompressed name, at most an EDNS0 version 0 OPT record, nothing else.
 // key is appended to keyBuf[:0]. ok is false when the slow path must
