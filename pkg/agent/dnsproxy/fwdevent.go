@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // errAttemptTimeout ends an event-path try that got no answer in time.
@@ -46,7 +47,7 @@ type evClient struct {
 type evFlight struct {
 	srv      *Server
 	w        waiter // on the upstream socket, w.flight == this flight
-	key      string // the cache key: question and flags
+	key      string // the cache key: question and flags, in keyBuf
 	packed   []byte // the upstream query
 	u        *upstream
 	start    time.Time
@@ -59,6 +60,10 @@ type evFlight struct {
 
 	one [1]evClient // clients' first backing array
 	buf [256]byte   // packed and the first client's packet, when they fit
+	// keyBuf holds key's bytes, so that a reused flight makes no string.
+	// key is the flight table's key: the flight leaves the table before
+	// it is reused (see flights), and nothing else keeps key.
+	keyBuf [maxNameLen + 3]byte
 }
 
 // flights keeps the flights of queries answered on the event path for
@@ -113,7 +118,12 @@ func (s *Server) forwardEvent(l *udpListener, pkt []byte, addr netip.AddrPort, s
 		return true
 	}
 	f := flights.Get().(*evFlight)
-	*f = evFlight{srv: s, key: string(ckey), u: s.fwd.first(), start: now}
+	*f = evFlight{srv: s, u: s.fwd.first(), start: now}
+	if len(ckey) <= len(f.keyBuf) { // always: a name has at most 255 octets
+		f.key = unsafe.String(&f.keyBuf[0], copy(f.keyBuf[:], ckey))
+	} else {
+		f.key = string(ckey)
+	}
 	f.w.flight = f
 	size := uint16(ourUDPSize)
 	if q.edns {
