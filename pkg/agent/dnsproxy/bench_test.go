@@ -91,24 +91,30 @@ func BenchmarkTableMemory(b *testing.B) {
 	}{{"no-ports", nil}, {"one-port", ports}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var answers int
-			var bytes uint64
+			var bytes, inuse uint64
 			for b.Loop() {
-				before := liveHeap()
+				before, beforeInuse := liveHeap()
 				tb := buildTable(nt, tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: tc.ports}, slog.New(slog.DiscardHandler))
-				bytes += liveHeap() - before
+				after, afterInuse := liveHeap()
+				bytes += after - before
+				inuse += afterInuse - beforeInuse
 				answers = len(tb.answers)
 				runtime.KeepAlive(tb)
 			}
 			b.ReportMetric(float64(bytes)/float64(b.N)/1000, "B/service")
+			// Spans in use: the live bytes plus the free slots of spans
+			// that hold any (what stays resident).
+			b.ReportMetric(float64(inuse)/float64(b.N)/1000, "inuse-B/service")
 			b.ReportMetric(float64(answers)/1000, "answers/service")
 		})
 	}
 }
 
-// liveHeap is the live heap after a full collection.
-func liveHeap() uint64 {
+// liveHeap is the live heap and the heap spans in use after a full
+// collection.
+func liveHeap() (alloc, inuse uint64) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+	return ms.HeapAlloc, ms.HeapInuse
 }

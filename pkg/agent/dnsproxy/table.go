@@ -122,6 +122,7 @@ func buildTable(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 		t.addSRV(rec, o.ports[strings.TrimSuffix(rec.fqdn, ".")], log)
 	}
 	t.addPTR(recs, log)
+	t.compact()
 	return t
 }
 
