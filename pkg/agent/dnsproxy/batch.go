@@ -73,7 +73,6 @@ func (b *sendBatch) add(s *udpSock, packed []byte) {
 // it in exchange.
 func (b *sendBatch) flush() {
 	b.sock = nil
-	b.bufs = b.bufs[:0]
 	start := 0
 	for _, end := range b.ends { // the arena no longer grows: slice it
 		b.bufs = append(b.bufs, b.arena[start:end:end])
@@ -82,7 +81,6 @@ func (b *sendBatch) flush() {
 	for i := range b.bufs {
 		b.msgs = append(b.msgs, ipv4.Message{Buffers: b.bufs[i : i+1 : i+1]})
 	}
-	defer func() { b.arena, b.ends = b.arena[:0], b.ends[:0] }()
 	for len(b.socks) > 0 {
 		s := b.socks[0]
 		b.group = b.group[:0]
@@ -103,6 +101,8 @@ func (b *sendBatch) flush() {
 		}
 	}
 	clear(b.group[:cap(b.group)])
+	clear(b.bufs)
+	b.arena, b.ends, b.bufs = b.arena[:0], b.ends[:0], b.bufs[:0]
 }
 
 // replyBatch gathers replies to clients, to leave in one sendmmsg per
