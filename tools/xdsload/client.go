@@ -90,6 +90,11 @@ func dial(ctx context.Context, conn *grpc.ClientConn, id int, edsNames []string,
 	return c, nil
 }
 
+// nodeID is client id's node: a sidecar in the bench namespace.
+func nodeID(id int) string {
+	return fmt.Sprintf("sidecar~10.250.%d.%d~client-%d.%s~%s.svc.cluster.local", id/250, id%250+1, id, benchNS, benchNS)
+}
+
 func (c *client) names(t int) []string {
 	switch t {
 	case eds:
@@ -109,7 +114,7 @@ func (c *client) send(req any) error {
 // run subscribes to CDS, EDS, LDS and RDS and ACKs every response until
 // the stream ends.
 func (c *client) run() error {
-	node := &corev3.Node{Id: fmt.Sprintf("sidecar~10.250.%d.%d~client-%d.%s~%s.svc.cluster.local", c.id/250, c.id%250+1, c.id, benchNS, benchNS)}
+	node := &corev3.Node{Id: nodeID(c.id)}
 	for t, url := range types {
 		var req proto.Message
 		if c.delta {

@@ -32,6 +32,7 @@ type config struct {
 	timeout                      time.Duration
 	rest                         time.Duration // quiet time before the RSS at rest
 	profiles                     string        // directory for istiod's profiles at rest; "" for none
+	agentStreams                 bool          // a NameTable stream per sidecar besides its ADS stream
 }
 
 // phase is one timed change: how long until every client had it.
@@ -162,6 +163,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 				log.Warn("client ended", "client", c.id, "err", err)
 			}
 		})
+		if cfg.agentStreams {
+			conn, id := conns[len(conns)-1], i
+			wg.Go(func() {
+				if err := runAgentStream(cctx, conn, id); err != nil && cctx.Err() == nil {
+					log.Warn("agent stream ended", "client", id, "err", err)
+				}
+			})
+		}
 	}
 	res.conns = len(conns)
 	if _, err := waitAll(ctx, clients, start, []int{cds, eds, lds, rds}, cfg.timeout, true); err != nil {
