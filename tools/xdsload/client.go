@@ -15,12 +15,14 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Type URLs the clients subscribe to, in push order.
+// Type URLs the clients subscribe to, in push order; the NameTable only
+// with --nds-on-ads (subscribed is how many of them a client asks for).
 var types = []string{
 	"type.googleapis.com/envoy.config.cluster.v3.Cluster",
 	"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
 	"type.googleapis.com/envoy.config.listener.v3.Listener",
 	"type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
+	nameTableType,
 }
 
 const (
@@ -28,6 +30,7 @@ const (
 	eds
 	lds
 	rds
+	nds
 )
 
 // rawResponse is the envelope of a DiscoveryResponse or a
@@ -40,16 +43,17 @@ type rawResponse struct {
 
 // client is one sidecar-like ADS stream.
 type client struct {
-	id       int
-	delta    bool
-	stream   grpc.ClientStream
-	sendMu   sync.Mutex
-	edsNames []string
+	id         int
+	delta      bool
+	subscribed int // how many of types it asks for
+	stream     grpc.ClientStream
+	sendMu     sync.Mutex
+	edsNames   []string
 	// namesEnc[t] is names(t) encoded (encodeNames), for ACKs.
-	namesEnc [4][]byte
+	namesEnc [5][]byte
 	// recv[t] is when the latest response of type t arrived, acked[t]
 	// when its ACK was sent (unix nanoseconds).
-	recv, acked [4]atomic.Int64
+	recv, acked [5]atomic.Int64
 	// bytes counts the response bytes received, ackBytes the request
 	// bytes of the ACKs sent.
 	bytes, ackBytes atomic.Int64
@@ -82,7 +86,7 @@ func dial(ctx context.Context, conn *grpc.ClientConn, id int, edsNames []string,
 	if err != nil {
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
-	c := &client{id: id, delta: delta, stream: s, edsNames: edsNames}
+	c := &client{id: id, delta: delta, stream: s, edsNames: edsNames, subscribed: len(types) - 1}
 	for t := range types {
 		c.namesEnc[t] = encodeNames(c.names(t))
 	}
@@ -115,7 +119,7 @@ func (c *client) send(req any) error {
 // the stream ends.
 func (c *client) run() error {
 	node := &corev3.Node{Id: nodeID(c.id)}
-	for t, url := range types {
+	for t, url := range types[:c.subscribed] {
 		var req proto.Message
 		if c.delta {
 			d := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: url, ResourceNamesSubscribe: c.names(t)}

@@ -32,6 +32,7 @@ func main() {
 	flag.BoolVar(&cfg.edsDebounce, "eds-debounce", true, "run istiod with EDS debounce (Istio's default)")
 	flag.BoolVar(&cfg.delta, "delta", false, "clients use delta xDS (ACKs without names) instead of state of the world")
 	flag.BoolVar(&cfg.agentStreams, "agent-streams", false, "each sidecar also keeps the NameTable stream Skiff's agent opens beside Envoy's (on the same connection)")
+	flag.BoolVar(&cfg.ndsOnADS, "nds-on-ads", false, "each sidecar also subscribes to the NameTable on its ADS stream, as Istio's agent does for Envoy's")
 	flag.IntVar(&cfg.pushConcurrency, "push-concurrency", 100, "istiod's --push-concurrency (Istio's PILOT_PUSH_THROTTLE)")
 	flag.StringVar(&cfg.logLevel, "istiod-log-level", "warn", "istiod's --log-level")
 	flag.Func("istiod-env", "KEY=VALUE added to istiod's environment (repeatable), e.g. GOMEMLIMIT=100MiB", func(v string) error {

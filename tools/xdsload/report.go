@@ -28,6 +28,9 @@ func (r *results) print(w io.Writer, cfg config) {
 	if cfg.agentStreams {
 		kind += " (each with a NameTable stream beside, as Skiff's agent)"
 	}
+	if cfg.ndsOnADS {
+		kind += " (the NameTable on the ADS stream, as Istio's agent)"
+	}
 	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d %s clients on %d gRPC connections on loopback, EDS debounce %t, push concurrency %d; load average (1, 5, 15 min) before %.2f %.2f %.2f, after %.2f %.2f %.2f\n\n",
 		cfg.services, cfg.endpoints, r.clients, kind, r.conns, cfg.edsDebounce, cfg.pushConcurrency,
 		r.load0[0], r.load0[1], r.load0[2], r.load[0], r.load[1], r.load[2])

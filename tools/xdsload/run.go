@@ -33,6 +33,7 @@ type config struct {
 	rest                         time.Duration // quiet time before the RSS at rest
 	profiles                     string        // directory for istiod's profiles at rest; "" for none
 	agentStreams                 bool          // a NameTable stream per sidecar besides its ADS stream
+	ndsOnADS                     bool          // the NameTable subscribed on each sidecar's ADS stream
 }
 
 // phase is one timed change: how long until every client had it.
@@ -156,6 +157,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 		c, err := dial(cctx, conns[len(conns)-1], i, edsNames, edsEnc, cfg.delta)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.ndsOnADS {
+			c.subscribed = len(types)
 		}
 		clients[i] = c
 		wg.Go(func() {
