@@ -29,6 +29,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/agent/sds"
 	"github.com/skiff-mesh/skiff/pkg/agent/status"
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
+	"github.com/skiff-mesh/skiff/pkg/grpcsock"
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
 
@@ -132,7 +133,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		// The names come from Envoy's CDS; without Envoy (DISABLE_ENVOY,
 		// or a proxyless gRPC app, which asks only for its targets' clusters),
 		// the agent asks itself.
-		xopts.OwnClusters = noProxy
+		xopts.NoEnvoy = noProxy
 	}
 	xp := xdsproxy.New(xopts, log)
 
@@ -200,9 +201,19 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		statusAddr = ":" + strconv.Itoa(int(cfg.Proxy.StatusPort))
 	}
 
+	// Both sockets listen before the proxy starts, so its first dial finds them.
+	sdsLn, err := grpcsock.Listen(cfg.Path(cfg.SDSSocketPath()), 0o600)
+	if err != nil {
+		return fmt.Errorf("sds: %w", err)
+	}
+	xdsLn, err := grpcsock.Listen(cfg.Path(config.XDSSocket), 0)
+	if err != nil {
+		sdsLn.Close()
+		return fmt.Errorf("xds proxy: %w", err)
+	}
 	run("certificates", func() error { return mgr.Run(ctx) })
-	run("sds", func() error { return sds.New(mgr, log).Serve(ctx, cfg.Path(cfg.SDSSocketPath())) })
-	run("xds proxy", func() error { return xp.Serve(ctx, cfg.Path(config.XDSSocket)) })
+	run("sds", func() error { return sds.New(mgr, log).Serve(ctx, sdsLn) })
+	run("xds proxy", func() error { return xp.Serve(ctx, xdsLn) })
 	run("status", func() error { return status.Serve(ctx, statusAddr, st.Handler()) })
 	if noProxy && opts.ReadinessAddr != "-" {
 		addr := opts.ReadinessAddr

@@ -19,6 +19,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
+	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -181,22 +182,11 @@ func sdsChain(t *testing.T, p *pod) []byte {
 // listing the pod SYNCED.
 func TestSkiffAgentUnderIstioPilotDiscovery(t *testing.T) {
 	netnstest.RequireRoot(t)
-	discovery := istiobin.Path(t, istiobin.PilotDiscovery)
-	mesh := istioInjectFiles(t).mesh
 	agent := skiff(t, "pilot-agent")
 	env, ctx := crdtest.Start(t)
 	namespace := netnstest.UniqueName("interop-")
 	meshObjects(t, ctx, env, namespace)
-	secure, plain := freeAddr(t), freeAddr(t)
-	startProcess(t, t.TempDir(), []string{
-		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-0", "REVISION=default", "JWT_POLICY=third-party-jwt",
-		"PILOT_CERT_PROVIDER=istiod", "CLUSTER_ID=Kubernetes", "ISTIOD_ADDR=istiod.istio-system.svc:15012",
-		"PILOT_ENABLE_ANALYSIS=false", "ENABLE_CA_SERVER=true", "KUBECONFIG=" + env.Kubeconfig,
-		"ENABLE_DEBUG_ENDPOINT_AUTH=false",
-	}, discovery, "discovery", "--kubeconfig", env.Kubeconfig, "--meshConfig", mesh,
-		"--grpcAddr", plain, "--secureGRPCAddr", secure, "--httpAddr", freeAddr(t),
-		"--monitoringAddr", freeAddr(t), "--httpsAddr", freeAddr(t))
-	listening(t, secure)
+	secure, plain := startIstioPilot(t, env)
 
 	p := newPod(t, ctx, env, namespace, secure)
 	bootstrap := filepath.Join(p.root, "etc/istio/proxy/grpc-bootstrap.json")
@@ -221,4 +211,23 @@ func TestSkiffAgentUnderIstioPilotDiscovery(t *testing.T) {
 	cc := agentClient(t, p, bootstrap, "xds:///reviews."+namespace+".svc.cluster.local:9080")
 	t.Run("proxyless grpc", func(t *testing.T) { proxylessCall(t, cc) })
 	t.Run("istioctl proxy-status", func(t *testing.T) { proxyStatusSynced(t, plain, p) })
+}
+
+// startIstioPilot runs Istio's pilot-discovery on env's API server, as
+// istiod's chart does, and returns its secure and plaintext xDS addresses.
+func startIstioPilot(t *testing.T, env *kubetest.Env) (secure, plain string) {
+	t.Helper()
+	discovery := istiobin.Path(t, istiobin.PilotDiscovery)
+	mesh := istioInjectFiles(t).mesh
+	secure, plain = freeAddr(t), freeAddr(t)
+	startProcess(t, t.TempDir(), []string{
+		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-0", "REVISION=default", "JWT_POLICY=third-party-jwt",
+		"PILOT_CERT_PROVIDER=istiod", "CLUSTER_ID=Kubernetes", "ISTIOD_ADDR=istiod.istio-system.svc:15012",
+		"PILOT_ENABLE_ANALYSIS=false", "ENABLE_CA_SERVER=true", "KUBECONFIG=" + env.Kubeconfig,
+		"ENABLE_DEBUG_ENDPOINT_AUTH=false",
+	}, discovery, "discovery", "--kubeconfig", env.Kubeconfig, "--meshConfig", mesh,
+		"--grpcAddr", plain, "--secureGRPCAddr", secure, "--httpAddr", freeAddr(t),
+		"--monitoringAddr", freeAddr(t), "--httpsAddr", freeAddr(t))
+	listening(t, secure)
+	return secure, plain
 }

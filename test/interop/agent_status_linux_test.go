@@ -103,9 +103,9 @@ func proxyStatusSynced(t *testing.T, xdsAddr string, p *pod) {
 		return true
 	})
 	if len(rows) > 1 {
-		// Skiff's agent keeps its own upstream stream for the NameTable
-		// (and CDS, for SRV ports) beside each one it proxies; Istio's
-		// asks for the NameTable on the proxied stream.
+		// Without Envoy, Skiff's agent keeps its own upstream stream for
+		// the NameTable (and CDS, for SRV ports) beside the proxyless
+		// app's; Istio's asks for the NameTable on the app's stream.
 		t.Logf("the pod has %d xDS streams at the control plane", len(rows))
 	}
 	for _, r := range rows {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -32,14 +33,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// skiff returns the path of Skiff's binary cmd/name, building it on first use.
+// skiff returns the path of Skiff's binary cmd/name, building it on first
+// use; a name with a slash is a package path in the module instead.
 func skiff(t testing.TB, name string) string {
 	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	err, ok := built[name]
 	if !ok {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(skiffBin, name), "github.com/skiff-mesh/skiff/cmd/"+name)
+		pkg := "github.com/skiff-mesh/skiff/cmd/" + name
+		if strings.Contains(name, "/") {
+			pkg = "github.com/skiff-mesh/skiff/" + name
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(skiffBin, filepath.Base(name)), pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, e := cmd.CombinedOutput(); e != nil {
 			err = fmt.Errorf("build skiff %s: %v\n%s", name, e, out)
@@ -49,5 +55,5 @@ func skiff(t testing.TB, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(skiffBin, name)
+	return filepath.Join(skiffBin, filepath.Base(name))
 }

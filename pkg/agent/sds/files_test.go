@@ -26,6 +26,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/agent/certs"
 	"github.com/skiff-mesh/skiff/pkg/agent/sds"
+	"github.com/skiff-mesh/skiff/pkg/grpcsock/grpcsocktest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
@@ -77,7 +78,8 @@ func TestFileSecrets(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sock := filepath.Join(t.TempDir(), "socket")
-	go func() { _ = sds.New(noCert{}, slog.New(slog.DiscardHandler)).Serve(ctx, sock) }()
+	ln := grpcsocktest.Listen(t, sock)
+	go func() { _ = sds.New(noCert{}, slog.New(slog.DiscardHandler)).Serve(ctx, ln) }()
 	polltest.Until(t, "the SDS socket", func() bool { _, err := os.Stat(sock); return err == nil })
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

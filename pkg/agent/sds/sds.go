@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -29,6 +27,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/certs"
+	"github.com/skiff-mesh/skiff/pkg/grpcsock"
 )
 
 // Resource names, as Istio's agent serves them.
@@ -58,32 +57,14 @@ func New(src Source, log *slog.Logger) *Server {
 	return &Server{src: src, log: log.With("component", "sds")}
 }
 
-// Serve listens on the Unix socket at path (mode 0600: only the proxy, which
-// runs as the same user, may read keys) until ctx ends.
-func (s *Server) Serve(ctx context.Context, path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("sds socket dir: %w", err)
-	}
-	_ = os.Remove(path)
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return fmt.Errorf("sds listen %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return fmt.Errorf("sds socket mode: %w", err)
-	}
+// Serve serves SDS on ln until ctx ends. The agent listens with mode 0600
+// (grpcsock.Listen): only the proxy, which runs as the same user, may read
+// keys.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	g := grpc.NewServer()
 	secretv3.RegisterSecretDiscoveryServiceServer(g, s)
-	go func() {
-		<-ctx.Done()
-		g.Stop()
-	}()
-	s.log.Info("serving SDS", "socket", path)
-	if err := g.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		return err
-	}
-	return nil
+	s.log.Info("serving SDS", "socket", ln.Addr().String())
+	return grpcsock.Serve(ctx, g, ln)
 }
 
 // secret renders one named secret: from the current certificate (c may be

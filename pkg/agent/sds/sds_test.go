@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/agent/agenttest"
 	"github.com/skiff-mesh/skiff/pkg/agent/certs"
 	"github.com/skiff-mesh/skiff/pkg/agent/sds"
+	"github.com/skiff-mesh/skiff/pkg/grpcsock/grpcsocktest"
 	"github.com/skiff-mesh/skiff/pkg/pki"
 )
 
@@ -38,7 +39,8 @@ func TestSDSServesAndRotates(t *testing.T) {
 
 	sock := filepath.Join(t.TempDir(), "socket")
 	srv := sds.New(m, slog.New(slog.DiscardHandler))
-	go func() { _ = srv.Serve(ctx, sock) }()
+	ln := grpcsocktest.Listen(t, sock)
+	go func() { _ = srv.Serve(ctx, ln) }()
 	for i := 0; i < 100; i++ {
 		if _, err := os.Stat(sock); err == nil {
 			break

@@ -9,8 +9,8 @@ import (
 )
 
 // watchesClusters reports whether cluster names are read from the streams
-// the proxy carries (OnClusters without OwnClusters).
-func (p *Proxy) watchesClusters() bool { return p.opts.OnClusters != nil && !p.opts.OwnClusters }
+// the proxy carries (OnClusters without NoEnvoy).
+func (p *Proxy) watchesClusters() bool { return p.opts.OnClusters != nil && !p.opts.NoEnvoy }
 
 // clusterFeed hands the latest cluster names, when they change, to
 // OnClusters on a goroutine of its own, so the DNS proxy's rebuild never

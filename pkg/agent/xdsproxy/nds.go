@@ -7,6 +7,7 @@ import (
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
@@ -18,14 +19,34 @@ func (p *Proxy) TableLoaded() bool {
 	return p.tableSeen
 }
 
-// nameTables keeps the agent's own NDS subscription, reconnecting with backoff.
+// nameTables keeps the agent's own NameTable stream while no downstream
+// stream carries the subscription: always with NoEnvoy, otherwise once none
+// has for OwnStreamAfter, until a downstream's stream delivers a table.
 func (p *Proxy) nameTables(ctx context.Context) {
 	for attempt := 0; ctx.Err() == nil; attempt++ {
-		delivered, err := p.nameTableStream(ctx)
-		if ctx.Err() != nil {
+		if !p.opts.NoEnvoy && !p.carrier.waitUncarried(ctx, p.opts.OwnStreamAfter) {
 			return
 		}
-		if delivered {
+		sctx, cancel := context.WithCancel(ctx)
+		if !p.opts.NoEnvoy {
+			go func() {
+				if p.carrier.waitDelivered(sctx) {
+					cancel()
+				}
+			}()
+		}
+		p.log.Debug("NameTable on the agent's own stream")
+		delivered, err := p.nameTableStream(sctx)
+		moved := sctx.Err() != nil
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case moved:
+			p.log.Debug("NameTable moved to the proxy's stream")
+			attempt = -1
+			continue
+		case delivered:
 			attempt = 0
 		}
 		wait := p.backoff(attempt)
@@ -45,11 +66,11 @@ func (p *Proxy) nameTableStream(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// With OwnClusters, clusters first: istiod answers in order, so the
+	// With NoEnvoy, clusters first: istiod answers in order, so the
 	// service ports are in place when the first NameTable comes, and the
 	// DNS proxy builds its answers once at start-up rather than twice.
 	reqs := []*discovery.DiscoveryRequest{{TypeUrl: NameTableType}}
-	if p.opts.OnClusters != nil && p.opts.OwnClusters {
+	if p.opts.OnClusters != nil && p.opts.NoEnvoy {
 		reqs = append([]*discovery.DiscoveryRequest{{TypeUrl: ClusterType}}, reqs...)
 	}
 	reqs[0].Node = p.opts.Node // the first request of a stream carries the node
@@ -64,39 +85,68 @@ func (p *Proxy) nameTableStream(ctx context.Context) (bool, error) {
 		if err != nil {
 			return delivered, err
 		}
-		if resp.GetTypeUrl() == ClusterType && p.opts.OnClusters != nil {
+		var ack *discovery.DiscoveryRequest
+		switch resp.GetTypeUrl() {
+		case ClusterType:
+			if p.opts.OnClusters == nil {
+				continue
+			}
 			p.opts.OnClusters(sotwNames(resp))
-			if err := s.Send(&discovery.DiscoveryRequest{TypeUrl: ClusterType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}); err != nil {
-				return delivered, err
-			}
-			continue
-		}
-		ack := &discovery.DiscoveryRequest{TypeUrl: NameTableType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
-		var table nds.NameTable
-		switch {
-		case resp.GetTypeUrl() != NameTableType:
-			continue
-		case len(resp.GetResources()) != 1:
-			ack.ErrorDetail = &status.Status{Code: 3, Message: "want exactly one NameTable"}
+			ack = &discovery.DiscoveryRequest{TypeUrl: ClusterType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
+		case NameTableType:
+			ack = p.sotwTable(resp)
+			delivered = delivered || ack.ErrorDetail == nil
 		default:
-			if err := resp.GetResources()[0].UnmarshalTo(&table); err != nil {
-				ack.ErrorDetail = &status.Status{Code: 3, Message: err.Error()}
-			}
-		}
-		if ack.ErrorDetail == nil {
-			delivered = true
-			p.mu.Lock()
-			p.tableSeen = true
-			p.mu.Unlock()
-			p.opts.OnNameTable(&table)
-		} else {
-			ack.VersionInfo = ""
-			p.log.Warn("NameTable rejected", "err", ack.ErrorDetail.Message)
+			continue
 		}
 		if err := s.Send(ack); err != nil {
 			return delivered, err
 		}
 	}
+}
+
+// sotwTable hands a state-of-the-world NameTable response to OnNameTable
+// and returns its ACK, or its NACK if it holds no single NameTable.
+func (p *Proxy) sotwTable(resp *discovery.DiscoveryResponse) *discovery.DiscoveryRequest {
+	ack := &discovery.DiscoveryRequest{TypeUrl: NameTableType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
+	if ack.ErrorDetail = p.table(resp.GetResources()); ack.ErrorDetail != nil {
+		ack.VersionInfo = ""
+	}
+	return ack
+}
+
+// deltaTable is sotwTable for a delta stream. A response that only removes
+// resources leaves the table as it is.
+func (p *Proxy) deltaTable(resp *discovery.DeltaDiscoveryResponse) *discovery.DeltaDiscoveryRequest {
+	ack := &discovery.DeltaDiscoveryRequest{TypeUrl: NameTableType, ResponseNonce: resp.GetNonce()}
+	if len(resp.GetResources()) == 0 {
+		return ack
+	}
+	anys := make([]*anypb.Any, 0, 1)
+	for _, r := range resp.GetResources() {
+		anys = append(anys, r.GetResource())
+	}
+	ack.ErrorDetail = p.table(anys)
+	return ack
+}
+
+// table decodes the one NameTable in resources and hands it on; the error
+// detail for a NACK otherwise.
+func (p *Proxy) table(resources []*anypb.Any) *status.Status {
+	if len(resources) != 1 {
+		p.log.Warn("NameTable rejected", "err", "want exactly one NameTable", "resources", len(resources))
+		return &status.Status{Code: 3, Message: "want exactly one NameTable"}
+	}
+	var table nds.NameTable
+	if err := resources[0].UnmarshalTo(&table); err != nil {
+		p.log.Warn("NameTable rejected", "err", err)
+		return &status.Status{Code: 3, Message: err.Error()}
+	}
+	p.mu.Lock()
+	p.tableSeen = true
+	p.mu.Unlock()
+	p.opts.OnNameTable(&table)
+	return nil
 }
 
 // ClusterType is the CDS type URL.

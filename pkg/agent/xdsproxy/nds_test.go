@@ -11,11 +11,12 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
+	"github.com/skiff-mesh/skiff/pkg/grpcsock/grpcsocktest"
 	"github.com/skiff-mesh/skiff/pkg/nds"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
-// TestClustersBeforeTheFirstNameTable: with OwnClusters (no proxy), the
+// TestClustersBeforeTheFirstNameTable: with NoEnvoy, the
 // agent's own stream asks for clusters first, so istiod's service ports
 // reach the DNS proxy before the first NameTable and its answers are built
 // once at start-up, not twice.
@@ -25,7 +26,7 @@ func TestClustersBeforeTheFirstNameTable(t *testing.T) {
 	defer stop()
 
 	events := make(chan string, 16)
-	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, OwnClusters: true,
+	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, NoEnvoy: true,
 		OnNameTable: func(*nds.NameTable) { events <- "name table" },
 		OnClusters: func(names []string) {
 			if len(names) > 0 {
@@ -34,7 +35,8 @@ func TestClustersBeforeTheFirstNameTable(t *testing.T) {
 		}}, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = p.Serve(ctx, filepath.Join(t.TempDir(), "XDS")); close(done) }()
+	ln := grpcsocktest.Listen(t, filepath.Join(t.TempDir(), "XDS"))
+	go func() { _ = p.Serve(ctx, ln); close(done) }()
 	defer func() { cancel(); <-done }()
 	var got []string
 	for len(got) < 2 {
@@ -50,7 +52,7 @@ func TestClustersBeforeTheFirstNameTable(t *testing.T) {
 	}
 }
 
-// TestClustersFromTheProxysStream: without OwnClusters the agent's own
+// TestClustersFromTheProxysStream: without NoEnvoy the agent's own
 // stream asks for the NameTable alone, and the cluster names come from the
 // CDS response carried to the proxy, so istiod sends the clusters once.
 func TestClustersFromTheProxysStream(t *testing.T) {
@@ -59,13 +61,14 @@ func TestClustersFromTheProxysStream(t *testing.T) {
 	defer stop()
 
 	got := make(chan []string, 16)
-	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node,
+	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, OwnStreamAfter: time.Millisecond,
 		OnNameTable: func(*nds.NameTable) {},
 		OnClusters:  func(names []string) { got <- names }}, slog.New(slog.DiscardHandler))
 	sock := filepath.Join(t.TempDir(), "XDS")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _ = p.Serve(ctx, sock); close(done) }()
+	ln := grpcsocktest.Listen(t, sock)
+	go func() { _ = p.Serve(ctx, ln); close(done) }()
 	defer func() { cancel(); <-done }()
 	polltest.Until(t, "the NameTable from istiod", p.TableLoaded)
 	select {

@@ -1,18 +1,16 @@
 // Package xdsproxy is the agent's xDS proxy: the proxy (or a proxyless app)
 // speaks ADS to a Unix socket, and each of its streams is carried to istiod
-// on a stream of its own. The agent subscribes to the NameTable itself, on a
-// stream of its own, and hands it to the DNS proxy; it is never forwarded.
+// on a stream of its own. The agent subscribes to the NameTable on Envoy's
+// stream, as Istio's agent does, and hands it to the DNS proxy; it is never
+// forwarded. Without Envoy the agent keeps a stream of its own for it.
 package xdsproxy
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skiff-mesh/skiff/pkg/grpcsock"
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
 
@@ -43,9 +42,15 @@ type Options struct {
 	// the xDS proxy carries to its downstream (Envoy's own subscription),
 	// so istiod sends the clusters once per pod, not twice.
 	OnClusters func(names []string)
-	// OwnClusters asks for CDS on the agent's own stream instead, for an
-	// agent with no Envoy downstream (DISABLE_ENVOY, or proxyless gRPC).
-	OwnClusters bool
+	// NoEnvoy says no Envoy will connect (DISABLE_ENVOY, or proxyless
+	// gRPC): the agent keeps its own stream for the NameTable, and asks for
+	// CDS on it too. A proxyless app's streams never carry the NameTable.
+	NoEnvoy bool
+	// OwnStreamAfter is how long the NameTable waits for a downstream
+	// stream to carry it before the agent opens its own (5 s): Envoy
+	// connects within a second of starting, and a pod whose Envoy never
+	// does still gets its DNS table.
+	OwnStreamAfter time.Duration
 	// MaxBackoff caps the wait between upstream reconnects (30 s).
 	MaxBackoff time.Duration
 }
@@ -61,6 +66,7 @@ type Proxy struct {
 	tableSeen bool
 
 	clusters clusterFeed
+	carrier  *carrier
 }
 
 // New returns a proxy.
@@ -68,7 +74,10 @@ func New(opts Options, log *slog.Logger) *Proxy {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
 	}
-	return &Proxy{opts: opts, log: log.With("component", "xdsproxy"), clusters: newClusterFeed()}
+	if opts.OwnStreamAfter <= 0 {
+		opts.OwnStreamAfter = 5 * time.Second
+	}
+	return &Proxy{opts: opts, log: log.With("component", "xdsproxy"), clusters: newClusterFeed(), carrier: newCarrier()}
 }
 
 // Connected reports whether istiod is reachable (for readiness).
@@ -84,34 +93,19 @@ func (p *Proxy) setConnected(v bool) {
 	p.mu.Unlock()
 }
 
-// Serve listens on the Unix socket at path until ctx ends, and keeps the
-// agent's own NameTable subscription while it runs.
-func (p *Proxy) Serve(ctx context.Context, path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("xds socket dir: %w", err)
-	}
-	_ = os.Remove(path)
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return fmt.Errorf("xds listen %s: %w", path, err)
-	}
+// Serve serves the proxy's streams on ln until ctx ends, and keeps the
+// agent's NameTable subscription while it runs.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 	g := grpc.NewServer()
 	discovery.RegisterAggregatedDiscoveryServiceServer(g, p)
 	if p.opts.OnNameTable != nil {
 		go p.nameTables(ctx)
 	}
-	if p.opts.OnClusters != nil && !p.opts.OwnClusters {
+	if p.watchesClusters() {
 		go p.clusters.run(ctx, p.opts.OnClusters)
 	}
-	go func() {
-		<-ctx.Done()
-		g.Stop()
-	}()
-	p.log.Info("serving xDS", "socket", path)
-	if err := g.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		return err
-	}
-	return nil
+	p.log.Info("serving xDS", "socket", ln.Addr().String())
+	return grpcsock.Serve(ctx, g, ln)
 }
 
 // backoff returns the wait before reconnect attempt n: exponential from 100 ms, capped, with ±20% jitter.
@@ -127,6 +121,8 @@ func (p *Proxy) backoff(n int) time.Duration {
 // downstream's current subscriptions on the new stream.
 func (p *Proxy) StreamAggregatedResources(down discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
 	ctx := down.Context()
+	nt := p.claim(new(carried))
+	defer p.carrier.release(nt)
 	q := newQueue[*discovery.DiscoveryRequest]()
 	downErr := make(chan error, 1)
 	var subsMu sync.Mutex
@@ -174,7 +170,7 @@ func (p *Proxy) StreamAggregatedResources(down discovery.AggregatedDiscoveryServ
 			subsMu.Unlock()
 			q.replace(replay)
 		}
-		err := p.pumpSotW(ctx, down, q)
+		err := p.pumpSotW(ctx, down, q, nt)
 		if ctx.Err() != nil || q.closed() {
 			select {
 			case err := <-downErr:
@@ -194,8 +190,10 @@ func (p *Proxy) StreamAggregatedResources(down discovery.AggregatedDiscoveryServ
 // the reconnect starts without backoff.
 var errHealthy = errors.New("upstream stream ended after delivering responses")
 
-// pumpSotW runs one upstream stream until it or the downstream ends.
-func (p *Proxy) pumpSotW(ctx context.Context, down discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer, q *queue[*discovery.DiscoveryRequest]) error {
+// pumpSotW runs one upstream stream until it or the downstream ends. When
+// the downstream carries the NameTable (nt), the agent asks for it after
+// the stream's first request, and answers it, ACKs and all, itself.
+func (p *Proxy) pumpSotW(ctx context.Context, down discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer, q *queue[*discovery.DiscoveryRequest], nt *carried) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	up, err := discovery.NewAggregatedDiscoveryServiceClient(p.opts.Upstream).StreamAggregatedResources(ctx)
@@ -204,7 +202,7 @@ func (p *Proxy) pumpSotW(ctx context.Context, down discovery.AggregatedDiscovery
 	}
 	sendErr := make(chan error, 1)
 	go func() {
-		for {
+		for first := true; ; first = false {
 			req, ok := q.pop(ctx)
 			if !ok {
 				if q.closed() {
@@ -213,7 +211,11 @@ func (p *Proxy) pumpSotW(ctx context.Context, down discovery.AggregatedDiscovery
 				sendErr <- nil
 				return
 			}
-			if err := up.Send(req); err != nil {
+			err := up.Send(req)
+			if err == nil && first && nt != nil {
+				err = up.Send(&discovery.DiscoveryRequest{TypeUrl: NameTableType})
+			}
+			if err != nil {
 				q.unpop(req)
 				sendErr <- err
 				return
@@ -236,6 +238,14 @@ func (p *Proxy) pumpSotW(ctx context.Context, down discovery.AggregatedDiscovery
 			p.setConnected(true)
 		}
 		delivered = true
+		if nt != nil && resp.GetTypeUrl() == NameTableType {
+			ack := p.sotwTable(resp)
+			if ack.ErrorDetail == nil {
+				p.carrier.deliver(nt)
+			}
+			q.push(ack) // the sender's to send: a stream has one sender
+			continue
+		}
 		if err := down.Send(resp); err != nil {
 			return err
 		}
@@ -258,6 +268,8 @@ func downstreamEnd(err error) error {
 func (p *Proxy) DeltaAggregatedResources(down discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
 	ctx, cancel := context.WithCancel(down.Context())
 	defer cancel()
+	nt := p.claim(new(carried))
+	defer p.carrier.release(nt)
 	up, err := discovery.NewAggregatedDiscoveryServiceClient(p.opts.Upstream).DeltaAggregatedResources(ctx)
 	if err != nil {
 		return status.Errorf(codes.Unavailable, "istiod: %v", err)
@@ -276,12 +288,16 @@ func (p *Proxy) DeltaAggregatedResources(down discovery.AggregatedDiscoveryServi
 		}
 	}()
 	go func() {
-		for {
+		for first := true; ; first = false {
 			req, ok := q.pop(ctx)
 			if !ok {
 				return
 			}
-			if err := up.Send(req); err != nil {
+			err := up.Send(req)
+			if err == nil && first && nt != nil {
+				err = up.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: NameTableType})
+			}
+			if err != nil {
 				errc <- status.Errorf(codes.Unavailable, "istiod: %v", err)
 				return
 			}
@@ -297,6 +313,14 @@ func (p *Proxy) DeltaAggregatedResources(down discovery.AggregatedDiscoveryServi
 				return
 			}
 			p.setConnected(true)
+			if nt != nil && resp.GetTypeUrl() == NameTableType {
+				ack := p.deltaTable(resp)
+				if ack.ErrorDetail == nil {
+					p.carrier.deliver(nt)
+				}
+				q.push(ack)
+				continue
+			}
 			if err := down.Send(resp); err != nil {
 				errc <- err
 				return

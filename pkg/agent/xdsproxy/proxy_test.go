@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
+	"github.com/skiff-mesh/skiff/pkg/grpcsock/grpcsocktest"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
 	"github.com/skiff-mesh/skiff/pkg/nds"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
@@ -27,6 +28,13 @@ var node = &corev3.Node{Id: "sidecar~127.0.0.31~productpage-0.default~default.sv
 
 // startIstiod runs istiod on the sample mesh at addr until stop is called.
 func startIstiod(t *testing.T, addr string) (stop func()) {
+	t.Helper()
+	_, stop = runIstiod(t, addr)
+	return stop
+}
+
+// runIstiod is startIstiod, returning istiod too.
+func runIstiod(t *testing.T, addr string) (*istiod.Istiod, func()) {
 	t.Helper()
 	cfg := istiod.DefaultConfig()
 	cfg.ConfigDir, _ = filepath.Abs("../../../examples/mesh")
@@ -40,7 +48,7 @@ func startIstiod(t *testing.T, addr string) (stop func()) {
 	}
 	done := make(chan struct{})
 	go func() { _ = d.Serve(ctx); close(done) }()
-	return func() { cancel(); <-done }
+	return d, func() { cancel(); <-done }
 }
 
 func freeAddr(t *testing.T) string {
@@ -94,12 +102,13 @@ func TestProxyCarriesStreamsAndKeepsTheNameTable(t *testing.T) {
 
 	var mu sync.Mutex
 	var tables []*nds.NameTable
-	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, MaxBackoff: 200 * time.Millisecond,
+	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, MaxBackoff: 200 * time.Millisecond, OwnStreamAfter: time.Millisecond,
 		OnNameTable: func(nt *nds.NameTable) { mu.Lock(); tables = append(tables, nt); mu.Unlock() }}, slog.New(slog.DiscardHandler))
 	sock := filepath.Join(t.TempDir(), "XDS")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = p.Serve(ctx, sock) }()
+	ln := grpcsocktest.Listen(t, sock)
+	go func() { _ = p.Serve(ctx, ln) }()
 	polltest.Until(t, "the NameTable from istiod", p.TableLoaded)
 	mu.Lock()
 	if _, ok := tables[0].GetTable()["reviews.default.svc.cluster.local"]; !ok {
@@ -134,7 +143,11 @@ func TestProxyCarriesStreamsAndKeepsTheNameTable(t *testing.T) {
 		t.Fatalf("downstream stream ended while istiod was down: %v", err)
 	case <-time.After(500 * time.Millisecond):
 	}
-	stop = startIstiod(t, addr)
+	mu.Lock()
+	before := len(tables)
+	mu.Unlock()
+	d, restarted := runIstiod(t, addr)
+	stop = restarted
 	select {
 	case resp := <-got:
 		if !slices.Equal(payloads(resp), payloads(viaResp)) {
@@ -145,4 +158,11 @@ func TestProxyCarriesStreamsAndKeepsTheNameTable(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("no clusters after istiod came back")
 	}
+	// The NameTable moved to the downstream's stream once it came, and the
+	// replay asks for it again there.
+	polltest.Until(t, "the NameTable again, on the downstream's one stream", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(tables) > before && slices.Equal(streams(d), []string{envoyWithNT})
+	})
 }

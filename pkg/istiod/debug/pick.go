@@ -9,11 +9,12 @@ import (
 )
 
 // pick chooses the stream config_dump answers for among a proxy's streams.
-// A pod's agent opens a stream of its own under the pod's node id (for the
-// NameTable, and clusters for SRV answers) beside the app's: Envoy's, or a
-// proxyless gRPC client's. The dump is of the app's stream, so pick prefers,
-// in order: a stream without the NameTable (no Envoy or gRPC client asks for
-// it; the agent always does), the one with the most types subscribed, the
+// A pod's agent may open a stream of its own under the pod's node id (for
+// the NameTable, and clusters for SRV answers) beside the app's: always
+// beside a proxyless gRPC client's, and beside Envoy's for a moment while it
+// moves the NameTable onto Envoy's stream. The dump is of the app's stream,
+// so pick prefers, in order: a stream without the NameTable (a gRPC client
+// never asks for it), the one with the most types subscribed, the
 // newest (a reconnected proxy's old stream may linger). id is a whole node
 // id or, as Istio accepts, its proxy ID (POD.NS). Nil when none has id.
 func pick(conns []*xds.Connection, id string) *xds.Connection {

@@ -164,8 +164,8 @@ func (s *Server) debugResponse(typeURL string, names []string, callerNS string) 
 	switch typeURL {
 	case DebugSyncz:
 		resp.ControlPlane = s.controlPlane.core()
-		// One entry per proxy: the agent's NameTable stream carries the
-		// node of its Envoy's.
+		// One entry per proxy: an agent's own NameTable stream (beside a
+		// proxyless app's) carries the node of its app's.
 		var order []string
 		byID := map[string]*statusv3.ClientConfig{}
 		for _, c := range s.Connections() {

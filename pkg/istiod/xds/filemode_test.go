@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
+	"github.com/skiff-mesh/skiff/pkg/grpcsock/grpcsocktest"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
 	"github.com/skiff-mesh/skiff/pkg/istiod/istiodtest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
@@ -60,7 +61,7 @@ func writeFile(t *testing.T, p, content string) {
 
 // TestNameTableFollowsHeadlessEndpointsFileMode runs istiod on a directory
 // and a pilot-agent xDS proxy keeping its own NameTable (with CDS, as the
-// DNS proxy asks), then edits the EndpointSlice file of a headless service:
+// DNS proxy of an agent without Envoy asks), then edits the EndpointSlice file of a headless service:
 // the agent's NameTable gets the new address, twice over (the second push
 // inherits from a push context that itself inherited).
 func TestNameTableFollowsHeadlessEndpointsFileMode(t *testing.T) {
@@ -91,7 +92,7 @@ func TestNameTableFollowsHeadlessEndpointsFileMode(t *testing.T) {
 			t.Cleanup(func() { conn.Close() })
 			var mu sync.Mutex
 			var db []string
-			p := xdsproxy.New(xdsproxy.Options{Upstream: conn, Node: xdstest.Node(productpage, nil),
+			p := xdsproxy.New(xdsproxy.Options{Upstream: conn, Node: xdstest.Node(productpage, nil), NoEnvoy: true,
 				OnNameTable: func(nt *nds.NameTable) {
 					mu.Lock()
 					db = nt.GetTable()[xdstest.DBHost].GetIps()
@@ -100,7 +101,8 @@ func TestNameTableFollowsHeadlessEndpointsFileMode(t *testing.T) {
 				OnClusters: func([]string) {}}, slog.New(slog.DiscardHandler))
 			ctx, cancel := context.WithCancel(ctx)
 			served := make(chan error, 1)
-			go func() { served <- p.Serve(ctx, filepath.Join(t.TempDir(), "xds.sock")) }()
+			ln := grpcsocktest.Listen(t, filepath.Join(t.TempDir(), "xds.sock"))
+			go func() { served <- p.Serve(ctx, ln) }()
 			t.Cleanup(func() { cancel(); <-served })
 			has := func(ip string) func() bool {
 				return func() bool {

@@ -1,6 +1,7 @@
 // Command fakeproxy stands in for Envoy in the supervisor's tests: it takes
 // Envoy's flags, serves an admin API, and records what happens to it in the
 // file named by FAKEPROXY_LOG. FAKEPROXY_CRASH=N makes its first N runs exit 1.
+// FAKEPROXY_ADS=1 also opens an ADS stream as Envoy's, from the bootstrap.
 package main
 
 import (
@@ -53,6 +54,9 @@ func main() {
 		record("drain %s %s", r.Method, r.URL.RawQuery)
 	})
 	go func() { _ = http.Serve(ln, nil) }()
+	if os.Getenv("FAKEPROXY_ADS") != "" {
+		go func() { record("ads ended: %v", ads(*conf)) }()
+	}
 	// Handle signals before saying ready: a test signals as soon as it reads "ready".
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
