@@ -96,7 +96,30 @@ func (pc *PushContext) Diff(prev *PushContext) Change {
 			hosts[h] = struct{}{}
 		}
 	}
+	// A cluster's SANs are its endpoints' service accounts, so, as in
+	// Istio, endpoints that change them change CDS: a full push.
+	for h := range hosts {
+		if !sameServiceAccounts(prev.Endpoints[h], pc.Endpoints[h]) {
+			return Change{Full: true}
+		}
+	}
 	return Change{Hosts: hosts}
+}
+
+// sameServiceAccounts reports whether a and b name the same set of service
+// accounts.
+func sameServiceAccounts(a, b []Endpoint) bool {
+	set := func(eps []Endpoint) []string {
+		var out []string
+		for _, e := range eps {
+			if e.ServiceAccount != "" && !slices.Contains(out, e.ServiceAccount) {
+				out = append(out, e.ServiceAccount)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(set(a), set(b))
 }
 
 // BuildPushContext indexes in. Conflicts (two objects defining one host) are
