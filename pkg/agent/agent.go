@@ -291,7 +291,8 @@ func signalReady(ctx context.Context, st *status.Server, ready chan<- struct{}) 
 // runProxy writes Envoy's bootstrap and supervises it.
 func runProxy(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger, errc <-chan error) error {
 	b := &bootstrap.Envoy{Node: bootstrapNode(cfg), XDSSocket: config.XDSSocket, SDSSocket: "./" + cfg.SDSSocketPath(),
-		AdminPort: int(cfg.Proxy.ProxyAdminPort), StatusPort: int(cfg.Proxy.StatusPort), StatsPort: 15090, ReadinessPort: 15021}
+		AdminPort: int(cfg.Proxy.ProxyAdminPort), StatusPort: int(cfg.Proxy.StatusPort), StatsPort: 15090, ReadinessPort: 15021,
+		Delta: cfg.DeltaXDS}
 	js, err := b.JSON()
 	if err != nil {
 		return err

@@ -51,6 +51,7 @@ var table = []Entry{
 	{Binary: PilotAgent, Name: "INSTANCE_IP", Use: Applied, Note: "The node id's IP, inbound addresses and probe targets."},
 	{Binary: PilotAgent, Name: "ISTIO_BOOTSTRAP_OVERRIDE", Use: Accepted, Note: "Envoy's bootstrap is not merged with an override file."},
 	{Binary: PilotAgent, Name: "ISTIO_CPU_LIMIT", Use: Accepted, Note: "Envoy's concurrency comes from PROXY_CONFIG or --concurrency."},
+	{Binary: PilotAgent, Name: "ISTIO_DELTA_XDS", Use: Applied, Note: "Envoy's ADS is delta xDS (DELTA_GRPC; the default, as Istio's agent) or, when false, state of the world."},
 	{Binary: PilotAgent, Name: "ISTIO_META_APP_CONTAINERS", Use: Applied, Note: "Node metadata APP_CONTAINERS."},
 	{Binary: PilotAgent, Name: "ISTIO_META_CLUSTER_ID", Use: Applied, Note: "Node metadata CLUSTER_ID and the node's cluster."},
 	{Binary: PilotAgent, Name: "ISTIO_META_DNS_CAPTURE", Use: Applied, Note: "The DNS proxy on 15053 answers from istiod's name table."},

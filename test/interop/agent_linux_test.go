@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"os"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/skiff-mesh/skiff/pkg/agent/bootstrap"
+	"github.com/skiff-mesh/skiff/pkg/agent/config"
 	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
@@ -107,6 +110,7 @@ func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 	upstream := startUpstreamDNS(t, p)
 	p.start(t, agent, `PROXY_CONFIG={"binaryPath": "`+envoy+`"}`, "ISTIO_META_DNS_CAPTURE=true",
 		"GRPC_XDS_BOOTSTRAP="+bootstrap)
+	t.Run("Envoy's xDS flavour as Skiff's agent picks it", func(t *testing.T) { sameADSType(t, p) })
 	t.Run("certificate through SDS", func(t *testing.T) {
 		chain := sdsChain(t, p)
 		if got, want := leafURI(t, p, chain), "spiffe://cluster.local/ns/"+namespace+"/sa/app"; got != want {
@@ -230,4 +234,37 @@ func startIstioPilot(t *testing.T, env *kubetest.Env) (secure, plain string) {
 		"--monitoringAddr", freeAddr(t), "--httpsAddr", freeAddr(t))
 	listening(t, secure)
 	return secure, plain
+}
+
+// sameADSType: the ADS api_type in the Envoy bootstrap Istio's agent wrote
+// for p is the one Skiff's agent writes for the same environment (delta by
+// default: ISTIO_DELTA_XDS).
+func sameADSType(t *testing.T, p *pod) {
+	var b struct {
+		DynamicResources struct {
+			AdsConfig struct {
+				APIType string `json:"api_type"`
+			} `json:"ads_config"`
+		} `json:"dynamic_resources"`
+	}
+	path := filepath.Join(p.root, "etc/istio/proxy/envoy-rev.json")
+	polltest.Within(t, 30*time.Second, "Istio's agent's Envoy bootstrap", func() bool {
+		raw, err := os.ReadFile(path)
+		return err == nil && json.Unmarshal(raw, &b) == nil
+	})
+	cfg, err := config.Load(p.env(), "sidecar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := (&bootstrap.Envoy{Delta: cfg.DeltaXDS}).JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours = b
+	if err := json.Unmarshal(raw, &ours); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ours.DynamicResources.AdsConfig.APIType, b.DynamicResources.AdsConfig.APIType; got != want || want == "" {
+		t.Errorf("Skiff's agent writes ADS api_type %q, Istio's %q", got, want)
+	}
 }

@@ -30,6 +30,9 @@ type Envoy struct {
 	StatsPort            int // 15090
 	ReadinessPort        int // 15021
 	StatNameLength       int
+	// Delta has Envoy's ADS use delta xDS (DELTA_GRPC), as Istio's
+	// agent does by default; otherwise state of the world (GRPC).
+	Delta bool
 }
 
 func pipeCluster(name, path string) map[string]any {
@@ -80,6 +83,10 @@ func pathListener(name string, port int, path, cluster, rewrite string) map[stri
 // JSON renders the Envoy bootstrap.
 func (e *Envoy) JSON() ([]byte, error) {
 	ads := map[string]any{"ads": map[string]any{}, "initial_fetch_timeout": "0s", "resource_api_version": "V3"}
+	apiType := "GRPC"
+	if e.Delta {
+		apiType = "DELTA_GRPC"
+	}
 	b := map[string]any{
 		"node": map[string]any{"id": e.Node.ID, "cluster": e.Node.Cluster, "metadata": e.Node.Metadata},
 		"admin": map[string]any{
@@ -89,7 +96,7 @@ func (e *Envoy) JSON() ([]byte, error) {
 		},
 		"dynamic_resources": map[string]any{
 			"lds_config": ads, "cds_config": ads,
-			"ads_config": map[string]any{"api_type": "GRPC", "set_node_on_first_message_only": true, "transport_api_version": "V3",
+			"ads_config": map[string]any{"api_type": apiType, "set_node_on_first_message_only": true, "transport_api_version": "V3",
 				"grpc_services": []any{map[string]any{"envoy_grpc": map[string]any{"cluster_name": "xds-grpc"}}}},
 		},
 		"static_resources": map[string]any{

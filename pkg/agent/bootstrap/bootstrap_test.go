@@ -84,6 +84,23 @@ func TestEnvoyBootstrapValidates(t *testing.T) {
 	}
 }
 
+// TestEnvoyADSType: delta xDS (Istio's default) or state of the world.
+func TestEnvoyADSType(t *testing.T) {
+	for delta, want := range map[bool]string{true: "DELTA_GRPC", false: "GRPC"} {
+		js, err := (&Envoy{Delta: delta, AdminPort: 15000, StatusPort: 15020, StatsPort: 15090, ReadinessPort: 15021}).JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bootstrapv3.Bootstrap
+		if err := protojson.Unmarshal(js, &b); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.GetDynamicResources().GetAdsConfig().GetApiType().String(); got != want {
+			t.Errorf("Delta %v: api_type %s, want %s", delta, got, want)
+		}
+	}
+}
+
 func TestGRPCBootstrap(t *testing.T) {
 	g := &GRPC{Node: Node{ID: "sidecar~10.1.0.5~app.default~default.svc.cluster.local"}, ServerURI: "unix:///etc/istio/proxy/XDS", CertDir: "/var/lib/istio/data"}
 	js, err := g.JSON()

@@ -82,7 +82,10 @@ type Config struct {
 	OutputCerts string
 
 	DisableEnvoy bool
-	DNSCapture   bool
+	// DeltaXDS has Envoy use delta xDS (ISTIO_DELTA_XDS, default true, as
+	// Istio's agent); false: state of the world.
+	DeltaXDS   bool
+	DNSCapture bool
 	// DNSAddrs are the DNS proxy's listen addresses (DNS_PROXY_ADDR, default
 	// localhost:15053: 127.0.0.1 and ::1).
 	DNSAddrs []netip.AddrPort
@@ -146,6 +149,7 @@ func Load(environ []string, proxyType string) (*Config, error) {
 		OutputCerts:      e.str("OUTPUT_CERTS", ""),
 
 		DisableEnvoy:       e.boolean("DISABLE_ENVOY"),
+		DeltaXDS:           e.booleanOr("ISTIO_DELTA_XDS", true),
 		DNSCapture:         e.boolean("ISTIO_META_DNS_CAPTURE"),
 		DNSAddrs:           e.dnsAddrs("DNS_PROXY_ADDR", DefaultDNSProxyAddr),
 		DNSForwardParallel: e.boolean("DNS_FORWARD_PARALLEL"),

@@ -46,7 +46,7 @@ func defaults() *Config {
 		Proxy: DefaultProxyConfig(), Type: "sidecar",
 		PodNamespace: "default", Cluster: "Kubernetes",
 		Identity: spiffe.ID{TrustDomain: "cluster.local", Namespace: "default", ServiceAccount: "default"},
-		CAAddr:   DefaultAddress, SecretTTL: 24 * time.Hour, GraceRatio: 0.5, KeyType: pki.RSA2048,
+		CAAddr:   DefaultAddress, SecretTTL: 24 * time.Hour, GraceRatio: 0.5, KeyType: pki.RSA2048, DeltaXDS: true,
 		DNSAddrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:15053"), netip.MustParseAddrPort("[::1]:15053")},
 		Metadata: map[string]string{}, WorkloadIdentitySocket: "socket", TokenPath: TokenPath, RootCertPath: RootCertPath, WorkDir: ".",
 	}
@@ -120,6 +120,7 @@ func TestLoad(t *testing.T) {
 			},
 		},
 		{name: "booleans off", env: []string{"DNS_FORWARD_PARALLEL=false", "DISABLE_ENVOY=0"}, want: func(*Config) {}},
+		{name: "state-of-the-world xDS", env: []string{"ISTIO_DELTA_XDS=false"}, want: func(c *Config) { c.DeltaXDS = false }},
 		{
 			name: "DNS on one IPv4 address",
 			env:  []string{"DNS_PROXY_ADDR=127.0.0.1:5353"},

@@ -39,8 +39,11 @@ func (e *env) fail(name, value, reason string, args ...any) {
 
 // boolean parses a boolean as strconv.ParseBool does (1, t, true, 0, f,
 // false, ...), false when unset.
-func (e *env) boolean(name string) bool {
-	v := e.str(name, "false")
+func (e *env) boolean(name string) bool { return e.booleanOr(name, false) }
+
+// booleanOr is boolean with def when unset.
+func (e *env) booleanOr(name string, def bool) bool {
+	v := e.str(name, strconv.FormatBool(def))
 	b, err := strconv.ParseBool(v)
 	if err != nil {
 		e.fail(name, v, "not a boolean (true or false)")

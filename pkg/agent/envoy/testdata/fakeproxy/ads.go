@@ -13,10 +13,20 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
+const (
+	cds = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	lds = "type.googleapis.com/envoy.config.listener.v3.Listener"
+)
+
 // bootstrap is what the ADS stand-in reads of Envoy's bootstrap: the node,
 // and the clusters, for the xds-grpc cluster's pipe.
 type bootstrap struct {
-	Node            json.RawMessage `json:"node"`
+	Node             json.RawMessage `json:"node"`
+	DynamicResources struct {
+		AdsConfig struct {
+			APIType string `json:"api_type"`
+		} `json:"ads_config"`
+	} `json:"dynamic_resources"`
 	StaticResources struct {
 		Clusters []struct {
 			Name           string `json:"name"`
@@ -39,8 +49,9 @@ type bootstrap struct {
 
 // ads does what Envoy does on its ADS stream, as far as a control plane
 // sees: it connects to the bootstrap's xds-grpc pipe with the bootstrap's
-// node, asks for clusters and listeners, and ACKs every response, recording
-// "ads TYPE" for each.
+// node, on a delta stream if the bootstrap says DELTA_GRPC, asks for
+// clusters and listeners, and ACKs every response, recording "ads TYPE"
+// (state of the world) or "ads delta TYPE" for each.
 func ads(path string) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -68,11 +79,14 @@ func ads(path string) error {
 		return err
 	}
 	defer conn.Close()
-	s, err := discovery.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(context.Background(), grpc.WaitForReady(true))
+	c := discovery.NewAggregatedDiscoveryServiceClient(conn)
+	if b.DynamicResources.AdsConfig.APIType == "DELTA_GRPC" {
+		return delta(c, &node)
+	}
+	s, err := c.StreamAggregatedResources(context.Background(), grpc.WaitForReady(true))
 	if err != nil {
 		return err
 	}
-	const cds, lds = "type.googleapis.com/envoy.config.cluster.v3.Cluster", "type.googleapis.com/envoy.config.listener.v3.Listener"
 	if err := s.Send(&discovery.DiscoveryRequest{Node: &node, TypeUrl: cds}); err != nil {
 		return err
 	}
@@ -86,6 +100,30 @@ func ads(path string) error {
 		}
 		record("ads %s", resp.GetTypeUrl())
 		if err := s.Send(&discovery.DiscoveryRequest{TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}); err != nil {
+			return err
+		}
+	}
+}
+
+// delta is ads on a delta stream, recording "ads delta TYPE".
+func delta(c discovery.AggregatedDiscoveryServiceClient, node *corev3.Node) error {
+	s, err := c.DeltaAggregatedResources(context.Background(), grpc.WaitForReady(true))
+	if err != nil {
+		return err
+	}
+	if err := s.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: cds}); err != nil {
+		return err
+	}
+	if err := s.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: lds}); err != nil {
+		return err
+	}
+	for {
+		resp, err := s.Recv()
+		if err != nil {
+			return err
+		}
+		record("ads delta %s", resp.GetTypeUrl())
+		if err := s.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()}); err != nil {
 			return err
 		}
 	}
