@@ -3,13 +3,15 @@ package memory
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
 )
 
-// Releaser returns the heap to the OS once an update is in place: a full
-// collection and the free pages given back (debug.FreeOSMemory). Updates
+// Releaser returns the heap to the OS once an update is in place: two full
+// collections (so sync.Pool caches go too) and the free pages given back
+// (debug.FreeOSMemory). Updates
 // that come together (the NameTable, then the clusters) share one release,
 // Settle after the last of them, and releases are at least MinInterval
 // apart, so a control plane pushing often costs at most one collection per
@@ -37,7 +39,7 @@ type ReleaserOptions struct {
 	IdleCheck time.Duration
 	// IdleFree is the free heap that makes an idle check release (4 MiB).
 	IdleFree uint64
-	// Release frees the memory (debug.FreeOSMemory); a seam for tests.
+	// Release frees the memory (releaseAll); a seam for tests.
 	Release func()
 	// After is time.After; a seam for tests.
 	After func(time.Duration) <-chan time.Time
@@ -60,7 +62,7 @@ func NewReleaser(opts ReleaserOptions, log *slog.Logger) *Releaser {
 		opts.IdleFree = 4 << 20
 	}
 	if opts.Release == nil {
-		opts.Release = debug.FreeOSMemory
+		opts.Release = releaseAll
 	}
 	if opts.After == nil {
 		opts.After = time.After
@@ -141,6 +143,15 @@ func (r *Releaser) release(msg string) time.Time {
 		"cpu", time.Duration((after.cpu-before.cpu)*float64(time.Second)).Round(time.Microsecond),
 		"heap_live_bytes", after.live, "released_bytes", int64(after.released)-int64(before.released))
 	return start
+}
+
+// releaseAll collects twice, then gives the free pages back. What a
+// sync.Pool holds survives one collection (its victim cache), so pooled
+// buffers taken during a busy spell (gRPC's write buffers, the DNS
+// proxy's flights) are freed by the second and released with the rest.
+func releaseAll() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
 
 // stats are the runtime's figures a release looks at and changes.

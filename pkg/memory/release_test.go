@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
@@ -161,4 +162,30 @@ func TestReleaserFreesTheHeap(t *testing.T) {
 	if after := <-released; after < before+8<<20 {
 		t.Errorf("heap released %d -> %d bytes: under 8 MB of 16 MB garbage given back", before, after)
 	}
+}
+
+// TestReleaseEmptiesPools: what a sync.Pool holds survives one collection
+// (its victim cache), so a release that only ran debug.FreeOSMemory would
+// keep pooled buffers; releaseAll frees them.
+func TestReleaseEmptiesPools(t *testing.T) {
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var pool sync.Pool
+	// No collection but the release's: one would age the pool early.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	for range 32 {
+		b := make([]byte, 1<<20)
+		b[0] = 1
+		pool.Put(&b)
+	}
+	before := heap()
+	releaseAll()
+	after := heap()
+	if before < 32<<20 || after > before-24<<20 {
+		t.Errorf("heap %d MiB with the pool full, %d MiB after the release: the pooled 32 MiB stayed", before>>20, after>>20)
+	}
+	runtime.KeepAlive(&pool)
 }
