@@ -108,7 +108,7 @@ bench-istiod: ## istiod xDS: 1000 services x 5 endpoints, 250/1000/4000 sidecar 
 	$(GO) build -o $(BIN)/istiod ./cmd/istiod
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 250,1000 --full-pushes 5 --eds-changes 50
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 4000 --streams-per-conn 8 --timeout 120s --full-pushes 2 --eds-changes 10 --istiod-arg=--keepaliveInterval=10m
-	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 1000 --full-pushes 5 --eds-changes 50 --delta
+	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 1000 --full-pushes 5 --eds-changes 50 --delta=false
 
 .PHONY: bench-ca fuzz-ca
 bench-ca: ## istiod CA: CSRs/s and p99 for ECDSA and RSA CSRs, beside openssl; figures go to docs/benchmarks.md

@@ -30,9 +30,9 @@ func main() {
 	flag.IntVar(&cfg.fullPushes, "full-pushes", 5, "full pushes to time")
 	flag.IntVar(&cfg.edsChanges, "eds-changes", 50, "endpoint changes to time")
 	flag.BoolVar(&cfg.edsDebounce, "eds-debounce", true, "run istiod with EDS debounce (Istio's default)")
-	flag.BoolVar(&cfg.delta, "delta", false, "clients use delta xDS (ACKs without names) instead of state of the world")
-	flag.BoolVar(&cfg.agentStreams, "agent-streams", false, "each sidecar also keeps the NameTable stream Skiff's agent opens beside Envoy's (on the same connection)")
-	flag.BoolVar(&cfg.ndsOnADS, "nds-on-ads", false, "each sidecar also subscribes to the NameTable on its ADS stream, as Istio's agent does for Envoy's")
+	flag.BoolVar(&cfg.delta, "delta", true, "clients use delta xDS (ACKs without names), as Envoy does under Istio's agent and Skiff's (ISTIO_DELTA_XDS); false: state of the world")
+	flag.BoolVar(&cfg.agentStreams, "agent-streams", false, "each sidecar also keeps a NameTable stream of its own beside its ADS stream, on the same connection (Skiff's agent before it moved the NameTable onto Envoy's stream; implies --nds-on-ads=false unless given)")
+	flag.BoolVar(&cfg.ndsOnADS, "nds-on-ads", true, "each sidecar also subscribes to the NameTable on its ADS stream, as Istio's and Skiff's agents do on Envoy's")
 	flag.IntVar(&cfg.pushConcurrency, "push-concurrency", 100, "istiod's --push-concurrency (Istio's PILOT_PUSH_THROTTLE)")
 	flag.StringVar(&cfg.logLevel, "istiod-log-level", "warn", "istiod's --log-level")
 	flag.Func("istiod-env", "KEY=VALUE added to istiod's environment (repeatable), e.g. GOMEMLIMIT=100MiB", func(v string) error {
@@ -50,6 +50,11 @@ func main() {
 	flag.DurationVar(&cfg.rest, "rest", 5*time.Second, "quiet time after the last change before istiod's RSS at rest is read (0: not read)")
 	flag.StringVar(&cfg.profiles, "profiles", "", "directory for istiod's heap, goroutine and memstats profiles at rest (one set per client count)")
 	flag.Parse()
+	ndsGiven := false
+	flag.Visit(func(f *flag.Flag) { ndsGiven = ndsGiven || f.Name == "nds-on-ads" })
+	if cfg.agentStreams && !ndsGiven {
+		cfg.ndsOnADS = false
+	}
 	counts, err := parseCounts(*clients)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "xdsload: --clients:", err)

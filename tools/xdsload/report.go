@@ -26,10 +26,10 @@ func (r *results) print(w io.Writer, cfg config) {
 		kind = "delta"
 	}
 	if cfg.agentStreams {
-		kind += " (each with a NameTable stream beside, as Skiff's agent)"
+		kind += " (each with a NameTable stream beside)"
 	}
 	if cfg.ndsOnADS {
-		kind += " (the NameTable on the ADS stream, as Istio's agent)"
+		kind += " (the NameTable on the ADS stream, as the agents do)"
 	}
 	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d %s clients on %d gRPC connections on loopback, EDS debounce %t, push concurrency %d; load average (1, 5, 15 min) before %.2f %.2f %.2f, after %.2f %.2f %.2f\n\n",
 		cfg.services, cfg.endpoints, r.clients, kind, r.conns, cfg.edsDebounce, cfg.pushConcurrency,
