@@ -4,18 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
-	"github.com/skiff-mesh/skiff/pkg/grpcsock/grpcsocktest"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
 	"github.com/skiff-mesh/skiff/pkg/nds"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -43,41 +39,25 @@ func (e *envoyStream) saw(typeURL string) {
 // startEnvoy opens a SotW or delta stream to the socket until ctx ends.
 func startEnvoy(t *testing.T, ctx context.Context, sock string, delta bool) *envoyStream {
 	t.Helper()
-	c := discovery.NewAggregatedDiscoveryServiceClient(dial(t, "unix://"+sock))
 	e := &envoyStream{done: make(chan error, 1)}
-	if !delta {
-		s, err := c.StreamAggregatedResources(ctx)
+	types := []string{clusterType}
+	var run func() error
+	if delta {
+		c, err := xdstest.DialDelta(ctx, "unix://"+sock, node)
 		if err != nil {
 			t.Fatal(err)
 		}
-		go func() {
-			err := s.Send(&discovery.DiscoveryRequest{Node: node, TypeUrl: clusterType})
-			for err == nil {
-				var resp *discovery.DiscoveryResponse
-				if resp, err = s.Recv(); err == nil {
-					e.saw(resp.GetTypeUrl())
-					err = s.Send(&discovery.DiscoveryRequest{TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()})
-				}
-			}
-			e.done <- err
-		}()
-		return e
-	}
-	s, err := c.DeltaAggregatedResources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		err := s.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: clusterType})
-		for err == nil {
-			var resp *discovery.DeltaDiscoveryResponse
-			if resp, err = s.Recv(); err == nil {
-				e.saw(resp.GetTypeUrl())
-				err = s.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()})
-			}
+		t.Cleanup(c.Close)
+		run = func() error { return c.AckAll(types, e.saw) }
+	} else {
+		c, err := xdstest.DialSotW(ctx, "unix://"+sock, node)
+		if err != nil {
+			t.Fatal(err)
 		}
-		e.done <- err
-	}()
+		t.Cleanup(c.Close)
+		run = func() error { return c.AckAll(types, e.saw) }
+	}
+	go func() { e.done <- run() }()
 	return e
 }
 
@@ -112,13 +92,7 @@ func TestNameTableRidesEnvoysStream(t *testing.T) {
 			tables := make(chan *nds.NameTable, 16)
 			p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, OwnStreamAfter: time.Hour,
 				OnNameTable: func(nt *nds.NameTable) { tables <- nt }}, slog.New(slog.DiscardHandler))
-			sock := filepath.Join(t.TempDir(), "XDS")
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			ln := grpcsocktest.Listen(t, sock)
-			go func() { _ = p.Serve(ctx, ln); close(done) }()
-			defer func() { cancel(); <-done }()
-			polltest.Until(t, "the socket", func() bool { return dialable(sock) })
+			sock, ctx := serve(t, p)
 
 			e := startEnvoy(t, ctx, sock, delta)
 			select {
@@ -154,12 +128,7 @@ func TestOwnStreamOnlyWithoutEnvoy(t *testing.T) {
 	count := func() int { mu.Lock(); defer mu.Unlock(); return n }
 	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, OwnStreamAfter: 10 * time.Millisecond,
 		OnNameTable: func(*nds.NameTable) { mu.Lock(); n++; mu.Unlock() }}, slog.New(slog.DiscardHandler))
-	sock := filepath.Join(t.TempDir(), "XDS")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	ln := grpcsocktest.Listen(t, sock)
-	go func() { _ = p.Serve(ctx, ln); close(done) }()
-	defer func() { cancel(); <-done }()
+	sock, ctx := serve(t, p)
 
 	polltest.Until(t, "the NameTable on the agent's own stream", func() bool {
 		return p.TableLoaded() && slices.Equal(streams(d), []string{ownStream})
@@ -184,24 +153,10 @@ func TestNoEnvoyKeepsItsOwnStream(t *testing.T) {
 	defer stop()
 	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, NoEnvoy: true,
 		OnNameTable: func(*nds.NameTable) {}}, slog.New(slog.DiscardHandler))
-	sock := filepath.Join(t.TempDir(), "XDS")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	ln := grpcsocktest.Listen(t, sock)
-	go func() { _ = p.Serve(ctx, ln); close(done) }()
-	defer func() { cancel(); <-done }()
+	sock, ctx := serve(t, p)
 	polltest.Until(t, "the NameTable", p.TableLoaded)
 	e := startEnvoy(t, ctx, sock, false)
 	polltest.Until(t, "the app's stream and the agent's", func() bool {
 		return slices.Equal(streams(d), []string{envoysOwn, ownStream}) && slices.Contains(e.got(), clusterType)
 	})
-}
-
-func dialable(path string) bool {
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		return false
-	}
-	c.Close()
-	return true
 }

@@ -1,9 +1,7 @@
 package xdsproxy_test
 
 import (
-	"context"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
-	"github.com/skiff-mesh/skiff/pkg/grpcsock/grpcsocktest"
 	"github.com/skiff-mesh/skiff/pkg/nds"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -33,11 +30,7 @@ func TestClustersBeforeTheFirstNameTable(t *testing.T) {
 				events <- "clusters"
 			}
 		}}, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	ln := grpcsocktest.Listen(t, filepath.Join(t.TempDir(), "XDS"))
-	go func() { _ = p.Serve(ctx, ln); close(done) }()
-	defer func() { cancel(); <-done }()
+	serve(t, p)
 	var got []string
 	for len(got) < 2 {
 		select {
@@ -64,12 +57,7 @@ func TestClustersFromTheProxysStream(t *testing.T) {
 	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, OwnStreamAfter: time.Millisecond,
 		OnNameTable: func(*nds.NameTable) {},
 		OnClusters:  func(names []string) { got <- names }}, slog.New(slog.DiscardHandler))
-	sock := filepath.Join(t.TempDir(), "XDS")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	ln := grpcsocktest.Listen(t, sock)
-	go func() { _ = p.Serve(ctx, ln); close(done) }()
-	defer func() { cancel(); <-done }()
+	sock, ctx := serve(t, p)
 	polltest.Until(t, "the NameTable from istiod", p.TableLoaded)
 	select {
 	case names := <-got:

@@ -51,6 +51,19 @@ func runIstiod(t *testing.T, addr string) (*istiod.Istiod, func()) {
 	return d, func() { cancel(); <-done }
 }
 
+// serve runs p on a socket in a temporary directory until the test ends,
+// and returns the socket's path and a context that ends with the test.
+func serve(t *testing.T, p *xdsproxy.Proxy) (string, context.Context) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "XDS")
+	ln := grpcsocktest.Listen(t, sock)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = p.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return sock, ctx
+}
+
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,11 +117,7 @@ func TestProxyCarriesStreamsAndKeepsTheNameTable(t *testing.T) {
 	var tables []*nds.NameTable
 	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, MaxBackoff: 200 * time.Millisecond, OwnStreamAfter: time.Millisecond,
 		OnNameTable: func(nt *nds.NameTable) { mu.Lock(); tables = append(tables, nt); mu.Unlock() }}, slog.New(slog.DiscardHandler))
-	sock := filepath.Join(t.TempDir(), "XDS")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ln := grpcsocktest.Listen(t, sock)
-	go func() { _ = p.Serve(ctx, ln) }()
+	sock, ctx := serve(t, p)
 	polltest.Until(t, "the NameTable from istiod", p.TableLoaded)
 	mu.Lock()
 	if _, ok := tables[0].GetTable()["reviews.default.svc.cluster.local"]; !ok {

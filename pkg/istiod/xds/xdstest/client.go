@@ -194,3 +194,37 @@ func (c *Delta) Recv(d time.Duration) (*discoveryv3.DeltaDiscoveryResponse, erro
 		return nil, ErrTimeout
 	}
 }
+
+// AckAll asks for typeURLs, then ACKs every response as it comes, as Envoy
+// does, calling saw with each response's type, until the stream ends; it
+// returns the error the stream ended with.
+func (c *SotW) AckAll(typeURLs []string, saw func(typeURL string)) error {
+	for _, u := range typeURLs {
+		if err := c.Request(u, nil, "", "", nil); err != nil {
+			return err
+		}
+	}
+	for r := range c.resps {
+		saw(r.GetTypeUrl())
+		if err := c.Ack(r, nil); err != nil {
+			return err
+		}
+	}
+	return <-c.errc
+}
+
+// AckAll is SotW.AckAll on a delta stream.
+func (c *Delta) AckAll(typeURLs []string, saw func(typeURL string)) error {
+	for _, u := range typeURLs {
+		if err := c.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: u}); err != nil {
+			return err
+		}
+	}
+	for r := range c.resps {
+		saw(r.GetTypeUrl())
+		if err := c.Ack(r); err != nil {
+			return err
+		}
+	}
+	return <-c.errc
+}

@@ -7,9 +7,7 @@ import (
 	"os"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -74,57 +72,18 @@ func ads(path string) error {
 	if pipe == "" {
 		return fmt.Errorf("bootstrap has no xds-grpc pipe")
 	}
-	conn, err := grpc.NewClient("unix:"+pipe, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	c := discovery.NewAggregatedDiscoveryServiceClient(conn)
+	types := []string{cds, lds}
+	ctx := context.Background()
 	if b.DynamicResources.AdsConfig.APIType == "DELTA_GRPC" {
-		return delta(c, &node)
-	}
-	s, err := c.StreamAggregatedResources(context.Background(), grpc.WaitForReady(true))
-	if err != nil {
-		return err
-	}
-	if err := s.Send(&discovery.DiscoveryRequest{Node: &node, TypeUrl: cds}); err != nil {
-		return err
-	}
-	if err := s.Send(&discovery.DiscoveryRequest{TypeUrl: lds}); err != nil {
-		return err
-	}
-	for {
-		resp, err := s.Recv()
+		c, err := xdstest.DialDelta(ctx, "unix:"+pipe, &node)
 		if err != nil {
 			return err
 		}
-		record("ads %s", resp.GetTypeUrl())
-		if err := s.Send(&discovery.DiscoveryRequest{TypeUrl: resp.GetTypeUrl(), VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}); err != nil {
-			return err
-		}
+		return c.AckAll(types, func(typeURL string) { record("ads delta %s", typeURL) })
 	}
-}
-
-// delta is ads on a delta stream, recording "ads delta TYPE".
-func delta(c discovery.AggregatedDiscoveryServiceClient, node *corev3.Node) error {
-	s, err := c.DeltaAggregatedResources(context.Background(), grpc.WaitForReady(true))
+	c, err := xdstest.DialSotW(ctx, "unix:"+pipe, &node)
 	if err != nil {
 		return err
 	}
-	if err := s.Send(&discovery.DeltaDiscoveryRequest{Node: node, TypeUrl: cds}); err != nil {
-		return err
-	}
-	if err := s.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: lds}); err != nil {
-		return err
-	}
-	for {
-		resp, err := s.Recv()
-		if err != nil {
-			return err
-		}
-		record("ads delta %s", resp.GetTypeUrl())
-		if err := s.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce()}); err != nil {
-			return err
-		}
-	}
+	return c.AckAll(types, func(typeURL string) { record("ads %s", typeURL) })
 }
