@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -73,10 +74,10 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 	w := c.watched[typ]
 	first := w == nil
 	if first {
-		w = &watch{typeURL: typ, initial: map[string]string{}}
+		w = &watch{typeURL: typ}
 		w.wildcard = c.isWildcard(typ, req.GetResourceNamesSubscribe())
-		for n, v := range req.GetInitialResourceVersions() {
-			w.initial[n] = v
+		if iv := req.GetInitialResourceVersions(); len(iv) > 0 {
+			w.initial = maps.Clone(iv) // nil otherwise: most streams start with nothing
 		}
 		c.watched[typ] = w
 	}
