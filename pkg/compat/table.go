@@ -46,7 +46,7 @@ var table = []Entry{
 	{Binary: PilotAgent, Name: "GODEBUG", Use: Applied, Note: "Read by the Go runtime.", Istio: "1.31"},
 	{Binary: PilotAgent, Name: "GOMAXPROCS", Use: Applied, Note: "Read by the Go runtime."},
 	{Binary: PilotAgent, Name: "GOMEMLIMIT", Use: Applied, Note: "Read by the Go runtime; when unset, the agent sets 90% of its container's memory limit, as Istio's. GOGC=off also stops the agent returning its heap to the OS."},
-	{Binary: PilotAgent, Name: "GRPC_XDS_BOOTSTRAP", Use: Applied, Note: "Where the agent writes the app's grpc-go bootstrap (default ./etc/istio/proxy/grpc-bootstrap.json with the grpc-agent template)."},
+	{Binary: PilotAgent, Name: "GRPC_XDS_BOOTSTRAP", Use: Partly, Note: "Where the agent writes the app's grpc-go bootstrap (default ./etc/istio/proxy/grpc-bootstrap.json with the grpc-agent template). Skiff's agent then runs no Envoy, as with DISABLE_ENVOY, which Istio's grpc-agent template always sets beside it; Istio's agent given it without DISABLE_ENVOY also runs Envoy."},
 	{Binary: PilotAgent, Name: "HOST_IP", Use: Accepted, Note: "Not used."},
 	{Binary: PilotAgent, Name: "INSTANCE_IP", Use: Applied, Note: "The node id's IP, inbound addresses and probe targets."},
 	{Binary: PilotAgent, Name: "ISTIO_BOOTSTRAP_OVERRIDE", Use: Accepted, Note: "Envoy's bootstrap is not merged with an override file."},
