@@ -144,10 +144,21 @@ type countingRunner struct {
 }
 
 func (c *countingRunner) Restore(ctx context.Context, f ipt.Family, text string) error {
+	c.count(text)
+	return c.Exec.Restore(ctx, f, text)
+}
+
+// StartRestore counts too, so that the families' restores run at once as
+// with the plain Exec.
+func (c *countingRunner) StartRestore(ctx context.Context, f ipt.Family, text string) (func() error, error) {
+	c.count(text)
+	return c.Exec.StartRestore(ctx, f, text)
+}
+
+func (c *countingRunner) count(text string) {
 	c.mu.Lock()
 	c.restores = append(c.restores, text)
 	c.mu.Unlock()
-	return c.Exec.Restore(ctx, f, text)
 }
 
 func testLog(t testing.TB) *slog.Logger {

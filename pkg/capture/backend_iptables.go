@@ -2,6 +2,7 @@ package capture
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,8 +30,8 @@ func (b *iptBackend) name() string { return "iptables " + modeName(b.mode) }
 
 func (b *iptBackend) apply(ctx context.Context, p *Policy, force, dryRun bool) error {
 	r := b.runner(b.mode)
+	var txs []transaction
 	for _, rs := range Build(p) {
-		start := time.Now()
 		cur := &ipt.State{}
 		if !b.nothingThere(rs.Family) {
 			var err error
@@ -53,12 +54,59 @@ func (b *iptBackend) apply(ctx context.Context, p *Policy, force, dryRun bool) e
 			b.log.Info("rules already in place", "family", rs.Family, "backend", modeName(b.mode))
 			continue
 		}
-		if err := r.Restore(ctx, rs.Family, text); err != nil {
-			return fmt.Errorf("apply %s rules: %w", rs.Family, err)
-		}
-		b.log.Info("rules applied", "family", rs.Family, "backend", modeName(b.mode), "rules", len(rs.Rules), "took", time.Since(start))
+		txs = append(txs, transaction{family: rs.Family, text: text, rules: len(rs.Rules)})
 	}
-	return nil
+	return b.restore(ctx, r, txs)
+}
+
+// transaction is one family's iptables-restore input.
+type transaction struct {
+	family ipt.Family
+	text   string
+	rules  int
+}
+
+// restore runs the transactions: at once when the runner can start them
+// (each iptables-restore is its own atomic commit, and the families'
+// tables are apart), else one after the other. Both are started from the
+// calling thread, so both run in its namespace. It returns once all have
+// ended, with every failure.
+func (b *iptBackend) restore(ctx context.Context, r ipt.Runner, txs []transaction) error {
+	start := time.Now()
+	s, ok := r.(ipt.Starter)
+	if !ok || len(txs) < 2 {
+		for _, tx := range txs {
+			if err := r.Restore(ctx, tx.family, tx.text); err != nil {
+				return fmt.Errorf("apply %s rules: %w", tx.family, err)
+			}
+			b.applied(tx, start)
+		}
+		return nil
+	}
+	waits := make([]func() error, len(txs))
+	var errs []error
+	for i, tx := range txs {
+		var err error
+		if waits[i], err = s.StartRestore(ctx, tx.family, tx.text); err != nil {
+			errs = append(errs, fmt.Errorf("apply %s rules: %w", tx.family, err))
+			break
+		}
+	}
+	for i, wait := range waits {
+		if wait == nil {
+			continue
+		}
+		if err := wait(); err != nil {
+			errs = append(errs, fmt.Errorf("apply %s rules: %w", txs[i].family, err))
+			continue
+		}
+		b.applied(txs[i], start)
+	}
+	return errors.Join(errs...)
+}
+
+func (b *iptBackend) applied(tx transaction, start time.Time) {
+	b.log.Info("rules applied", "family", tx.family, "backend", modeName(b.mode), "rules", tx.rules, "took", time.Since(start))
 }
 
 // cleanup removes every chain and rule istio-iptables owns, in every table

@@ -47,23 +47,13 @@ func BenchmarkFirstInstall(b *testing.B) {
 		b.ReportMetric(0, "procs/op")
 	})
 	for _, m := range backends {
-		b.Run("skiff/"+string(m), func(b *testing.B) {
-			procs := 0
-			for i := 0; i < b.N; i++ {
-				path, del := freshNS(b)
-				r := &ipt.Exec{Mode: m}
-				c := cfg
-				c.NetworkNamespace, c.Backend = path, m
-				if err := Run(context.Background(), &c, slog.New(slog.DiscardHandler), Env{Runner: func(ipt.Mode) ipt.Runner { return r }, Out: io.Discard}); err != nil {
-					b.Fatal(err)
-				}
-				procs += r.Spawned
-				b.StopTimer()
-				del()
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(procs)/float64(b.N), "procs/op")
-		})
+		b.Run("skiff/"+string(m), func(b *testing.B) { benchRestore(b, cfg, m, false) })
+		// A dual-stack pod: one transaction per family, run at once; and,
+		// for comparison, one after the other as Istio runs them.
+		dual := cfg
+		dual.EnableIPv6 = true
+		b.Run("skiff/"+string(m)+"/dual-stack", func(b *testing.B) { benchRestore(b, dual, m, false) })
+		b.Run("skiff/"+string(m)+"/dual-stack-sequential", func(b *testing.B) { benchRestore(b, dual, m, true) })
 		b.Run("per-rule/"+string(m), func(b *testing.B) {
 			cmds := perRuleCommands(Build(&cfg.Policy)[0], m)
 			for i := 0; i < b.N; i++ {
@@ -86,6 +76,31 @@ func BenchmarkFirstInstall(b *testing.B) {
 			b.ReportMetric(float64(len(cmds)), "procs/op")
 		})
 	}
+}
+
+// benchRestore installs cfg with iptables-restore in mode m; sequential
+// hides the runner's StartRestore, so the families' restores run one after
+// the other.
+func benchRestore(b *testing.B, cfg Config, m ipt.Mode, sequential bool) {
+	procs := 0
+	for i := 0; i < b.N; i++ {
+		path, del := freshNS(b)
+		e := &ipt.Exec{Mode: m}
+		var r ipt.Runner = e
+		if sequential {
+			r = struct{ ipt.Runner }{e}
+		}
+		c := cfg
+		c.NetworkNamespace, c.Backend = path, m
+		if err := Run(context.Background(), &c, slog.New(slog.DiscardHandler), Env{Runner: func(ipt.Mode) ipt.Runner { return r }, Out: io.Discard}); err != nil {
+			b.Fatal(err)
+		}
+		procs += e.Spawned
+		b.StopTimer()
+		del()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(procs)/float64(b.N), "procs/op")
 }
 
 // perRuleCommands is how a one-exec-per-rule installer (Istio before it

@@ -68,6 +68,25 @@ func (e *Exec) Save(ctx context.Context, f Family) (string, error) {
 // Restore runs iptables-restore --noflush with text on stdin. Legacy writes
 // wait for the xtables lock; nft writes need no lock.
 func (e *Exec) Restore(ctx context.Context, f Family, text string) error {
+	wait, err := e.StartRestore(ctx, f, text)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// Starter is a Runner that can start a restore and wait for it later, so
+// that the two families' transactions run at once. The process starts in
+// the namespace of the thread that calls StartRestore; wait may be called
+// from any goroutine.
+type Starter interface {
+	StartRestore(ctx context.Context, f Family, text string) (wait func() error, err error)
+}
+
+var _ Starter = (*Exec)(nil)
+
+// StartRestore starts Restore's iptables-restore and returns its wait.
+func (e *Exec) StartRestore(ctx context.Context, f Family, text string) (func() error, error) {
 	args := []string{"--noflush"}
 	if e.Mode != NFT {
 		wait := e.Wait
@@ -76,11 +95,23 @@ func (e *Exec) Restore(ctx context.Context, f Family, text string) error {
 		}
 		args = append(args, fmt.Sprintf("--wait=%d", wait))
 	}
-	_, err := e.run(ctx, e.binary(f, "restore"), strings.NewReader(text), args...)
-	return err
+	wait, err := e.start(ctx, e.binary(f, "restore"), strings.NewReader(text), args...)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { _, err := wait(); return err }, nil
 }
 
 func (e *Exec) run(ctx context.Context, bin string, stdin *strings.Reader, args ...string) (string, error) {
+	wait, err := e.start(ctx, bin, stdin, args...)
+	if err != nil {
+		return "", err
+	}
+	return wait()
+}
+
+// start starts bin and returns what waits for it and reads its output.
+func (e *Exec) start(ctx context.Context, bin string, stdin *strings.Reader, args ...string) (func() (string, error), error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	if stdin != nil {
 		cmd.Stdin = stdin
@@ -88,10 +119,15 @@ func (e *Exec) run(ctx context.Context, bin string, stdin *strings.Reader, args 
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	e.Spawned++
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s: %w: %s", bin, err, strings.TrimSpace(errb.String()))
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", bin, err)
 	}
-	return out.String(), nil
+	return func() (string, error) {
+		if err := cmd.Wait(); err != nil {
+			return "", fmt.Errorf("%s: %w: %s", bin, err, strings.TrimSpace(errb.String()))
+		}
+		return out.String(), nil
+	}, nil
 }
 
 // Facts is what Detect reads about a namespace and the node without
