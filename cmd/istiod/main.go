@@ -46,7 +46,7 @@ func main() {
 		log.Error("istiod leader election failed", "err", err)
 		os.Exit(1)
 	}
-	f.Security.Leader, wp.Leader = elector, elector
+	f.Security.Leader = elector
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	mw, err := istiod.WatchMesh(ctx, f.Config, log)

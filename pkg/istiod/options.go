@@ -56,11 +56,11 @@ func WithMetricsRegistry(reg *prometheus.Registry) Option {
 	return func(o *options) { o.registry = reg }
 }
 
-// NewElector returns the elector of istiod's singletons (the root
-// certificate publisher, the webhook configuration patcher): in file mode
+// NewElector returns the elector of istiod's singleton (the root
+// certificate publisher): in file mode
 // (cfg.ConfigDir set) leader.Always, since the process is alone; else
 // Leases in the cluster cfg names, as lc says (leader.New). Set it as
-// Security.Leader and WebhookPatch.Leader, and call its Wait before exiting.
+// Security.Leader, and call its Wait before exiting.
 func NewElector(cfg Config, lc leader.Config, log *slog.Logger) (leader.Elector, error) {
 	if cfg.ConfigDir != "" {
 		return leader.Always{}, nil

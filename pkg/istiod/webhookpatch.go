@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
-	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
 )
 
@@ -31,11 +30,6 @@ type WebhookPatch struct {
 	// set to "" (a low-privilege istiod whose configurations another tool
 	// keeps).
 	Injection, Validation bool
-	// Leader elects the replica that patches (lease
-	// leader.ValidationController-Revision). It is not read from the
-	// environment: the caller sets it (see NewElector); nil patches from
-	// this replica as if it were the only one.
-	Leader leader.Elector
 }
 
 // WebhookPatchFromEnv reads REVISION, POD_NAMESPACE (else namespace, the
@@ -72,8 +66,12 @@ func WebhookPatchFromEnv(lookup func(string) (string, bool), namespace string) (
 // invalid config through the API server, until ctx ends (see
 // webhook.ConfigurationPatcher). It does nothing in file mode
 // (cfg.ConfigDir set), without the CA, or when the webhooks are not served
-// (w.Addr empty): call it after StartWebhooks. Only the replica p.Leader
-// elects patches; the others wait to take over.
+// (w.Addr empty): call it after StartWebhooks. Every replica patches, as
+// Istio 1.31's do, with no election: the patches are the same from each
+// (the CA root and validation's readiness are shared), a replica whose
+// informer holds what it would write writes nothing, and a new replica
+// never waits for the lease of one that vanished without releasing it (as
+// after helm uninstall, which deletes istiod's RBAC before the pod stops).
 func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookPatch, authority *ca.CA, log *slog.Logger) error {
 	if cfg.ConfigDir != "" || w.Addr == "" || authority == nil || (!p.Injection && !p.Validation) {
 		return nil
@@ -99,10 +97,10 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 		SkipMutating:   !p.Injection,
 		SkipValidating: !p.Validation,
 	}
-	leader.Or(p.Leader).Go(ctx, leader.PerRevision(leader.ValidationController, p.Revision), func(ctx context.Context) {
-		// A patcher runs once: each term has its own, which reconciles
-		// every configuration as its informers sync. (Its options cannot
-		// be refused: Client and Roots are set above.)
+	go func() {
+		// A patcher runs once and reconciles every configuration as its
+		// informers sync. (Its options cannot be refused: Client and
+		// Roots are set above.)
 		patcher, err := webhook.NewConfigurationPatcher(o)
 		if err == nil {
 			err = patcher.Run(ctx)
@@ -110,6 +108,6 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 		if err != nil && ctx.Err() == nil {
 			log.Error("webhook configuration patcher stopped", "err", err)
 		}
-	})
+	}()
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	networkingv1 "istio.io/client-go/pkg/apis/networking/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -144,6 +145,19 @@ func moveEcho(ctx context.Context, t *testing.T, c istioclient.Interface, b *pro
 	next := echoEntry(b)
 	next.ResourceVersion = cur.ResourceVersion
 	if _, err := ses.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holdStaleLease creates Lease name held by id for an hour: a replica that
+// vanished without releasing it.
+func holdStaleLease(ctx context.Context, t *testing.T, c kubernetes.Interface, name, id string) {
+	t.Helper()
+	secs := int32(3600)
+	now := metav1.NewMicroTime(time.Now())
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "istio-system"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &id, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}}
+	if _, err := c.CoordinationV1().Leases("istio-system").Create(ctx, l, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

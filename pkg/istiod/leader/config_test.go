@@ -51,11 +51,3 @@ func TestConfigFromEnv(t *testing.T) {
 		})
 	}
 }
-
-func TestPerRevision(t *testing.T) {
-	for rev, want := range map[string]string{"": "istio-validation-controller-election-default", "canary": "istio-validation-controller-election-canary"} {
-		if got := leader.PerRevision(leader.ValidationController, rev); got != want {
-			t.Errorf("PerRevision(%q) = %q, want %q", rev, got, want)
-		}
-	}
-}

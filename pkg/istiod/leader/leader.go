@@ -1,8 +1,9 @@
 // Package leader elects one istiod replica to run each cluster-wide
-// singleton (publishing the root certificate ConfigMaps, patching the
-// webhook configurations), with a coordination.k8s.io Lease per singleton
-// in istiod's namespace, as Istio does. Every replica keeps serving xDS,
-// the CA and the webhooks; only the singletons' writes are elected. In
+// singleton (publishing the root certificate ConfigMaps), with a
+// coordination.k8s.io Lease per singleton in istiod's namespace, as Istio
+// does. Every replica keeps serving xDS, the CA and the webhooks, and
+// patches the webhook configurations; only the singletons' writes are
+// elected. In
 // file mode, or with ENABLE_LEADER_ELECTION=false, Always makes the process
 // its own leader.
 package leader
@@ -17,24 +18,7 @@ const (
 	// istio-ca-root-cert ConfigMap into every namespace (Istio's namespace
 	// controller election).
 	NamespaceController = "istio-namespace-controller-election"
-	// ValidationController, suffixed with "-" and the revision (see
-	// PerRevision), is the lease of the webhook configuration patcher: the
-	// caBundle of the revision's injection and validation webhooks and
-	// validation's failurePolicy. Istio's validation controller used this
-	// name when it patched under election; Istio 1.31 patches from every
-	// replica instead.
-	ValidationController = "istio-validation-controller-election"
 )
-
-// PerRevision returns the lease name of a singleton that each revision
-// runs for its own objects: name-revision ("default" when revision is
-// empty), as Istio names its per-revision elections.
-func PerRevision(name, revision string) string {
-	if revision == "" {
-		revision = "default"
-	}
-	return name + "-" + revision
-}
 
 // Elector runs singletons while this process holds their lease.
 type Elector interface {
