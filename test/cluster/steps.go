@@ -33,6 +33,7 @@ type Step struct {
 func Steps(mode Mode) []Step {
 	steps := []Step{
 		{"install", func(c *Cluster, ctx context.Context) error { return c.InstallIstio(ctx, mode) }, false},
+		{"injection at once", (*Cluster).CheckInjectionAtOnce, true},
 		{"deploy", func(c *Cluster, ctx context.Context) error { return c.DeployDemo(ctx, mode) }, false},
 		{"validation", (*Cluster).CheckValidation, true},
 		{"injector configmap", (*Cluster).CheckInjectorFollowsConfigMap, true},

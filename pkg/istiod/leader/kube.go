@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -15,12 +16,17 @@ import (
 // Kube elects with coordination.k8s.io Leases named after the singletons
 // in cfg.Namespace, held by cfg.Identity. A leader that stops (its context
 // ends) releases its leases, so a successor takes over at once; one that
-// crashes keeps them until they expire (cfg.LeaseDuration).
+// crashes keeps them until they expire (cfg.LeaseDuration), unless its pod
+// is gone (reclaim.go).
 type Kube struct {
 	client kubernetes.Interface
 	cfg    Config
 	log    *slog.Logger
 	wg     sync.WaitGroup
+
+	// self caches whether cfg.Identity is a pod of cfg.Namespace (reclaim.go).
+	selfMu sync.Mutex
+	self   *bool
 }
 
 var _ Elector = (*Kube)(nil)
@@ -60,7 +66,11 @@ func (k *Kube) Go(ctx context.Context, name string, fn func(ctx context.Context)
 func (k *Kube) campaign(ctx context.Context, name string, fn func(ctx context.Context)) {
 	log := k.log.With("lease", k.cfg.Namespace+"/"+name)
 	for ctx.Err() == nil {
-		if err := k.term(ctx, name, log, fn); err != nil {
+		err := k.term(ctx, name, log, fn)
+		if errors.Is(err, errRetryNow) {
+			continue
+		}
+		if err != nil {
 			// Only invalid durations fail, and Config rules them out.
 			log.Error("leader election", "err", err)
 			return
@@ -78,6 +88,7 @@ func (k *Kube) term(ctx context.Context, name string, log *slog.Logger, fn func(
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	leading := make(chan context.Context, 1)
+	observed := make(chan struct{}, 1) // a new holder seen: reclaim looks at once
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: k.cfg.Namespace, Name: name},
@@ -96,6 +107,10 @@ func (k *Kube) term(ctx context.Context, name string, log *slog.Logger, fn func(
 				if id != k.cfg.Identity {
 					log.Info("leader elected", "leader", id)
 				}
+				select {
+				case observed <- struct{}{}:
+				default:
+				}
 			},
 		},
 	})
@@ -107,9 +122,23 @@ func (k *Kube) term(ctx context.Context, name string, log *slog.Logger, fn func(
 		defer close(done)
 		le.Run(ctx)
 	}()
+	freed, reclaimed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(reclaimed)
+		if k.reclaim(ctx, name, le, observed, log) {
+			close(freed)
+		}
+	}()
+	defer func() { cancel(); <-reclaimed }()
 	select {
 	case <-done:
 		return nil // ctx ended before this process led
+	case <-freed:
+		// A new term takes the freed lease at once; this one would wait
+		// for its next retry.
+		cancel()
+		<-done
+		return errRetryNow
 	case lctx := <-leading:
 		log.Info("became leader; starting singleton")
 		fn(lctx)

@@ -123,6 +123,8 @@ func TestKubeElection(t *testing.T) {
 	t.Run("a leader that loses the lease stops the singleton", func(t *testing.T) {
 		// Another holder writes itself in, as a successor would after the
 		// lease expired: the leader must stop within its renew deadline.
+		// The intruder is a pod that exists, so nobody frees its lease.
+		runningPod(ctx, t, env.Client, "intruder")
 		leases := env.Client.CoordinationV1().Leases("istio-system")
 		l, err := leases.Get(ctx, leader.NamespaceController, metav1.GetOptions{})
 		if err != nil {
