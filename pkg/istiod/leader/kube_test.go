@@ -91,12 +91,19 @@ func startCandidates(t *testing.T, env *kubetest.Env, lease string, s *singleton
 	return out
 }
 
-func TestKubeElection(t *testing.T) {
+// startAPI starts an API server with istiod's namespace, istio-system.
+func startAPI(t *testing.T) (*kubetest.Env, context.Context) {
+	t.Helper()
 	env := kubetest.Start(t)
 	ctx := kubetest.Context(t)
 	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return env, ctx
+}
+
+func TestKubeElection(t *testing.T) {
+	env, ctx := startAPI(t)
 	s := &singleton{t: t, running: map[string]bool{}, terms: map[string]int{}}
 	cands := startCandidates(t, env, leader.NamespaceController, s, 3)
 
@@ -154,11 +161,7 @@ func TestKubeElection(t *testing.T) {
 // TestKubeSingletonReturns: a singleton that returns while leading gives
 // the lease up, and is started again on the next term.
 func TestKubeSingletonReturns(t *testing.T) {
-	env := kubetest.Start(t)
-	ctx := kubetest.Context(t)
-	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env, _ := startAPI(t)
 	e := leader.NewKube(env.Client, leader.Config{Enabled: true, Namespace: "istio-system", Identity: "only", LeaseDuration: 2 * time.Second}, nil)
 	runCtx, cancel := context.WithCancel(context.Background())
 	terms := make(chan struct{}, 10)

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
-	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
@@ -74,11 +73,7 @@ func (l *logLines) has(sub ...string) bool {
 // exists is waited for, until that pod goes; one held by another
 // Deployment's replica, or by a holder that is not a pod, is never freed.
 func TestKubeFreesLeaseOfGonePod(t *testing.T) {
-	env := kubetest.Start(t)
-	ctx := kubetest.Context(t)
-	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env, ctx := startAPI(t)
 	const self = "istiod-5d8f7b9c4-new01"
 	runningPod(ctx, t, env.Client, self)
 	heldLease(ctx, t, env.Client, "gone-holder", "istiod-5d8f7b9c4-old01")
@@ -145,11 +140,7 @@ func TestKubeFreesLeaseOfGonePod(t *testing.T) {
 // (outside the cluster, an external control plane) frees nothing, since
 // its peers' pods would not be found either.
 func TestKubeKeepsLeasesWhenNotAPod(t *testing.T) {
-	env := kubetest.Start(t)
-	ctx := kubetest.Context(t)
-	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	env, ctx := startAPI(t)
 	heldLease(ctx, t, env.Client, "peer-holder", "istiod-5d8f7b9c4-peer1")
 	logs := &logLines{}
 	e := leader.NewKube(env.Client, leader.Config{Enabled: true, Namespace: "istio-system", Identity: "istiod-5d8f7b9c4-me001", LeaseDuration: leader.DefaultLeaseDuration},
