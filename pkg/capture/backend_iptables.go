@@ -70,19 +70,10 @@ type transaction struct {
 // (each iptables-restore is its own atomic commit, and the families'
 // tables are apart), else one after the other. Both are started from the
 // calling thread, so both run in its namespace. It returns once all have
-// ended, with every failure.
+// ended, with every failure; none is started after one fails to start.
 func (b *iptBackend) restore(ctx context.Context, r ipt.Runner, txs []transaction) error {
 	start := time.Now()
-	s, ok := r.(ipt.Starter)
-	if !ok || len(txs) < 2 {
-		for _, tx := range txs {
-			if err := r.Restore(ctx, tx.family, tx.text); err != nil {
-				return fmt.Errorf("apply %s rules: %w", tx.family, err)
-			}
-			b.applied(tx, start)
-		}
-		return nil
-	}
+	s := starter(r)
 	waits := make([]func() error, len(txs))
 	var errs []error
 	for i, tx := range txs {
@@ -103,6 +94,24 @@ func (b *iptBackend) restore(ctx context.Context, r ipt.Runner, txs []transactio
 		b.applied(txs[i], start)
 	}
 	return errors.Join(errs...)
+}
+
+// starter is r as an ipt.Starter: itself, or one whose start runs the
+// whole restore, so that transactions run one after the other.
+func starter(r ipt.Runner) ipt.Starter {
+	if s, ok := r.(ipt.Starter); ok {
+		return s
+	}
+	return syncStarter{r}
+}
+
+type syncStarter struct{ ipt.Runner }
+
+func (s syncStarter) StartRestore(ctx context.Context, f ipt.Family, text string) (func() error, error) {
+	if err := s.Restore(ctx, f, text); err != nil {
+		return nil, err
+	}
+	return func() error { return nil }, nil
 }
 
 func (b *iptBackend) applied(tx transaction, start time.Time) {
