@@ -69,7 +69,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		copts.FileDir = cfg.Path(config.FileCertDir)
 	} else {
 		ca, err := certs.DialCA(certs.CAOptions{Addr: cfg.CAAddr, Plaintext: cfg.Plaintext, RootCertPath: cfg.Path(cfg.RootCertPath),
-			TokenPath: cfg.Path(cfg.TokenPath), ClusterID: cfg.Cluster})
+			ServerName: cfg.CAServerName, TokenPath: cfg.Path(cfg.TokenPath), ClusterID: cfg.Cluster})
 		if err != nil {
 			return err
 		}

@@ -26,6 +26,9 @@ func dialIstiod(cfg *config.Config, mgr *certs.Manager) (*grpc.ClientConn, error
 		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableServiceConfig())
 	}
 	host, _, _ := strings.Cut(addr, ":")
+	if cfg.IstiodSAN != "" {
+		host = cfg.IstiodSAN
+	}
 	tlsCfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		ServerName: host,

@@ -49,6 +49,7 @@ var table = []Entry{
 	{Binary: PilotAgent, Name: "GRPC_XDS_BOOTSTRAP", Use: Partly, Note: "Where the agent writes the app's grpc-go bootstrap (default ./etc/istio/proxy/grpc-bootstrap.json with the grpc-agent template). Skiff's agent then runs no Envoy, as with DISABLE_ENVOY, which Istio's grpc-agent template always sets beside it; Istio's agent given it without DISABLE_ENVOY also runs Envoy."},
 	{Binary: PilotAgent, Name: "HOST_IP", Use: Accepted, Note: "Not used."},
 	{Binary: PilotAgent, Name: "INSTANCE_IP", Use: Applied, Note: "The node id's IP, inbound addresses and probe targets."},
+	{Binary: PilotAgent, Name: "ISTIOD_SAN", Use: Applied, Note: "The name istiod's certificate is checked against instead of the discovery address's host (a VM dialing an IP); also the CA's unless CA_ADDR is set."},
 	{Binary: PilotAgent, Name: "ISTIO_BOOTSTRAP_OVERRIDE", Use: Accepted, Note: "Envoy's bootstrap is not merged with an override file."},
 	{Binary: PilotAgent, Name: "ISTIO_CPU_LIMIT", Use: Accepted, Note: "Envoy's concurrency comes from PROXY_CONFIG or --concurrency."},
 	{Binary: PilotAgent, Name: "ISTIO_DELTA_XDS", Use: Applied, Note: "Envoy's ADS is delta xDS (DELTA_GRPC; the default, as Istio's agent) or, when false, state of the world."},

@@ -68,6 +68,11 @@ type Config struct {
 	Identity spiffe.ID
 	// CAAddr is where CSRs go (CA_ADDR, default: the discovery address).
 	CAAddr string
+	// IstiodSAN is the name istiod's certificate must carry when it is not
+	// the discovery address's host (ISTIOD_SAN: a VM dialing an IP).
+	// CAServerName is the CA's: IstiodSAN unless CA_ADDR is set, as in
+	// Istio (empty: the host of CAAddr).
+	IstiodSAN, CAServerName string
 	// Plaintext is true when controlPlaneAuthPolicy is NONE (xDS and CA on 15010).
 	Plaintext bool
 
@@ -171,6 +176,9 @@ func Load(environ []string, proxyType string) (*Config, error) {
 		e.fail("WORKLOAD_IDENTITY_SOCKET_FILE", w, "must be a file name, not a path")
 	}
 	c.Identity = e.identity("TRUST_DOMAIN", c.PodNamespace, "SERVICE_ACCOUNT")
+	if c.IstiodSAN = e.str("ISTIOD_SAN", ""); e.str("CA_ADDR", "") == "" {
+		c.CAServerName = c.IstiodSAN
+	}
 	switch {
 	case c.GRPCBootstrap != "" && c.OutputCerts == "":
 		c.OutputCerts = filepath.Join(filepath.Dir(c.GRPCBootstrap), "certs")

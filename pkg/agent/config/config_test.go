@@ -99,6 +99,16 @@ func TestLoad(t *testing.T) {
 		},
 		{name: "CA elsewhere", env: []string{"CA_ADDR=ca.x.svc:15012"}, want: func(c *Config) { c.CAAddr = "ca.x.svc:15012" }},
 		{
+			name: "istiod's name for an IP address",
+			env:  []string{"ISTIOD_SAN=istiod.istio-system.svc"},
+			want: func(c *Config) { c.IstiodSAN, c.CAServerName = "istiod.istio-system.svc", "istiod.istio-system.svc" },
+		},
+		{
+			name: "istiod's name, CA elsewhere",
+			env:  []string{"ISTIOD_SAN=istiod.istio-system.svc", "CA_ADDR=ca.x.svc:15012"},
+			want: func(c *Config) { c.IstiodSAN, c.CAAddr = "istiod.istio-system.svc", "ca.x.svc:15012" },
+		},
+		{
 			name: "secret lifetime",
 			env:  []string{"SECRET_TTL=90m", "SECRET_GRACE_PERIOD_RATIO=0.25"},
 			want: func(c *Config) { c.SecretTTL, c.GraceRatio = 90*time.Minute, 0.25 },

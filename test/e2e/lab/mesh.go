@@ -54,8 +54,11 @@ type Mesh struct {
 
 // Istiod's ports on the node.
 const (
-	XDSPort   = 15010
-	DebugPort = 8080
+	XDSPort = 15010
+	// SecureXDSPort is where the agents connect, as injected sidecars do:
+	// TLS, verified against the mesh root, proving the pod's identity.
+	SecureXDSPort = 15012
+	DebugPort     = 8080
 )
 
 var meshYAML = template.Must(template.New("mesh").Parse(`apiVersion: v1
@@ -165,7 +168,7 @@ func StartMesh(l *Lab, mtls bool) (*Mesh, error) {
 
 	gw := l.Gateway.String()
 	m.Istiod, err = l.Start("istiod", l.Node, 0, l.Dir, nil, filepath.Join(l.Bin, "istiod"),
-		"--config-dir", m.ConfigDir, "--grpcAddr", gw+fmt.Sprintf(":%d", XDSPort), "--secureGRPCAddr", gw+":15012",
+		"--config-dir", m.ConfigDir, "--grpcAddr", gw+fmt.Sprintf(":%d", XDSPort), "--secureGRPCAddr", gw+fmt.Sprintf(":%d", SecureXDSPort),
 		"--monitoringAddr", gw+":15014", "--httpAddr", gw+fmt.Sprintf(":%d", DebugPort), "--ca-dir", filepath.Join(l.Dir, "ca"),
 		"--jwt-public-key", tokens.PublicKeyFile, "--jwt-issuer", tokens.Issuer, "--debounce-after", "20ms")
 	if err != nil {
@@ -217,6 +220,18 @@ func (m *Mesh) startPod(p *MeshPod) error {
 	if err := os.WriteFile(tokPath, []byte(tok), 0o644); err != nil {
 		return err
 	}
+	// The mesh root, where the injector mounts istio-ca-root-cert.
+	root, err := os.ReadFile(filepath.Join(l.Dir, "ca", "ca-cert.pem"))
+	if err != nil {
+		return fmt.Errorf("mesh root: %w", err)
+	}
+	rootPath := filepath.Join(p.Work, "var/run/secrets/istio/root-cert.pem")
+	if err := os.MkdirAll(filepath.Dir(rootPath), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(rootPath, root, 0o644); err != nil {
+		return err
+	}
 	if err := os.Chown(p.Work, 1337, 1337); err != nil {
 		return err
 	}
@@ -232,7 +247,8 @@ func (m *Mesh) startPod(p *MeshPod) error {
 	gw := l.Gateway.String()
 	env := []string{
 		"POD_NAME=" + p.Name, "POD_NAMESPACE=" + p.Namespace, "INSTANCE_IP=" + p.IP.String(), "SERVICE_ACCOUNT=" + p.ServiceAccount,
-		fmt.Sprintf(`PROXY_CONFIG={"discoveryAddress": "%s:%d", "controlPlaneAuthPolicy": "NONE"}`, gw, XDSPort),
+		fmt.Sprintf(`PROXY_CONFIG={"discoveryAddress": "%s:%d", "controlPlaneAuthPolicy": "MUTUAL_TLS"}`, gw, SecureXDSPort),
+		"ISTIOD_SAN=istiod.istio-system.svc", // the gateway's IP is not in istiod's certificate
 		"ISTIO_META_DNS_CAPTURE=true", "ECC_SIGNATURE_ALGORITHM=ECDSA", "GRPC_XDS_BOOTSTRAP=" + bootstrap,
 		"OUTPUT_CERTS=" + filepath.Join(p.Work, "var/lib/istio/data"),
 	}
