@@ -46,8 +46,9 @@ func dialIstiod(cfg *config.Config, mgr *certs.Manager) (*grpc.ClientConn, error
 		pool.AppendCertsFromPEM(pem)
 		tlsCfg.RootCAs = pool
 	}
+	// No read buffer: tls.Conn already holds each record it decrypts.
 	return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)), grpc.WithDisableServiceConfig(),
-		grpc.WithPerRPCCredentials(tokenCreds{path: cfg.Path(cfg.TokenPath)}))
+		grpc.WithReadBufferSize(0), grpc.WithPerRPCCredentials(tokenCreds{path: cfg.Path(cfg.TokenPath)}))
 }
 
 // tokenCreds sends the (rotating) service-account token with every call.

@@ -115,7 +115,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		return nil, err
 	}
 	if o.secureAddr != "" {
-		if err := d.addGRPC("grpc-tls", o.secureAddr, o.registerGRPC, append([]grpc.ServerOption{grpc.Creds(o.secureCreds)}, o.secureOpts...)...); err != nil {
+		// No read buffer over TLS: tls.Conn already holds each record it
+		// decrypts, and gRPC's 32 KiB buffer on top of it would stay with
+		// every sidecar's connection for its life (gRPC pools its read
+		// buffers only on plain sockets).
+		opts := append([]grpc.ServerOption{grpc.Creds(o.secureCreds), grpc.ReadBufferSize(0)}, o.secureOpts...)
+		if err := d.addGRPC("grpc-tls", o.secureAddr, o.registerGRPC, opts...); err != nil {
 			d.closeListeners()
 			return nil, err
 		}

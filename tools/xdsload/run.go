@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 type config struct {
@@ -34,6 +35,7 @@ type config struct {
 	profiles                     string        // directory for istiod's profiles at rest; "" for none
 	agentStreams                 bool          // a NameTable stream per sidecar besides its ADS stream
 	ndsOnADS                     bool          // the NameTable subscribed on each sidecar's ADS stream
+	tls                          bool          // connect to the TLS port (15012) with a workload certificate
 }
 
 // phase is one timed change: how long until every client had it.
@@ -136,6 +138,13 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	res.baseRSS, _, _ = memory(pid)
 	cpu0, _ := cpuTime(pid)
 	start := time.Now()
+	addr, creds := grpcAddr, insecure.NewCredentials()
+	if cfg.tls {
+		if creds, err = sidecarTLS(filepath.Join(work, "var/lib/istio/ca")); err != nil {
+			return nil, err
+		}
+		addr = secureAddr
+	}
 	clients := make([]*client, cfg.clients)
 	var conns []*grpc.ClientConn
 	var wg sync.WaitGroup
@@ -148,7 +157,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	}()
 	for i := range clients {
 		if i%cfg.streamsPerConn == 0 {
-			conn, err := newConn(grpcAddr)
+			conn, err := newConn(addr, creds)
 			if err != nil {
 				return nil, err
 			}

@@ -44,7 +44,11 @@ type CAOptions struct {
 // DialCA connects lazily (the first RPC dials).
 func DialCA(o CAOptions) (*CAClient, error) {
 	creds := insecure.NewCredentials()
+	opts := []grpc.DialOption{grpc.WithDisableServiceConfig()}
 	if !o.Plaintext {
+		// tls.Conn holds each record it decrypts: gRPC's read buffer on
+		// top of it would only be 32 KiB more for the connection's life.
+		opts = append(opts, grpc.WithReadBufferSize(0))
 		pem, err := os.ReadFile(o.RootCertPath)
 		if err != nil {
 			return nil, fmt.Errorf("CA root certificate: %w", err)
@@ -62,7 +66,7 @@ func DialCA(o CAOptions) (*CAClient, error) {
 	// No service config from DNS: its TXT lookup of istiod's name can wait
 	// out the resolver's timeouts before the first certificate (Istio asks
 	// for none either).
-	conn, err := grpc.NewClient(o.Addr, grpc.WithTransportCredentials(creds), grpc.WithDisableServiceConfig())
+	conn, err := grpc.NewClient(o.Addr, append(opts, grpc.WithTransportCredentials(creds))...)
 	if err != nil {
 		return nil, fmt.Errorf("CA %s: %w", o.Addr, err)
 	}
