@@ -63,12 +63,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	noProxy := cfg.DisableEnvoy || cfg.GRPCBootstrap != ""
 
 	// The workload certificate.
-	copts := certs.Options{Identity: cfg.Identity, KeyType: cfg.KeyType, TTL: cfg.SecretTTL, GraceRatio: cfg.GraceRatio, OutputDir: outputCerts(cfg)}
+	copts := certs.Options{Identity: cfg.Identity, KeyType: cfg.KeyType, TTL: cfg.SecretTTL, GraceRatio: cfg.GraceRatio, GraceJitter: cfg.GraceJitter, OutputDir: outputCerts(cfg)}
 	var signer certs.Signer
 	if cfg.FileMountedCerts {
 		copts.FileDir = cfg.Path(config.FileCertDir)
 	} else {
-		ca, err := certs.DialCA(certs.CAOptions{Addr: cfg.CAAddr, Plaintext: cfg.Plaintext, RootCertPath: cfg.Path(cfg.RootCertPath),
+		ca, err := certs.DialCA(certs.CAOptions{Addr: cfg.CAAddr, Plaintext: cfg.Plaintext, RootCertPath: rootsPath(cfg, cfg.CARoots),
 			ServerName: cfg.CAServerName, TokenPath: cfg.Path(cfg.TokenPath), ClusterID: cfg.Cluster})
 		if err != nil {
 			return err
@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 
 	// The DNS proxy.
 	var dns *dnsproxy.Server
-	if cfg.DNSCapture {
+	if cfg.DNSProxy() {
 		dcfg, err := dnsConfig(cfg, opts.ResolvConf)
 		if err != nil {
 			return err
@@ -175,7 +175,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	default:
 		checks = append(checks, status.HTTPCheck("proxy", fmt.Sprintf("http://127.0.0.1:%d/ready", cfg.Proxy.ProxyAdminPort)))
 	}
-	sopts := status.Options{Probers: cfg.AppProbers, AppHost: cfg.InstanceIP, Ready: checks, Registry: reg,
+	sopts := status.Options{Probers: cfg.AppProbers, AppHost: cfg.InstanceIP, HTTP1Probes: !cfg.HTTP2Probing, Ready: checks, Registry: reg,
 		Quit: cancel, Extra: map[string]http.Handler{}, Profiling: cfg.Profiling}
 	if !noProxy {
 		sopts.ProxyMetrics = fmt.Sprintf("http://127.0.0.1:%d/stats/prometheus", cfg.Proxy.ProxyAdminPort)
@@ -261,6 +261,10 @@ func dnsConfig(cfg *config.Config, resolvConf string) (dnsproxy.Config, error) {
 	}
 	dcfg.Addrs = cfg.DNSAddrs
 	dcfg.ForwardParallel = cfg.DNSForwardParallel
+	if t := cfg.DNSForwardTimeout; t > 0 {
+		// Istio's timeout is per exchange with one upstream.
+		dcfg.AttemptTimeout, dcfg.Timeout = t, max(t, dnsproxy.DefaultTimeout)
+	}
 	return dcfg, nil
 }
 

@@ -3,7 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
+	"fmt"
 	"os"
 	"strings"
 
@@ -41,14 +41,33 @@ func dialIstiod(cfg *config.Config, mgr *certs.Manager) (*grpc.ClientConn, error
 			return &tc, err
 		},
 	}
-	if pem, err := os.ReadFile(cfg.Path(cfg.RootCertPath)); err == nil {
-		pool := x509.NewCertPool()
-		pool.AppendCertsFromPEM(pem)
+	switch path := rootsPath(cfg, cfg.XDSRoots); {
+	case path == "":
+		// The system's roots (XDS_ROOT_CA=SYSTEM).
+	case cfg.XDSRoots != config.RootCertPath:
+		pool, err := certs.ReadRoots(path)
+		if err != nil {
+			return nil, fmt.Errorf("XDS_ROOT_CA: %w", err)
+		}
 		tlsCfg.RootCAs = pool
+	default:
+		// The mounted mesh root, when there is one.
+		if pool, err := certs.ReadRoots(path); err == nil {
+			tlsCfg.RootCAs = pool
+		}
 	}
 	// No read buffer: tls.Conn already holds each record it decrypts.
 	return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)), grpc.WithDisableServiceConfig(),
 		grpc.WithReadBufferSize(0), grpc.WithPerRPCCredentials(tokenCreds{path: cfg.Path(cfg.TokenPath)}))
+}
+
+// rootsPath is the file of roots (XDS_ROOT_CA, CA_ROOT_CA) under the
+// agent's directory, or "" for the system's.
+func rootsPath(cfg *config.Config, roots string) string {
+	if roots == config.SystemRoots {
+		return ""
+	}
+	return cfg.Path(roots)
 }
 
 // tokenCreds sends the (rotating) service-account token with every call.

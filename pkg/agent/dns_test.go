@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -14,7 +15,7 @@ import (
 )
 
 // TestDNSConfigFromTheAgentsConfig: the DNS proxy gets its addresses and
-// DNS_FORWARD_PARALLEL from the agent's parsed configuration, and its
+// DNS_FORWARD_PARALLEL and DNS_FORWARD_TIMEOUT from the agent's parsed configuration, and its
 // upstreams from resolv.conf.
 func TestDNSConfigFromTheAgentsConfig(t *testing.T) {
 	resolv := filepath.Join(t.TempDir(), "resolv.conf")
@@ -34,6 +35,16 @@ func TestDNSConfigFromTheAgentsConfig(t *testing.T) {
 			name: "address and parallel forwarding",
 			env:  []string{"DNS_PROXY_ADDR=127.0.0.1:5353", "DNS_FORWARD_PARALLEL=true"},
 			want: dnsproxy.Config{Addrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:5353")}, ForwardParallel: true},
+		},
+		{
+			name: "forward timeout below the proxy's budget",
+			env:  []string{"DNS_FORWARD_TIMEOUT=2s"},
+			want: dnsproxy.Config{Addrs: dnsproxy.DefaultAddrs(), AttemptTimeout: 2 * time.Second, Timeout: dnsproxy.DefaultTimeout},
+		},
+		{
+			name: "forward timeout above it",
+			env:  []string{"DNS_FORWARD_TIMEOUT=10s"},
+			want: dnsproxy.Config{Addrs: dnsproxy.DefaultAddrs(), AttemptTimeout: 10 * time.Second, Timeout: 10 * time.Second},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -134,3 +134,41 @@ func TestFlagsParse(t *testing.T) {
 		}
 	}
 }
+
+var agentVar = regexp.MustCompile(`\w*env\.Register\w*\(\s*"([A-Z][A-Z0-9_]+)"`)
+
+// TestIstioAgentVariablesListed reads the Go source of Istio 1.31's
+// pilot-agent (its command, its agent and its node agent) and requires
+// every variable it registers to be listed for pilot-agent: users set them
+// in the pod's environment or the mesh's proxyMetadata, and each must be
+// applied or reported, never silently ignored.
+func TestIstioAgentVariablesListed(t *testing.T) {
+	dir := istioDir(t)
+	var names []string
+	for _, root := range []string{"pilot/cmd/pilot-agent", "pkg/istio-agent", "security/pkg/nodeagent"} {
+		err := filepath.WalkDir(filepath.Join(dir, root), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			for _, m := range agentVar.FindAllSubmatch(b, -1) {
+				names = append(names, string(m[1]))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	for _, n := range names {
+		if _, ok := compat.Lookup(compat.PilotAgent, n); !ok {
+			t.Errorf("Istio's pilot-agent reads %s, which pkg/compat does not list for pilot-agent", n)
+		}
+	}
+	if len(names) < 40 {
+		t.Fatalf("only %d variables read from Istio's agent: has the extraction broken?", len(names))
+	}
+	t.Logf("%d variables of Istio's agent", len(names))
+}

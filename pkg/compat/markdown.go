@@ -15,13 +15,14 @@ Generated from ` + "`pkg/compat`" + ` (` + "`go test ./pkg/compat -run Golden -u
 
 Every argument and environment variable that Istio's own charts and injection templates pass
 (Istio 1.28 to 1.31: the istiod chart's Deployment, the istio-cni chart's DaemonSet and
-ConfigMap, and the sidecar, gateway, grpc-agent and grpc-simple templates), per binary, with
-what Skiff does with it:
+ConfigMap, and the sidecar, gateway, grpc-agent and grpc-simple templates), and every
+variable Istio's pilot-agent registers (which users set in the environment or the mesh's
+proxyMetadata), per binary, with what Skiff does with it:
 
 - **applied**: Skiff does what Istio does with it (for GOMAXPROCS and the like, the Go runtime does);
 - **partly**: applied, with the limit the note gives;
 - **accepted, not applied**: taken without error; the binary names it once in its log at start
-  and otherwise ignores it;
+  (pilot-agent also when it comes in proxyMetadata) and otherwise ignores it;
 - **not Skiff's**: set on the application's container for grpc-go or the app.
 
 No binary exits on an argument from this list. ` + "`pkg/compat`" + `'s tests read Istio 1.31's files

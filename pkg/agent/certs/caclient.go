@@ -34,11 +34,25 @@ type CAOptions struct {
 	Addr string
 	// Plaintext dials without TLS (controlPlaneAuthPolicy NONE, port 15010).
 	Plaintext bool
-	// RootCertPath verifies istiod's certificate; ServerName is the name it must carry.
+	// RootCertPath verifies istiod's certificate ("": the system's roots);
+	// ServerName is the name it must carry.
 	RootCertPath string
 	ServerName   string
 	TokenPath    string
 	ClusterID    string
+}
+
+// ReadRoots reads a PEM file of trusted roots.
+func ReadRoots(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 // DialCA connects lazily (the first RPC dials).
@@ -49,13 +63,12 @@ func DialCA(o CAOptions) (*CAClient, error) {
 		// tls.Conn holds each record it decrypts: gRPC's read buffer on
 		// top of it would only be 32 KiB more for the connection's life.
 		opts = append(opts, grpc.WithReadBufferSize(0))
-		pem, err := os.ReadFile(o.RootCertPath)
-		if err != nil {
-			return nil, fmt.Errorf("CA root certificate: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA root certificate %s holds no PEM certificate", o.RootCertPath)
+		var pool *x509.CertPool // nil: the system's roots
+		if o.RootCertPath != "" {
+			var err error
+			if pool, err = ReadRoots(o.RootCertPath); err != nil {
+				return nil, fmt.Errorf("CA root certificate: %w", err)
+			}
 		}
 		name := o.ServerName
 		if name == "" {

@@ -46,6 +46,9 @@ type Options struct {
 	// GraceRatio is the share of the lifetime left when the certificate is
 	// rotated (SECRET_GRACE_PERIOD_RATIO, 0.5: rotate at half-life).
 	GraceRatio float64
+	// GraceJitter moves GraceRatio up or down by a random amount of up to
+	// this at each rotation (SECRET_GRACE_PERIOD_RATIO_JITTER; zero: none).
+	GraceJitter float64
 	// OutputDir receives key.pem, cert-chain.pem and root-cert.pem on every change (OUTPUT_CERTS).
 	OutputDir string
 	// FileDir, when set, is where mounted certificates are read from instead of the CA.
@@ -143,8 +146,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
-// rotateIn is when to rotate: when GraceRatio of the lifetime is left, with
-// ±1% jitter. The lifetime counts from the request, not from NotBefore,
+// rotateIn is when to rotate: when GraceRatio of the lifetime is left, give
+// or take GraceJitter of it. The lifetime counts from the request, not from NotBefore,
 // which CAs backdate to absorb clock skew.
 func (m *Manager) rotateIn(leaf *x509.Certificate, requested, now time.Time) time.Duration {
 	start := leaf.NotBefore
@@ -153,7 +156,7 @@ func (m *Manager) rotateIn(leaf *x509.Certificate, requested, now time.Time) tim
 	}
 	life := leaf.NotAfter.Sub(start)
 	at := start.Add(time.Duration(float64(life) * (1 - m.opts.GraceRatio)))
-	jitter := time.Duration((rand.Float64()*2 - 1) * 0.01 * float64(life))
+	jitter := time.Duration((rand.Float64()*2 - 1) * m.opts.GraceJitter * float64(life))
 	return max(at.Add(jitter).Sub(now), 0)
 }
 

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,12 +113,12 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 		return 2
 	}
 	log := slog.New(h).With("component", "pilot-agent")
-	compat.Report(log, compat.PilotAgent, unapplied(fs, logs), environ)
 	cfg, err := config.Load(environ, typ)
 	if err != nil {
 		fmt.Fprintf(stderr, "pilot-agent: %v\n", err)
 		return 2
 	}
+	compat.Report(log, compat.PilotAgent, unapplied(fs, logs), withProxyMetadata(environ, cfg))
 	cfg.ClusterDomain = ClusterDomain(fs.Lookup("domain").Value.String())
 	cfg.Profiling = *a.profiling
 	if *concurrency > 0 {
@@ -156,6 +158,16 @@ func unapplied(fs *pflag.FlagSet, logs *logflags.Flags) []string {
 			out = append(out, "--"+f.Name+"="+f.Value.String())
 		}
 	})
+	return out
+}
+
+// withProxyMetadata is environ with PROXY_CONFIG's proxyMetadata entries
+// after it: they act as variables too.
+func withProxyMetadata(environ []string, cfg *config.Config) []string {
+	out := slices.Clip(environ)
+	for _, k := range slices.Sorted(maps.Keys(cfg.Proxy.GetProxyMetadata())) {
+		out = append(out, k+"="+cfg.Proxy.GetProxyMetadata()[k])
+	}
 	return out
 }
 

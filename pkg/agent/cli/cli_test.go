@@ -59,6 +59,24 @@ func TestWait(t *testing.T) {
 	}
 }
 
+// TestUnappliedSettingsLogged: settings of Istio's agent that Skiff does not
+// apply are named in the log at start, from the environment and from the
+// mesh's proxyMetadata alike.
+func TestUnappliedSettingsLogged(t *testing.T) {
+	var out, errb strings.Builder
+	env := []string{"WASM_PURGE_INTERVAL=1h", `PROXY_CONFIG={"proxyMetadata": {"EXIT_ON_ZERO_ACTIVE_CONNECTIONS": "true", "SECRET_TTL": "12h"}}`}
+	code := Main(context.Background(), []string{"proxy", "sidecar"}, env, &out, &errb, nil)
+	line := ""
+	for l := range strings.Lines(errb.String()) {
+		if strings.Contains(l, "do not apply to Skiff") {
+			line = l
+		}
+	}
+	if code != 1 || !strings.Contains(line, "EXIT_ON_ZERO_ACTIVE_CONNECTIONS") || !strings.Contains(line, "WASM_PURGE_INTERVAL") || strings.Contains(line, "SECRET_TTL") {
+		t.Errorf("exit %d; the settings logged: %q; stderr %q", code, line, errb.String())
+	}
+}
+
 // TestIstioProxyArguments runs "proxy" with the arguments Istio's sidecar
 // template passes: every flag is accepted and the ones without effect are
 // logged (--domain is applied: the DNS proxy's cluster domain); what stops

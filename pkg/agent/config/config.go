@@ -4,22 +4,16 @@
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/durationpb"
 	meshconfig "istio.io/api/mesh/v1alpha1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/skiff-mesh/skiff/pkg/pki"
 	"github.com/skiff-mesh/skiff/pkg/spiffe"
@@ -39,7 +33,9 @@ const (
 	IstioVersion = "1.31.0"
 	TokenPath    = "./var/run/secrets/tokens/istio-token"
 	RootCertPath = "./var/run/secrets/istio/root-cert.pem"
-	FileCertDir  = "./etc/certs"
+	// SystemRoots as XDS_ROOT_CA or CA_ROOT_CA trusts the system's roots.
+	SystemRoots = "SYSTEM"
+	FileCertDir = "./etc/certs"
 	// GRPCBootstrapPath is where Istio's agent writes the gRPC xDS bootstrap
 	// when GRPC_XDS_BOOTSTRAP is not set.
 	GRPCBootstrapPath = "./etc/istio/proxy/grpc-bootstrap.json"
@@ -78,10 +74,19 @@ type Config struct {
 
 	SecretTTL  time.Duration
 	GraceRatio float64
-	// KeyType is the workload key's type: ECDSA P-256 with
-	// ECC_SIGNATURE_ALGORITHM=ECDSA, else RSA of WORKLOAD_RSA_KEY_SIZE bits (2048).
-	KeyType          pki.KeyType
-	FileMountedCerts bool
+	// GraceJitter moves GraceRatio up or down by up to this much at each
+	// rotation, so pods started together renew apart
+	// (SECRET_GRACE_PERIOD_RATIO_JITTER, default 0.01).
+	GraceJitter float64
+	// KeyType is the workload key's type: ECDSA with
+	// ECC_SIGNATURE_ALGORITHM=ECDSA (on ECC_CURVE: P256, the default, or
+	// P384), else RSA of WORKLOAD_RSA_KEY_SIZE bits (2048).
+	KeyType pki.KeyType
+	// XDSRoots and CARoots verify istiod's certificate on the xDS and CA
+	// connections: files (XDS_ROOT_CA, CA_ROOT_CA; default RootCertPath),
+	// or SystemRoots for the system's trust store.
+	XDSRoots, CARoots string
+	FileMountedCerts  bool
 	// OutputCerts is where key, chain and root are also written (OUTPUT_CERTS;
 	// with GRPC_XDS_BOOTSTRAP it defaults to "certs" beside the bootstrap).
 	OutputCerts string
@@ -91,6 +96,12 @@ type Config struct {
 	// Istio's agent); false: state of the world.
 	DeltaXDS   bool
 	DNSCapture bool
+	// DNSServer runs the DNS proxy without DNS capture, for gateways
+	// (ISTIO_META_ENABLE_DNS_SERVER).
+	DNSServer bool
+	// DNSForwardTimeout bounds each forwarded query's attempt at one
+	// upstream (DNS_FORWARD_TIMEOUT; zero: the DNS proxy's default).
+	DNSForwardTimeout time.Duration
 	// DNSAddrs are the DNS proxy's listen addresses (DNS_PROXY_ADDR, default
 	// localhost:15053: 127.0.0.1 and ::1).
 	DNSAddrs []netip.AddrPort
@@ -102,6 +113,9 @@ type Config struct {
 	Profiling bool
 	// AppProbers is ISTIO_KUBE_APP_PROBERS, parsed.
 	AppProbers map[string]*Prober
+	// HTTP2Probing lets HTTPS probes negotiate HTTP/2
+	// (ISTIO_ENABLE_HTTP2_PROBING, default true).
+	HTTP2Probing bool
 	// PrometheusScrape is the app's metrics endpoint (ISTIO_PROMETHEUS_ANNOTATIONS).
 	PrometheusScrape *Scrape
 	// Metadata is the node metadata: ISTIO_META_* and proxyMetadata.
@@ -149,16 +163,22 @@ func Load(environ []string, proxyType string) (*Config, error) {
 
 		SecretTTL:        e.duration("SECRET_TTL", "24h"),
 		GraceRatio:       e.ratio("SECRET_GRACE_PERIOD_RATIO", "0.5"),
-		KeyType:          e.keyType("ECC_SIGNATURE_ALGORITHM", "WORKLOAD_RSA_KEY_SIZE"),
+		GraceJitter:      e.fraction("SECRET_GRACE_PERIOD_RATIO_JITTER", "0.01"),
+		KeyType:          e.keyType("ECC_SIGNATURE_ALGORITHM", "ECC_CURVE", "WORKLOAD_RSA_KEY_SIZE"),
+		XDSRoots:         e.str("XDS_ROOT_CA", RootCertPath),
+		CARoots:          e.str("CA_ROOT_CA", RootCertPath),
 		FileMountedCerts: e.boolean("FILE_MOUNTED_CERTS"),
 		OutputCerts:      e.str("OUTPUT_CERTS", ""),
 
 		DisableEnvoy:       e.boolean("DISABLE_ENVOY"),
 		DeltaXDS:           e.booleanOr("ISTIO_DELTA_XDS", true),
 		DNSCapture:         e.boolean("ISTIO_META_DNS_CAPTURE"),
+		DNSServer:          e.boolean("ISTIO_META_ENABLE_DNS_SERVER"),
+		DNSForwardTimeout:  e.optionalDuration("DNS_FORWARD_TIMEOUT"),
 		DNSAddrs:           e.dnsAddrs("DNS_PROXY_ADDR", DefaultDNSProxyAddr),
 		DNSForwardParallel: e.boolean("DNS_FORWARD_PARALLEL"),
 		AppProbers:         e.probers("ISTIO_KUBE_APP_PROBERS"),
+		HTTP2Probing:       e.booleanOr("ISTIO_ENABLE_HTTP2_PROBING", true),
 		PrometheusScrape:   e.scrape("ISTIO_PROMETHEUS_ANNOTATIONS"),
 		Labels:             e.labels("ISTIO_METAJSON_LABELS"),
 
@@ -172,6 +192,10 @@ func Load(environ []string, proxyType string) (*Config, error) {
 			e.fail("INSTANCE_IP", c.InstanceIP, "not an IP address")
 		}
 	}
+	// Certificates come from istiod's CA for the pod's token; Istio's other
+	// providers and credentials (Google's) are refused, not ignored.
+	e.only("CA_PROVIDER", "Citadel")
+	e.only("CREDENTIAL_FETCHER_TYPE", "JWT")
 	if w := c.WorkloadIdentitySocket; w == "" || w != filepath.Base(w) || w == "." || w == ".." {
 		e.fail("WORKLOAD_IDENTITY_SOCKET_FILE", w, "must be a file name, not a path")
 	}
@@ -201,86 +225,9 @@ func Load(environ []string, proxyType string) (*Config, error) {
 	return c, nil
 }
 
-// DefaultProxyConfig is Istio's ProxyConfig with nothing set.
-func DefaultProxyConfig() *meshconfig.ProxyConfig {
-	return &meshconfig.ProxyConfig{
-		ConfigPath:               "./etc/istio/proxy",
-		BinaryPath:               "/usr/local/bin/envoy",
-		DrainDuration:            durationpb.New(45 * time.Second),
-		TerminationDrainDuration: durationpb.New(5 * time.Second),
-		DiscoveryAddress:         DefaultAddress,
-		ProxyAdminPort:           15000,
-		ControlPlaneAuthPolicy:   meshconfig.AuthenticationPolicy_MUTUAL_TLS,
-		StatNameLength:           189,
-		StatusPort:               15020,
-		ClusterName:              &meshconfig.ProxyConfig_ServiceCluster{ServiceCluster: "istio-proxy"},
-	}
-}
-
-// ProxyConfig parses PROXY_CONFIG (JSON or YAML, Istio's field names) over the defaults.
-func ProxyConfig(s string) (*meshconfig.ProxyConfig, error) {
-	pc := DefaultProxyConfig()
-	if strings.TrimSpace(s) == "" {
-		return pc, nil
-	}
-	js, err := yaml.YAMLToJSON([]byte(s))
-	if err != nil {
-		return nil, fmt.Errorf("PROXY_CONFIG: not JSON or YAML: %w", err)
-	}
-	var over meshconfig.ProxyConfig
-	if err := protojson.Unmarshal(js, &over); err != nil {
-		return nil, fmt.Errorf("PROXY_CONFIG: %w", err)
-	}
-	var keys map[string]json.RawMessage
-	_ = json.Unmarshal(js, &keys)
-	merge(pc, &over, keys)
-	if pc.StatusPort <= 0 || pc.StatusPort > 65535 {
-		return nil, fmt.Errorf("PROXY_CONFIG: statusPort %d is not a port", pc.StatusPort)
-	}
-	if _, _, err := net.SplitHostPort(pc.DiscoveryAddress); err != nil {
-		return nil, fmt.Errorf("PROXY_CONFIG: discoveryAddress %q: %w", pc.DiscoveryAddress, err)
-	}
-	return pc, nil
-}
-
-// merge copies the fields set in over onto pc. Enums whose zero value is
-// meaningful (controlPlaneAuthPolicy NONE) are copied when the key was given.
-func merge(pc, over *meshconfig.ProxyConfig, keys map[string]json.RawMessage) {
-	proto.Merge(pc, over)
-	for _, k := range []string{"controlPlaneAuthPolicy", "control_plane_auth_policy"} {
-		if _, ok := keys[k]; ok {
-			pc.ControlPlaneAuthPolicy = over.ControlPlaneAuthPolicy
-		}
-	}
-}
-
-// Scrape is the app's Prometheus endpoint.
-type Scrape struct {
-	Scrape bool   `json:"scrape,string"`
-	Path   string `json:"path"`
-	Port   string `json:"port"`
-}
-
-// parseScrape reads ISTIO_PROMETHEUS_ANNOTATIONS: nil unless scraping is on.
-func parseScrape(s string) (*Scrape, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var sc Scrape
-	if err := json.Unmarshal([]byte(s), &sc); err != nil {
-		return nil, fmt.Errorf("not a JSON object of scrape, path and port: %w", err)
-	}
-	if !sc.Scrape {
-		return nil, nil
-	}
-	if sc.Path == "" {
-		sc.Path = "/metrics"
-	}
-	if sc.Port == "" {
-		sc.Port = "80"
-	}
-	return &sc, nil
-}
+// DNSProxy reports whether the agent runs its DNS proxy: a sidecar that
+// captures DNS, or any proxy with ISTIO_META_ENABLE_DNS_SERVER, as Istio's.
+func (c *Config) DNSProxy() bool { return c.DNSCapture && c.Type == "sidecar" || c.DNSServer }
 
 // SDSSocketPath is the SDS socket, relative like SDSSocket, with
 // WORKLOAD_IDENTITY_SOCKET_FILE as its file name.

@@ -46,7 +46,8 @@ func defaults() *Config {
 		Proxy: DefaultProxyConfig(), Type: "sidecar",
 		PodNamespace: "default", Cluster: "Kubernetes",
 		Identity: spiffe.ID{TrustDomain: "cluster.local", Namespace: "default", ServiceAccount: "default"},
-		CAAddr:   DefaultAddress, SecretTTL: 24 * time.Hour, GraceRatio: 0.5, KeyType: pki.RSA2048, DeltaXDS: true,
+		CAAddr:   DefaultAddress, SecretTTL: 24 * time.Hour, GraceRatio: 0.5, GraceJitter: 0.01, KeyType: pki.RSA2048, DeltaXDS: true,
+		XDSRoots: RootCertPath, CARoots: RootCertPath, HTTP2Probing: true,
 		DNSAddrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:15053"), netip.MustParseAddrPort("[::1]:15053")},
 		Metadata: map[string]string{}, WorkloadIdentitySocket: "socket", TokenPath: TokenPath, RootCertPath: RootCertPath, WorkDir: ".",
 	}
@@ -114,6 +115,18 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.SecretTTL, c.GraceRatio = 90*time.Minute, 0.25 },
 		},
 		{name: "ECDSA", env: []string{"ECC_SIGNATURE_ALGORITHM=ECDSA"}, want: func(c *Config) { c.KeyType = pki.ECDSAP256 }},
+		{name: "ECDSA P-384", env: []string{"ECC_SIGNATURE_ALGORITHM=ECDSA", "ECC_CURVE=P384"}, want: func(c *Config) { c.KeyType = pki.ECDSAP384 }},
+		{name: "a curve without ECDSA", env: []string{"ECC_CURVE=P384"}, want: func(*Config) {}},
+		{name: "rotation jitter", env: []string{"SECRET_GRACE_PERIOD_RATIO_JITTER=0"}, want: func(c *Config) { c.GraceJitter = 0 }},
+		{
+			name: "roots for xDS and the CA",
+			env:  []string{"XDS_ROOT_CA=SYSTEM", "CA_ROOT_CA=/etc/ca/root.pem"},
+			want: func(c *Config) { c.XDSRoots, c.CARoots = SystemRoots, "/etc/ca/root.pem" },
+		},
+		{name: "DNS server at a gateway", typ: "router", env: []string{"ISTIO_META_ENABLE_DNS_SERVER=true"}, want: func(c *Config) { c.Type, c.DNSServer, c.Metadata["ENABLE_DNS_SERVER"] = "router", true, "true" }},
+		{name: "HTTPS probes on HTTP/1.1", env: []string{"ISTIO_ENABLE_HTTP2_PROBING=false"}, want: func(c *Config) { c.HTTP2Probing = false }},
+		{name: "Istio's own CA and credentials", env: []string{"CA_PROVIDER=Citadel", "CREDENTIAL_FETCHER_TYPE=JWT"}, want: func(*Config) {}},
+		{name: "DNS forward timeout", env: []string{"DNS_FORWARD_TIMEOUT=2s"}, want: func(c *Config) { c.DNSForwardTimeout = 2 * time.Second }},
 		{name: "RSA 3072", env: []string{"WORKLOAD_RSA_KEY_SIZE=3072"}, want: func(c *Config) { c.KeyType = pki.RSA3072 }},
 		{name: "RSA 4096", env: []string{"WORKLOAD_RSA_KEY_SIZE=4096"}, want: func(c *Config) { c.KeyType = pki.RSA4096 }},
 		{
@@ -239,6 +252,13 @@ func TestLoadRejects(t *testing.T) {
 		{env: []string{"SECRET_GRACE_PERIOD_RATIO=half"}},
 		{env: []string{"ECC_SIGNATURE_ALGORITHM=DSA"}},
 		{env: []string{"WORKLOAD_RSA_KEY_SIZE=1024"}},
+		{env: []string{"ECC_CURVE=P521"}},
+		{env: []string{"CA_PROVIDER=GoogleCA"}},
+		{env: []string{"CREDENTIAL_FETCHER_TYPE=GoogleComputeEngine"}},
+		{env: []string{"SECRET_GRACE_PERIOD_RATIO_JITTER=-0.1"}},
+		{env: []string{"DNS_FORWARD_TIMEOUT=0s"}},
+		{env: []string{"DNS_FORWARD_TIMEOUT=soon"}},
+		{env: []string{"ISTIO_META_ENABLE_DNS_SERVER=yes"}},
 		{env: []string{"FILE_MOUNTED_CERTS=perhaps"}},
 		{env: []string{"DISABLE_ENVOY=yes"}},
 		{env: []string{"ISTIO_META_DNS_CAPTURE=on"}},
@@ -295,5 +315,29 @@ func TestNodeID(t *testing.T) {
 	}
 	if got := c.NodeID(); got != "sidecar~10.1.0.5~reviews-v1-abc.default~default.svc.cluster.local" {
 		t.Errorf("node id %s", got)
+	}
+}
+
+// TestDNSProxy: the DNS proxy runs for a sidecar that captures DNS and for
+// any proxy that asks for the server alone, as Istio's agent decides.
+func TestDNSProxy(t *testing.T) {
+	for _, tc := range []struct {
+		typ     string
+		env     []string
+		running bool
+	}{
+		{"sidecar", nil, false},
+		{"sidecar", []string{"ISTIO_META_DNS_CAPTURE=true"}, true},
+		{"router", []string{"ISTIO_META_DNS_CAPTURE=true"}, false},
+		{"router", []string{"ISTIO_META_ENABLE_DNS_SERVER=true"}, true},
+		{"sidecar", []string{"ISTIO_META_ENABLE_DNS_SERVER=true"}, true},
+	} {
+		c, err := Load(tc.env, tc.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.DNSProxy(); got != tc.running {
+			t.Errorf("%s %v: DNS proxy %v, want %v", tc.typ, tc.env, got, tc.running)
+		}
 	}
 }

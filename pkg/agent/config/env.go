@@ -73,10 +73,37 @@ func (e *env) ratio(name, def string) float64 {
 	return f
 }
 
-// keyType reads the workload key's type from Istio's two variables: the
-// ECC signature algorithm (empty or ECDSA) and the RSA key size (2048,
-// 3072 or 4096), which is checked even when ECDSA is chosen.
-func (e *env) keyType(eccName, rsaName string) pki.KeyType {
+// only accepts name unset or set to the one value Skiff supports.
+func (e *env) only(name, supported string) {
+	if v := e.str(name, supported); v != supported {
+		e.fail(name, v, "not supported (only %s)", supported)
+	}
+}
+
+// fraction parses a number from 0 up to, not including, 1.
+func (e *env) fraction(name, def string) float64 {
+	v := e.str(name, def)
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f >= 1 {
+		e.fail(name, v, "not a number from 0 to below 1")
+		return 0
+	}
+	return f
+}
+
+// optionalDuration is duration with zero when unset.
+func (e *env) optionalDuration(name string) time.Duration {
+	if e.str(name, "") == "" {
+		return 0
+	}
+	return e.duration(name, "")
+}
+
+// keyType reads the workload key's type from Istio's variables: the ECC
+// signature algorithm (empty or ECDSA) and curve (P256 or P384), and the
+// RSA key size (2048, 3072 or 4096); each is checked even when the other
+// kind of key is chosen.
+func (e *env) keyType(eccName, curveName, rsaName string) pki.KeyType {
 	kt := pki.RSA2048
 	switch v := e.str(rsaName, "2048"); v {
 	case "2048":
@@ -87,10 +114,18 @@ func (e *env) keyType(eccName, rsaName string) pki.KeyType {
 	default:
 		e.fail(rsaName, v, "not 2048, 3072 or 4096")
 	}
+	ecdsa := pki.ECDSAP256
+	switch v := e.str(curveName, "P256"); v {
+	case "P256":
+	case "P384":
+		ecdsa = pki.ECDSAP384
+	default:
+		e.fail(curveName, v, "not P256 or P384")
+	}
 	switch v := e.str(eccName, ""); v {
 	case "":
 	case "ECDSA":
-		kt = pki.ECDSAP256
+		kt = ecdsa
 	default:
 		e.fail(eccName, v, "not a supported algorithm (ECDSA)")
 	}

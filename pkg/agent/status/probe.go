@@ -24,6 +24,8 @@ var probeSource = net.IPv4(127, 0, 0, 6)
 type prober struct {
 	// host is where probes go when the probe names none: the pod IP.
 	host string
+	// http2 lets HTTPS probes negotiate HTTP/2.
+	http2 bool
 }
 
 func (p *prober) dialer() *net.Dialer {
@@ -78,8 +80,9 @@ func (p *prober) http(ctx context.Context, h *config.HTTPGetAction) error {
 	}
 	req.Header.Set("User-Agent", "kube-probe/1.37")
 	tr := &http.Transport{
-		DialContext:     p.dialer().DialContext,
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet does not verify probe certificates either
+		DialContext:       p.dialer().DialContext,
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet does not verify probe certificates either
+		ForceAttemptHTTP2: p.http2,
 	}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)

@@ -32,6 +32,9 @@ type Options struct {
 	Probers map[string]*config.Prober
 	// AppHost is where probes go by default (the pod IP).
 	AppHost string
+	// HTTP1Probes keeps HTTPS probes on HTTP/1.1; by default they
+	// negotiate HTTP/2 as the kubelet's do (ISTIO_ENABLE_HTTP2_PROBING=false).
+	HTTP1Probes bool
 	// Ready lists what must hold before the pod is ready.
 	Ready []Check
 	// ProxyMetrics and AppMetrics are scraped and merged into /stats/prometheus ("" to skip).
@@ -65,7 +68,7 @@ func New(opts Options, log *slog.Logger) *Server {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	return &Server{opts: opts, log: log.With("component", "status"), prober: &prober{host: host}}
+	return &Server{opts: opts, log: log.With("component", "status"), prober: &prober{host: host, http2: !opts.HTTP1Probes}}
 }
 
 // Handler returns the status endpoints.

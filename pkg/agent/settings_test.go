@@ -1,0 +1,77 @@
+package agent_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"os"
+	"testing"
+	"time"
+
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	secretv3 "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
+	"github.com/miekg/dns"
+
+	"github.com/skiff-mesh/skiff/pkg/agent/config"
+	"github.com/skiff-mesh/skiff/pkg/pki"
+)
+
+// These tests run the agent against the real istiod and CA with settings of
+// Istio's agent that its templates do not pass but users set (in the
+// environment or the mesh's proxyMetadata).
+
+// TestAgentP384Key: ECC_CURVE=P384 with ECDSA gets a workload certificate
+// for a P-384 key from the CA.
+func TestAgentP384Key(t *testing.T) {
+	m := startMesh(t)
+	cfg, resolv := podEnv(t, m, "DISABLE_ENVOY=true", "ECC_CURVE=P384")
+	runAgent(t, cfg, resolv)
+	sds := dialUnix(t, cfg.Path(config.SDSSocket))
+	resp, err := secretv3.NewSecretDiscoveryServiceClient(sds).FetchSecrets(context.Background(),
+		&discovery.DiscoveryRequest{ResourceNames: []string{"default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec tlsv3.Secret
+	if err := resp.Resources[0].UnmarshalTo(&sec); err != nil {
+		t.Fatal(err)
+	}
+	chain, err := pki.ParseCertificates(sec.GetTlsCertificate().GetCertificateChain().GetInlineBytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, ok := chain[0].PublicKey.(*ecdsa.PublicKey); !ok || k.Curve != elliptic.P384() {
+		t.Errorf("workload key %T %v, want ECDSA P-384", chain[0].PublicKey, chain[0].PublicKeyAlgorithm)
+	}
+}
+
+// TestAgentRootsElsewhere: with XDS_ROOT_CA and CA_ROOT_CA naming a file,
+// the agent verifies istiod with it on both connections; nothing is
+// mounted at the default path.
+func TestAgentRootsElsewhere(t *testing.T) {
+	m := startMesh(t)
+	cfg, resolv := tlsPodEnv(t, m, m.tlsAddr, "ISTIOD_SAN=localhost", "XDS_ROOT_CA=./etc/mesh/root.pem", "CA_ROOT_CA=./etc/mesh/root.pem")
+	os.MkdirAll(cfg.Path("./etc/mesh"), 0o755)
+	if err := os.Rename(cfg.Path(config.RootCertPath), cfg.Path("./etc/mesh/root.pem")); err != nil {
+		t.Fatal(err)
+	}
+	runAgent(t, cfg, resolv)
+}
+
+// TestGatewayDNSServer: a gateway's agent runs no DNS proxy for
+// ISTIO_META_DNS_CAPTURE, but does with ISTIO_META_ENABLE_DNS_SERVER, and
+// answers mesh names.
+func TestGatewayDNSServer(t *testing.T) {
+	m := startMesh(t)
+	cfg, resolv := podEnv(t, m, "DISABLE_ENVOY=true", "ISTIO_META_ENABLE_DNS_SERVER=true")
+	cfg.Type = "router"
+	runAgent(t, cfg, resolv)
+	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
+	q := new(dns.Msg)
+	q.SetQuestion("reviews.default.svc.cluster.local.", dns.TypeA)
+	r, _, err := c.Exchange(q, cfg.DNSAddrs[0].String())
+	if err != nil || len(r.Answer) == 0 {
+		t.Fatalf("DNS at the gateway: %v %v", r, err)
+	}
+}
