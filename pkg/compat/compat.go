@@ -65,6 +65,10 @@ type Entry struct {
 // IsFlag reports whether e is a command-line argument.
 func (e Entry) IsFlag() bool { return strings.HasPrefix(e.Name, "-") }
 
+// Unread returns the variables Istio's binary b registers that Skiff's
+// does not read (accepted, not applied), sorted.
+func Unread(b Binary) []string { return slices.Clone(unread[b]) }
+
 // Entries returns the table, by binary then name.
 func Entries() []Entry { return slices.Clone(table) }
 
@@ -88,7 +92,7 @@ func NotApplied(b Binary, environ []string) []string {
 		if !ok || v == "" {
 			continue
 		}
-		if e, found := Lookup(b, k); found && e.Use == Accepted {
+		if e, found := Lookup(b, k); found && e.Use == Accepted || slices.Contains(unread[b], k) {
 			out = append(out, k)
 		}
 	}

@@ -59,9 +59,10 @@ func TestTable(t *testing.T) {
 }
 
 func TestNotApplied(t *testing.T) {
-	env := []string{"PLATFORM=gcp", "POD_NAME=istiod-0", "PILOT_TRACE_SAMPLING=", "CLUSTER_ID=c1", "UNRELATED=x", "PLATFORM=gcp"}
+	env := []string{"PLATFORM=gcp", "POD_NAME=istiod-0", "PILOT_TRACE_SAMPLING=", "CLUSTER_ID=c1", "UNRELATED=x", "PLATFORM=gcp",
+		"PILOT_ENABLE_AMBIENT=true", "PILOT_PUSH_THROTTLE=50"}
 	got := compat.NotApplied(compat.PilotDiscovery, env)
-	if want := []string{"CLUSTER_ID", "PLATFORM"}; !slices.Equal(got, want) {
-		t.Fatalf("NotApplied = %v, want %v (applied, empty and unknown variables left out)", got, want)
+	if want := []string{"CLUSTER_ID", "PILOT_ENABLE_AMBIENT", "PLATFORM"}; !slices.Equal(got, want) {
+		t.Fatalf("NotApplied = %v, want %v (applied, empty and unknown variables left out; unread ones in)", got, want)
 	}
 }

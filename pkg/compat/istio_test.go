@@ -135,7 +135,7 @@ func TestFlagsParse(t *testing.T) {
 	}
 }
 
-var agentVar = regexp.MustCompile(`\w*env\.Register\w*\(\s*"([A-Z][A-Z0-9_]+)"`)
+var registerVar = regexp.MustCompile(`\w*env\.Register\w*\(\s*"([A-Z][A-Z0-9_]+)"`)
 
 // TestIstioAgentVariablesListed reads the Go source of Istio 1.31's
 // pilot-agent (its command, its agent and its node agent) and requires
@@ -143,25 +143,7 @@ var agentVar = regexp.MustCompile(`\w*env\.Register\w*\(\s*"([A-Z][A-Z0-9_]+)"`)
 // in the pod's environment or the mesh's proxyMetadata, and each must be
 // applied or reported, never silently ignored.
 func TestIstioAgentVariablesListed(t *testing.T) {
-	dir := istioDir(t)
-	var names []string
-	for _, root := range []string{"pilot/cmd/pilot-agent", "pkg/istio-agent", "security/pkg/nodeagent"} {
-		err := filepath.WalkDir(filepath.Join(dir, root), func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return err
-			}
-			b, err := os.ReadFile(path)
-			for _, m := range agentVar.FindAllSubmatch(b, -1) {
-				names = append(names, string(m[1]))
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	slices.Sort(names)
-	names = slices.Compact(names)
+	names := registered(t, "pilot/cmd/pilot-agent", "pkg/istio-agent", "security/pkg/nodeagent")
 	for _, n := range names {
 		if _, ok := compat.Lookup(compat.PilotAgent, n); !ok {
 			t.Errorf("Istio's pilot-agent reads %s, which pkg/compat does not list for pilot-agent", n)
@@ -171,4 +153,60 @@ func TestIstioAgentVariablesListed(t *testing.T) {
 		t.Fatalf("only %d variables read from Istio's agent: has the extraction broken?", len(names))
 	}
 	t.Logf("%d variables of Istio's agent", len(names))
+}
+
+// TestIstioDiscoveryVariablesListed reads the Go source of Istio 1.31's
+// istiod (its feature switches and its bootstrap) and requires every
+// variable it registers to be in the table for pilot-discovery or in the
+// list of variables Skiff's istiod does not read, and that list to hold
+// nothing Istio does not register or the table already has.
+func TestIstioDiscoveryVariablesListed(t *testing.T) {
+	names := registered(t, "pilot/pkg/features", "pilot/pkg/bootstrap", "pkg/features")
+	unread := compat.Unread(compat.PilotDiscovery)
+	for _, n := range names {
+		_, listed := compat.Lookup(compat.PilotDiscovery, n)
+		if _, ignored := slices.BinarySearch(unread, n); !listed && !ignored {
+			t.Errorf("Istio's istiod reads %s, which pkg/compat neither lists nor counts as unread", n)
+		}
+	}
+	for _, n := range unread {
+		if _, listed := compat.Lookup(compat.PilotDiscovery, n); listed {
+			t.Errorf("%s is both in the table and unread", n)
+		}
+		if !slices.Contains(names, n) {
+			t.Errorf("%s is counted as unread, but Istio's istiod does not register it", n)
+		}
+	}
+	if !slices.IsSorted(unread) {
+		t.Error("the unread list is not sorted")
+	}
+	if len(names) < 150 {
+		t.Fatalf("only %d variables read from Istio's istiod: has the extraction broken?", len(names))
+	}
+	t.Logf("%d variables of Istio's istiod, %d of them unread by Skiff's", len(names), len(unread))
+}
+
+// registered returns the variables registered (env.Register and its
+// kin) in the non-test Go files under Istio's directories roots.
+func registered(t *testing.T, roots ...string) []string {
+	t.Helper()
+	dir := istioDir(t)
+	var names []string
+	for _, root := range roots {
+		err := filepath.WalkDir(filepath.Join(dir, root), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			for _, m := range registerVar.FindAllSubmatch(b, -1) {
+				names = append(names, string(m[1]))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }

@@ -27,7 +27,8 @@ proxyMetadata), per binary, with what Skiff does with it:
 
 No binary exits on an argument from this list. ` + "`pkg/compat`" + `'s tests read Istio 1.31's files
 from the Go module cache (` + "`go mod download -json istio.io/istio@...`" + `) and fail when those files pass
-a name this table lacks, and parse every listed argument with the binary's own parser. Istio
+a name this table lacks, or when Istio's pilot-agent or istiod source registers a variable it does
+not account for, and parse every listed argument with the binary's own parser. Istio
 1.28 to 1.30 are not served by the module proxy here; their names were read from Istio's
 release branches and are marked where they differ.
 `)
@@ -44,6 +45,10 @@ release branches and are marked where they differ.
 				}
 				fmt.Fprintf(&b, "| `%s` | %s | %s |\n", e.Name, e.Use, strings.ReplaceAll(note, "|", `\|`))
 			}
+		}
+		if names := unread[bin]; len(names) > 0 {
+			fmt.Fprintf(&b, "\nAlso accepted, not applied: the %d other variables Istio's %s registers, which Skiff's does not read: `%s`.\n",
+				len(names), bin, strings.Join(names, "`, `"))
 		}
 	}
 	return b.Bytes()
