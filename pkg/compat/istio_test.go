@@ -210,3 +210,44 @@ func registered(t *testing.T, roots ...string) []string {
 	slices.Sort(names)
 	return slices.Compact(names)
 }
+
+var (
+	cniParameter = regexp.MustCompile(`register\w+Parameter\(\s*constants\.(\w+)`)
+	cniConstant  = regexp.MustCompile(`(?m)^\s*(\w+)\s*=\s*"([a-z0-9-]+)"`)
+)
+
+// TestIstioInstallCNIVariablesListed reads Istio 1.31's install-cni command
+// and constants and requires every variable it reads (each parameter's
+// name, upper-cased with underscores, as its viper binding does) to be
+// listed for install-cni.
+func TestIstioInstallCNIVariablesListed(t *testing.T) {
+	dir := istioDir(t)
+	root, err := os.ReadFile(filepath.Join(dir, "cni/pkg/cmd/root.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts, err := os.ReadFile(filepath.Join(dir, "cni/pkg/constants/constants.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]string{}
+	for _, m := range cniConstant.FindAllStringSubmatch(string(consts), -1) {
+		values[m[1]] = m[2]
+	}
+	n := 0
+	for _, m := range cniParameter.FindAllStringSubmatch(string(root), -1) {
+		v, ok := values[m[1]]
+		if !ok {
+			t.Errorf("constants.%s: no value found in Istio's constants", m[1])
+			continue
+		}
+		n++
+		name := strings.ToUpper(strings.ReplaceAll(v, "-", "_"))
+		if _, ok := compat.Lookup(compat.InstallCNI, name); !ok {
+			t.Errorf("Istio's install-cni reads %s, which pkg/compat does not list for install-cni", name)
+		}
+	}
+	if n < 25 {
+		t.Fatalf("only %d parameters read from Istio's install-cni: has the extraction broken?", n)
+	}
+}

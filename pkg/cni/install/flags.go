@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 
@@ -53,12 +54,16 @@ func ParseFlags(args []string, lookupEnv func(string) (string, bool), usage io.W
 	fs.StringVar(&c.CAPath, "ca", env.str("SERVICE_ACCOUNT_CA", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"), "API server CA (env SERVICE_ACCOUNT_CA)")
 	fs.StringVar(&c.KubeHost, "kube-host", env.str("KUBERNETES_SERVICE_HOST", ""), "API server host (env KUBERNETES_SERVICE_HOST)")
 	fs.Uint16Var(&c.KubePort, "kube-port", env.port("KUBERNETES_SERVICE_PORT", 443), "API server port (env KUBERNETES_SERVICE_PORT)")
+	fs.StringVar(&c.KubeCAFile, "kube-ca-file", env.str("KUBE_CA_FILE", ""), "CA the plugin's kubeconfig trusts; empty: the service account's (env KUBE_CA_FILE)")
+	fs.BoolVar(&c.SkipTLSVerify, "skip-tls-verify", env.boolean("SKIP_TLS_VERIFY", false), "the plugin's kubeconfig skips the API server's certificate check (env SKIP_TLS_VERIFY)")
+	kcMode := fs.Int("kubeconfig-mode", env.integer("KUBECONFIG_MODE", int(DefaultKubeconfigMode)), "file mode of the plugin's kubeconfig, e.g. 0600 (env KUBECONFIG_MODE)")
 	excluded := fs.String("exclude-namespaces", env.str("EXCLUDE_NAMESPACES", "kube-system"), "comma list of namespaces whose pods are never captured (env EXCLUDE_NAMESPACES)")
 	podNS := fs.String("pod-namespace", env.str("POD_NAMESPACE", "istio-system"), "the agent's namespace (env POD_NAMESPACE)")
 	level := fs.String("log-level", env.str("LOG_LEVEL", "info"), "plugin log level: debug, info, warn, error, fatal or none (env LOG_LEVEL)")
 	nft := fs.Bool("native-nftables", env.boolean("NATIVE_NFTABLES", false), "the plugin programs nftables directly (env NATIVE_NFTABLES)")
 	fs.StringVar(&f.HealthAddr, "health-addr", env.str("HEALTH_ADDR", ":8000"), "health server, /healthz and /readyz (env HEALTH_ADDR; empty disables)")
-	fs.StringVar(&f.MetricsAddr, "metrics-addr", env.str("METRICS_ADDR", ":15014"), "Prometheus metrics server (env METRICS_ADDR; empty disables)")
+	monitoring := fs.Uint16("monitoring-port", env.port("MONITORING_PORT", 15014), "Prometheus metrics port, Istio's (env MONITORING_PORT); --metrics-addr wins")
+	fs.StringVar(&f.MetricsAddr, "metrics-addr", env.str("METRICS_ADDR", ""), "Prometheus metrics server, host:port (env METRICS_ADDR; default :MONITORING_PORT; empty disables)")
 	r := &f.Repair
 	*r = repair.DefaultConfig()
 	fs.BoolVar(&r.Enabled, "repair-enabled", env.boolean("REPAIR_ENABLED", r.Enabled), "repair pods that started before the plugin was in place (env REPAIR_ENABLED)")
@@ -99,6 +104,15 @@ func ParseFlags(args []string, lookupEnv func(string) (string, bool), usage io.W
 	if _, err := cni.ParseLogLevel(*level); err != nil {
 		return f, fmt.Errorf("%s: %w", named("log-level", "LOG_LEVEL", *level), err)
 	}
+	if !fs.Changed("metrics-addr") {
+		if _, set := lookupEnv("METRICS_ADDR"); !set {
+			f.MetricsAddr = ":" + strconv.Itoa(int(*monitoring))
+		}
+	}
+	if *kcMode <= 0 || *kcMode > 0o777 {
+		return f, fmt.Errorf("%s: want a file mode, 0 to 0777", named("kubeconfig-mode", "KUBECONFIG_MODE", fmt.Sprintf("%#o", *kcMode)))
+	}
+	c.KubeconfigMode = os.FileMode(*kcMode)
 	for _, a := range []struct{ flag, variable, addr string }{
 		{"health-addr", "HEALTH_ADDR", f.HealthAddr}, {"metrics-addr", "METRICS_ADDR", f.MetricsAddr},
 	} {
@@ -160,6 +174,21 @@ func (e *envDefaults) port(name string, def uint16) uint16 {
 		return def
 	}
 	return uint16(n)
+}
+
+// integer accepts a number in Go's notations (0600 and 0o600 are octal, as
+// Istio's installer reads them); unset or empty is def.
+func (e *envDefaults) integer(name string, def int) int {
+	v, _ := e.lookup(name)
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 0, 32)
+	if err != nil {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a number", name, v))
+		return def
+	}
+	return int(n)
 }
 
 // exitCode accepts a process exit code; unset or empty is def.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -32,7 +33,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 		Config: Config{
 			NetDir: "/host/etc/cni/net.d", BinDir: "/host/opt/cni/bin", AgentRunDir: "/var/run/istio-cni",
 			PluginSource: "/opt/cni/bin/istio-cni", TokenPath: "/var/run/secrets/kubernetes.io/serviceaccount/token",
-			CAPath: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", KubePort: 443,
+			CAPath: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", KubePort: 443, KubeconfigMode: 0o600,
 		},
 		HealthAddr: ":8000", MetricsAddr: ":15014", Repair: repair.DefaultConfig(),
 	}
@@ -98,6 +99,15 @@ func TestParseFlags(t *testing.T) {
 				return []any{f.Repair.Enabled, f.Repair.DeletePods, f.Repair.NodeName, f.Repair.InitExitCode}
 			},
 			[]any{false, true, "a", int32(0)}},
+		{"the plugin's kubeconfig, Istio's variables", nil, env("KUBECONFIG_MODE", "0640", "KUBE_CA_FILE", "/etc/ca.pem", "SKIP_TLS_VERIFY", "true"),
+			func(f *Flags) any { return []any{f.Config.KubeconfigMode, f.Config.KubeCAFile, f.Config.SkipTLSVerify} },
+			[]any{os.FileMode(0o640), "/etc/ca.pem", true}},
+		{"kubeconfig mode as a flag", []string{"--kubeconfig-mode=0o644"}, env("KUBECONFIG_MODE", "384"),
+			func(f *Flags) any { return f.Config.KubeconfigMode }, os.FileMode(0o644)},
+		{"MONITORING_PORT", nil, env("MONITORING_PORT", "9090"), func(f *Flags) any { return f.MetricsAddr }, ":9090"},
+		{"--monitoring-port", []string{"--monitoring-port=9091"}, env(), func(f *Flags) any { return f.MetricsAddr }, ":9091"},
+		{"METRICS_ADDR over MONITORING_PORT", nil, env("MONITORING_PORT", "9090", "METRICS_ADDR", "127.0.0.1:9999"),
+			func(f *Flags) any { return f.MetricsAddr }, "127.0.0.1:9999"},
 		{"servers off", []string{"--health-addr=", "--metrics-addr="}, env(),
 			func(f *Flags) any { return f.HealthAddr + f.MetricsAddr }, ""},
 	} {
@@ -128,6 +138,10 @@ func TestParseFlagsErrors(t *testing.T) {
 		{nil, env("LOG_LEVEL", "loud"), `LOG_LEVEL="loud": want debug`},
 		{[]string{"--health-addr", "8000"}, env(), `--health-addr "8000": want host:port`},
 		{nil, env("METRICS_ADDR", "15014"), `METRICS_ADDR="15014": want host:port`},
+		{nil, env("KUBECONFIG_MODE", "rw"), `KUBECONFIG_MODE="rw": want a number`},
+		{nil, env("KUBECONFIG_MODE", "01777"), `KUBECONFIG_MODE="01777": want a file mode`},
+		{nil, env("MONITORING_PORT", "http"), `MONITORING_PORT="http": want a port number`},
+		{nil, env("SKIP_TLS_VERIFY", "maybe"), `SKIP_TLS_VERIFY="maybe"`},
 		{nil, env("REPAIR_DELETE_PODS", "sure"), `REPAIR_DELETE_PODS="sure": want true or false`},
 		{nil, env("REPAIR_INIT_CONTAINER_EXIT_CODE", "300"), `REPAIR_INIT_CONTAINER_EXIT_CODE="300": want an exit code`},
 		{[]string{"--repair-init-container-exit-code=-1"}, env(), `--repair-init-container-exit-code "-1": want an exit code`},

@@ -31,6 +31,13 @@ type Config struct {
 	CAPath    string
 	KubeHost  string
 	KubePort  uint16
+	// KubeCAFile, when set, is the CA the kubeconfig trusts instead of
+	// CAPath (Istio's KUBE_CA_FILE); SkipTLSVerify writes no CA and has the
+	// plugin skip the API server's certificate check (SKIP_TLS_VERIFY).
+	KubeCAFile    string
+	SkipTLSVerify bool
+	// KubeconfigMode is the kubeconfig's file mode (KUBECONFIG_MODE, 0600).
+	KubeconfigMode os.FileMode
 	// Entry is our plugin's entry in the conflist; New sets its type to
 	// istio-cni and, when empty, its cni_agent_run_dir to AgentRunDir.
 	Entry cni.Config
@@ -39,6 +46,10 @@ type Config struct {
 	MaxRewrites   int
 	RewriteWindow time.Duration
 }
+
+// DefaultKubeconfigMode is the kubeconfig's file mode unless
+// KUBECONFIG_MODE says otherwise, as in Istio.
+const DefaultKubeconfigMode os.FileMode = 0o600
 
 // Installer installs and guards the plugin. Ready reports whether everything is in place.
 type Installer struct {
@@ -180,9 +191,17 @@ func (in *Installer) Kubeconfig() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read service account token: %w", err)
 	}
-	ca, err := os.ReadFile(in.cfg.CAPath)
-	if err != nil {
-		return nil, fmt.Errorf("read service account CA: %w", err)
+	trust := "insecure-skip-tls-verify: true"
+	if !in.cfg.SkipTLSVerify {
+		path, what := in.cfg.CAPath, "service account CA"
+		if in.cfg.KubeCAFile != "" {
+			path, what = in.cfg.KubeCAFile, "KUBE_CA_FILE"
+		}
+		ca, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", what, err)
+		}
+		trust = "certificate-authority-data: " + base64.StdEncoding.EncodeToString(ca)
 	}
 	server := "https://" + net.JoinHostPort(in.cfg.KubeHost, strconv.Itoa(int(in.cfg.KubePort)))
 	return fmt.Appendf(nil, `apiVersion: v1
@@ -191,7 +210,7 @@ clusters:
 - name: local
   cluster:
     server: %s
-    certificate-authority-data: %s
+    %s
 users:
 - name: istio-cni
   user:
@@ -202,7 +221,7 @@ contexts:
     cluster: local
     user: istio-cni
 current-context: istio-cni-context
-`, server, base64.StdEncoding.EncodeToString(ca), bytes.TrimSpace(token)), nil
+`, server, trust, bytes.TrimSpace(token)), nil
 }
 
 func (in *Installer) installKubeconfig() error {
@@ -211,13 +230,17 @@ func (in *Installer) installKubeconfig() error {
 		return err
 	}
 	path := filepath.Join(in.cfg.AgentRunDir, cni.KubeconfigName)
-	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
+	mode := in.cfg.KubeconfigMode
+	if mode == 0 {
+		mode = DefaultKubeconfigMode
+	}
+	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) && fileMode(path) == mode {
 		return nil
 	}
 	if err := os.MkdirAll(in.cfg.AgentRunDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", in.cfg.AgentRunDir, err)
 	}
-	if err := writeAtomic(path, want, 0o600); err != nil {
+	if err := writeAtomic(path, want, mode); err != nil {
 		return err
 	}
 	in.log.Info("kubeconfig written", "path", path)
