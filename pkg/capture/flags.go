@@ -227,6 +227,16 @@ var options = []option{
 		return nil
 	}},
 	{long: "reconcile", envs: []string{"RECONCILE"}, boolean: true, usage: "repair rules left by an earlier run (Skiff always converges atomically)", set: boolOpt(func(c *Config) *bool { return &c.Reconcile })},
+	{long: "cni-mode", envs: []string{"CNI_MODE"}, boolean: true, usage: "Istio's: run as its CNI plugin does, with a pod-scoped xtables lock (no effect: the lock is the mount namespace's own)", set: func(c *Config, _ Environment, v string) error {
+		on, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not a boolean", v)
+		}
+		if on {
+			c.Unapplied = append(c.Unapplied, "--cni-mode: the xtables lock is the running mount namespace's own")
+		}
+		return nil
+	}},
 	{long: "cleanup-only", envs: []string{"CLEANUP_ONLY"}, boolean: true, usage: "remove all our rules and chains, nothing else", set: boolOpt(func(c *Config) *bool { return &c.CleanupOnly })},
 	{long: "force-apply", envs: []string{"FORCE_APPLY"}, boolean: true, usage: "rewrite the rules even if they look right", set: boolOpt(func(c *Config) *bool { return &c.ForceApply })},
 	{long: "network-namespace", envs: []string{"NETWORK_NAMESPACE"}, usage: "run inside the network namespace at this path", set: func(c *Config, _ Environment, v string) error {

@@ -83,6 +83,11 @@ func TestParsePrecedenceAndEnv(t *testing.T) {
 		{"force binary", "--force-iptables-binary legacy", nil, func(c *Config) bool { return c.Backend == ipt.Legacy }},
 		{"netns", "--network-namespace /run/netns/x", nil, func(c *Config) bool { return c.NetworkNamespace == "/run/netns/x" }},
 		{"loopback", "", map[string]string{"ISTIO_OUTBOUND_IPV4_LOOPBACK_CIDR": "127.0.0.1/8"}, func(c *Config) bool { return c.IPv4LoopbackCIDR.Bits() == 8 }},
+		{"Istio's CNI mode, accepted and said", "--cni-mode", nil, func(c *Config) bool {
+			return len(c.Unapplied) == 1 && strings.Contains(c.Unapplied[0], "--cni-mode")
+		}},
+		{"CNI_MODE", "", map[string]string{"CNI_MODE": "true"}, func(c *Config) bool { return len(c.Unapplied) == 1 }},
+		{"CNI_MODE off", "", map[string]string{"CNI_MODE": "false"}, func(c *Config) bool { return len(c.Unapplied) == 0 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
