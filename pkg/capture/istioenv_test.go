@@ -18,9 +18,9 @@ var (
 )
 
 // TestIstioVariablesRead reads Istio 1.31's istio-iptables command and
-// requires every variable it reads (each flag's name upper-cased with
-// underscores, as its BindEnv does, and the extra names it binds) to be one
-// this parser reads too.
+// requires every flag it takes, and every variable it reads (each flag's
+// name upper-cased with underscores, as its BindEnv does, and the extra
+// names it binds), to be one this parser takes too.
 func TestIstioVariablesRead(t *testing.T) {
 	dir := istiobin.ModuleDir(t)
 	read := func(p string) string {
@@ -42,6 +42,9 @@ func TestIstioVariablesRead(t *testing.T) {
 		v, ok := values[m[1]]
 		if !ok {
 			t.Fatalf("constants.%s: no value in Istio's source", m[1])
+		}
+		if !slices.ContainsFunc(options, func(o option) bool { return o.long == v }) {
+			t.Errorf("Istio's istio-iptables takes --%s; this parser does not", v)
 		}
 		names = append(names, strings.ToUpper(strings.ReplaceAll(v, "-", "_")))
 	}
