@@ -251,3 +251,67 @@ func TestIstioInstallCNIVariablesListed(t *testing.T) {
 		t.Fatalf("only %d parameters read from Istio's install-cni: has the extraction broken?", n)
 	}
 }
+
+var cobraFlag = regexp.MustCompile(`Flags\(\)\.(\w+?)VarP?\(&?[\w.]+,\s*"([^"]+)"`)
+
+// sampleValue is a value of a flag's kind that its parser accepts.
+var sampleValue = map[string]string{
+	"String": "x", "StringSlice": "x", "Bool": "true", "Int": "1", "Int32": "1", "Uint16": "1",
+	"Float32": "1", "Duration": "1s", "StringToString": "a=b",
+}
+
+// TestIstioFlagsParse reads the flags Istio 1.31's pilot-agent (proxy,
+// wait, request) and pilot-discovery commands define and parses each, with
+// a value of its kind, by Skiff's binary: a user's extra argument that
+// Istio takes never stops Skiff's.
+func TestIstioFlagsParse(t *testing.T) {
+	dir := istioDir(t)
+	noEnv := func(string) string { return "" }
+	// A few flags take a value Skiff checks; the sample is one both take.
+	override := map[string]string{"grpcAddr": ":15010", "secureGRPCAddr": ":15012", "httpAddr": ":8080", "monitoringAddr": ":15014",
+		"httpsAddr": ":15017", "tls-min-version": "TLSV1_2", "debug-port": "15000", "url": "http://localhost:15021/healthz/ready"}
+	n := 0
+	for _, f := range []struct {
+		file string
+		cmd  []string
+	}{
+		{"pilot/cmd/pilot-agent/app/cmd.go", []string{"proxy", "sidecar"}},
+		{"pilot/cmd/pilot-agent/app/wait.go", []string{"wait"}},
+		{"pilot/cmd/pilot-agent/app/request.go", []string{"request"}},
+		{"pilot/cmd/pilot-discovery/app/cmd.go", nil},
+		{"pkg/keepalive/options.go", nil},
+		{"pkg/ctrlz/options.go", nil},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, f.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range cobraFlag.FindAllStringSubmatch(string(b), -1) {
+			kind, name := m[1], m[2]
+			v, ok := override[name]
+			if !ok {
+				if v, ok = sampleValue[kind]; !ok {
+					t.Errorf("%s: --%s is a %s flag, which this test has no value for", f.file, name, kind)
+					continue
+				}
+			}
+			n++
+			arg := "--" + name + "=" + v
+			switch {
+			case f.cmd == nil && (name == "kubeconfig" || name == "configDir"):
+				_, err = istiod.ParseFlags([]string{"discovery", arg}, noEnv, io.Discard) // itself the config source
+			case f.cmd == nil:
+				_, err = istiod.ParseFlags([]string{"discovery", "--config-dir", t.TempDir(), arg}, noEnv, io.Discard)
+			default:
+				err = cli.Check(append(slices.Clone(f.cmd), arg))
+			}
+			if err != nil {
+				t.Errorf("Istio's %s takes %s; Skiff's: %v", f.file, arg, err)
+			}
+		}
+	}
+	if n < 35 {
+		t.Fatalf("only %d flags read from Istio's commands: has the extraction broken?", n)
+	}
+	t.Logf("%d of Istio's flags parsed", n)
+}

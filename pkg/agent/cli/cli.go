@@ -214,9 +214,9 @@ func request(args []string, stdout, stderr io.Writer) int {
 
 // waitArgs is the parsed "wait" command line.
 type waitArgs struct {
-	fs              *pflag.FlagSet
-	timeout, period *int
-	url             *string
+	fs                       *pflag.FlagSet
+	timeout, period, request *int
+	url                      *string
 }
 
 func waitFlagSet(stderr io.Writer) *waitArgs {
@@ -225,6 +225,7 @@ func waitFlagSet(stderr io.Writer) *waitArgs {
 	a := &waitArgs{fs: fs}
 	a.timeout = fs.Int("timeoutSeconds", 60, "how long to wait")
 	a.period = fs.Int("periodMillis", 500, "time between attempts")
+	a.request = fs.Int("requestTimeoutMillis", 500, "how long one attempt waits for its answer")
 	a.url = fs.String("url", "http://localhost:15021/healthz/ready", "the readiness URL")
 	logflags.Register(fs, "default:info")
 	return a
@@ -236,7 +237,11 @@ func wait(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(stderr, "wait", err)
 	}
-	client := &http.Client{Timeout: time.Second}
+	if *a.request <= 0 {
+		fmt.Fprintf(stderr, "pilot-agent wait: --requestTimeoutMillis %d: want a positive number\n", *a.request)
+		return 2
+	}
+	client := &http.Client{Timeout: time.Duration(*a.request) * time.Millisecond}
 	deadline := time.Now().Add(time.Duration(*timeout) * time.Second)
 	for {
 		resp, err := client.Get(*url)

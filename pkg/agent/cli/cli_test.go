@@ -50,8 +50,11 @@ func TestWait(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	if code, _, errs := run("wait", "--url", srv.URL, "--periodMillis", "10", "--timeoutSeconds", "5"); code != 0 {
+	if code, _, errs := run("wait", "--url", srv.URL, "--periodMillis", "10", "--timeoutSeconds", "5", "--requestTimeoutMillis", "200"); code != 0 {
 		t.Errorf("wait: %d %s", code, errs)
+	}
+	if code, _, errs := run("wait", "--url", srv.URL, "--requestTimeoutMillis=0"); code != 2 || !strings.Contains(errs, "--requestTimeoutMillis 0") {
+		t.Errorf("wait with no time for an answer: %d %s, want 2 naming the flag", code, errs)
 	}
 	srv.Close()
 	if code, _, _ := run("wait", "--url", srv.URL, "--periodMillis", "10", "--timeoutSeconds", "0"); code != 1 {
