@@ -219,7 +219,8 @@ var (
 // TestIstioInstallCNIVariablesListed reads Istio 1.31's install-cni command
 // and constants and requires every variable it reads (each parameter's
 // name, upper-cased with underscores, as its viper binding does) to be
-// listed for install-cni.
+// listed for install-cni, and each parameter's flag to be one Skiff's
+// install-cni takes.
 func TestIstioInstallCNIVariablesListed(t *testing.T) {
 	dir := istioDir(t)
 	root, err := os.ReadFile(filepath.Join(dir, "cni/pkg/cmd/root.go"))
@@ -245,6 +246,10 @@ func TestIstioInstallCNIVariablesListed(t *testing.T) {
 		name := strings.ToUpper(strings.ReplaceAll(v, "-", "_"))
 		if _, ok := compat.Lookup(compat.InstallCNI, name); !ok {
 			t.Errorf("Istio's install-cni reads %s, which pkg/compat does not list for install-cni", name)
+		}
+		noEnv := func(string) (string, bool) { return "", false }
+		if _, err := install.ParseFlags([]string{"--" + v + "=1"}, noEnv, io.Discard); err != nil && strings.Contains(err.Error(), "unknown flag") {
+			t.Errorf("Istio's install-cni takes --%s; Skiff's: %v", v, err)
 		}
 	}
 	if n < 25 {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,6 +80,13 @@ func ParseFlags(args []string, lookupEnv func(string) (string, bool), usage io.W
 	fs.Int32Var(&r.InitExitCode, "repair-init-container-exit-code", env.exitCode("REPAIR_INIT_CONTAINER_EXIT_CODE", r.InitExitCode), "its exit code; 0 matches any (env REPAIR_INIT_CONTAINER_EXIT_CODE)")
 	fs.StringVar(&r.LabelSelector, "repair-label-selectors", env.str("REPAIR_LABEL_SELECTORS", ""), "label selector narrowing the pods watched (env REPAIR_LABEL_SELECTORS)")
 	fs.StringVar(&r.FieldSelector, "repair-field-selectors", env.str("REPAIR_FIELD_SELECTORS", ""), "field selector narrowing the pods watched (env REPAIR_FIELD_SELECTORS)")
+	chained := fs.Bool("chained-cni-plugin", env.boolean("CHAINED_CNI_PLUGIN", true), "Istio's: chain the plugin into the node's configuration; false is not supported and logged (env CHAINED_CNI_PLUGIN)")
+	for _, name := range istioStringOnly {
+		fs.String(name, "", "Istio's; accepted, not applied (docs/compatibility.md)")
+	}
+	for _, name := range istioBoolOnly {
+		fs.Bool(name, false, "Istio's; accepted, not applied (docs/compatibility.md)")
+	}
 	if err := errors.Join(env.errs...); err != nil {
 		return f, err
 	}
@@ -91,6 +99,14 @@ func ParseFlags(args []string, lookupEnv func(string) (string, bool), usage io.W
 		return f, err
 	}
 	f.LogLevel, f.LogJSON, f.Unapplied = lvl, logs.JSON(), logs.Unapplied()
+	for _, name := range append(slices.Clone(istioStringOnly), istioBoolOnly...) {
+		if fl := fs.Lookup(name); fl.Changed {
+			f.Unapplied = append(f.Unapplied, "--"+name+"="+fl.Value.String())
+		}
+	}
+	if !*chained {
+		f.Unapplied = append(f.Unapplied, "chained-cni-plugin=false: the plugin is chained into the node's configuration all the same")
+	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
@@ -133,6 +149,14 @@ func ParseFlags(args []string, lookupEnv func(string) (string, bool), usage io.W
 	c.Entry.Type = PluginType
 	return f, nil
 }
+
+// istioStringOnly and istioBoolOnly are Istio's install-cni flags that
+// change nothing here (their variables are reported by pkg/compat): taken,
+// and logged when given.
+var (
+	istioStringOnly = []string{"cni-conf-name", "cni-network-config", "cni-network-config-file", "istio-owned-cni-config-filename", "ztunnel-uds-address"}
+	istioBoolOnly   = []string{"istio-owned-cni-config", "cni-conf-group-read", "ambient-enabled", "enable-ambient-detection-retry"}
+)
 
 // envDefaults reads flag defaults from the environment, keeping every error.
 type envDefaults struct {

@@ -108,6 +108,10 @@ func TestParseFlags(t *testing.T) {
 		{"--monitoring-port", []string{"--monitoring-port=9091"}, env(), func(f *Flags) any { return f.MetricsAddr }, ":9091"},
 		{"METRICS_ADDR over MONITORING_PORT", nil, env("MONITORING_PORT", "9090", "METRICS_ADDR", "127.0.0.1:9999"),
 			func(f *Flags) any { return f.MetricsAddr }, "127.0.0.1:9999"},
+		{"Istio's flags without effect, logged", []string{"--ambient-enabled", "--cni-conf-name=10-calico.conflist"}, env("CHAINED_CNI_PLUGIN", "false"),
+			func(f *Flags) any { return len(f.Unapplied) },
+			3},
+		{"chained, as Istio's default", nil, env("CHAINED_CNI_PLUGIN", "true"), func(f *Flags) any { return len(f.Unapplied) }, 0},
 		{"servers off", []string{"--health-addr=", "--metrics-addr="}, env(),
 			func(f *Flags) any { return f.HealthAddr + f.MetricsAddr }, ""},
 	} {
