@@ -18,9 +18,13 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
 	"github.com/skiff-mesh/skiff/pkg/logflags"
 	"github.com/skiff-mesh/skiff/pkg/memory"
+	"github.com/skiff-mesh/skiff/pkg/version"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "version" {
+		os.Exit(version.Command("pilot-discovery", os.Args[2:], os.Stdout, os.Stderr))
+	}
 	f, err := istiod.ParseFlags(os.Args[1:], os.Getenv, os.Stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		os.Exit(0)

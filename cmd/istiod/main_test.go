@@ -150,3 +150,21 @@ func TestBadLeaderElectionEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestVersion: "pilot-discovery version", as Istio's, in its three forms.
+func TestVersion(t *testing.T) {
+	bin := build(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"version"}, "client version: version.BuildInfo{Version:"},
+		{[]string{"version", "-s"}, "client version: "},
+		{[]string{"version", "-o", "json"}, `"clientVersion": {`},
+	} {
+		out, err := exec.Command(bin, tc.args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("istiod %q: %v %q, want %q", tc.args, err, out, tc.want)
+		}
+	}
+}

@@ -23,10 +23,8 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/compat"
 	"github.com/skiff-mesh/skiff/pkg/logflags"
 	"github.com/skiff-mesh/skiff/pkg/memory"
+	"github.com/skiff-mesh/skiff/pkg/version"
 )
-
-// Version is the agent's version, set at build time with -ldflags -X.
-var Version = "skiff-dev"
 
 const usage = `usage: pilot-agent COMMAND
   proxy [sidecar|router]      run the agent (and the proxy)
@@ -50,8 +48,7 @@ func Main(ctx context.Context, args []string, environ []string, stdout, stderr i
 	case "wait":
 		return wait(args[1:], stderr)
 	case "version":
-		fmt.Fprintln(stdout, Version)
-		return 0
+		return version.Command("pilot-agent", args[1:], stdout, stderr)
 	case "istio-iptables":
 		return istioIptables(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":

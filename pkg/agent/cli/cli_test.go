@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/skiff-mesh/skiff/pkg/version"
 )
 
 func run(args ...string) (int, string, string) {
@@ -17,7 +19,7 @@ func run(args ...string) (int, string, string) {
 }
 
 func TestVersionAndUsage(t *testing.T) {
-	if code, out, _ := run("version"); code != 0 || strings.TrimSpace(out) != Version {
+	if code, out, _ := run("version", "--short"); code != 0 || strings.TrimSpace(out) != "client version: "+version.Version {
 		t.Errorf("version: %d %q", code, out)
 	}
 	if code, _, errs := run("frobnicate"); code != 2 || !strings.Contains(errs, `unknown command "frobnicate"`) {
