@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,12 +63,30 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	reg := prometheus.NewRegistry()
 	noProxy := cfg.DisableEnvoy || cfg.GRPCBootstrap != ""
 
-	// The workload certificate.
+	// The connection to istiod: it presents the workload certificate once
+	// the manager below has one (no handshake happens before the first RPC).
+	var certsOf atomic.Pointer[certs.Manager]
+	upstream, err := dialIstiod(cfg, func() *certs.Cert { return certsOf.Load().Current() })
+	if err != nil {
+		return err
+	}
+	defer upstream.Close()
+
+	// The workload certificate, from istiod's CA over that same connection
+	// when the CA is istiod as that connection reaches it (one handshake and
+	// one connection on istiod per pod, not two), else over its own.
 	copts := certs.Options{Identity: cfg.Identity, KeyType: cfg.KeyType, TTL: cfg.SecretTTL, GraceRatio: cfg.GraceRatio, GraceJitter: cfg.GraceJitter, OutputDir: outputCerts(cfg)}
 	var signer certs.Signer
-	if cfg.FileMountedCerts {
+	switch {
+	case cfg.FileMountedCerts:
 		copts.FileDir = cfg.Path(config.FileCertDir)
-	} else {
+	case cfg.CAOnXDSConnection():
+		tokenPath := "" // the connection's per-RPC credentials send it
+		if cfg.Plaintext {
+			tokenPath = cfg.Path(cfg.TokenPath)
+		}
+		signer = certs.NewCAClient(upstream, tokenPath, cfg.Cluster)
+	default:
 		ca, err := certs.DialCA(certs.CAOptions{Addr: cfg.CAAddr, Plaintext: cfg.Plaintext, RootCertPath: rootsPath(cfg, cfg.CARoots),
 			ServerName: cfg.CAServerName, TokenPath: cfg.Path(cfg.TokenPath), ClusterID: cfg.Cluster})
 		if err != nil {
@@ -77,13 +96,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		signer = ca
 	}
 	mgr := certs.NewManager(copts, signer, log)
-
-	// The connection to istiod.
-	upstream, err := dialIstiod(cfg, mgr)
-	if err != nil {
-		return err
-	}
-	defer upstream.Close()
+	certsOf.Store(mgr)
 
 	// The DNS proxy.
 	var dns *dnsproxy.Server

@@ -20,7 +20,7 @@ import (
 // controlPlaneAuthPolicy NONE, else TLS verified against the mesh root,
 // presenting the workload certificate once there is one, and the
 // service-account token.
-func dialIstiod(cfg *config.Config, mgr *certs.Manager) (*grpc.ClientConn, error) {
+func dialIstiod(cfg *config.Config, current func() *certs.Cert) (*grpc.ClientConn, error) {
 	addr := cfg.Proxy.DiscoveryAddress
 	if cfg.Plaintext {
 		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableServiceConfig())
@@ -33,7 +33,7 @@ func dialIstiod(cfg *config.Config, mgr *certs.Manager) (*grpc.ClientConn, error
 		MinVersion: tls.VersionTLS12,
 		ServerName: host,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			c := mgr.Current()
+			c := current()
 			if c == nil {
 				return &tls.Certificate{}, nil // none yet: the token authenticates
 			}

@@ -4,7 +4,11 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"io"
+	"net"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,4 +78,78 @@ func TestGatewayDNSServer(t *testing.T) {
 	if err != nil || len(r.Answer) == 0 {
 		t.Fatalf("DNS at the gateway: %v %v", r, err)
 	}
+}
+
+// TestAgentOneConnectionToIstiod: when the CA is istiod at the discovery
+// address, the agent's CSRs and xDS share one TLS connection; with CA_ADDR
+// naming another address, the CA gets its own.
+func TestAgentOneConnectionToIstiod(t *testing.T) {
+	m := startMesh(t)
+	for _, tc := range []struct {
+		name  string
+		env   func(port string) (addr string, extra []string)
+		conns int64
+	}{
+		{"shared", func(port string) (string, []string) { return "localhost:" + port, nil }, 1},
+		{"own", func(port string) (string, []string) {
+			// The discovery address by IP, the CA elsewhere by name.
+			return "127.0.0.1:" + port, []string{"ISTIOD_SAN=localhost", "CA_ADDR=localhost:" + port}
+		}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fwd, accepted := countingProxy(t, m.tlsAddr)
+			_, port, _ := net.SplitHostPort(fwd)
+			addr, extra := tc.env(port)
+			cfg, resolv := tlsPodEnv(t, m, addr, extra...)
+			runAgent(t, cfg, resolv)
+			if got := accepted.Load(); got != tc.conns {
+				t.Errorf("connections to istiod: %d, want %d", got, tc.conns)
+			}
+		})
+	}
+}
+
+// countingProxy forwards TCP connections on a loopback port to target and
+// counts them; it closes them all when the test ends.
+func countingProxy(t *testing.T, target string) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		n     atomic.Int64
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, up)
+			mu.Unlock()
+			wg.Go(func() { io.Copy(up, c); up.Close() })
+			wg.Go(func() { io.Copy(c, up); c.Close() })
+		}
+	})
+	return ln.Addr().String(), &n
 }

@@ -21,10 +21,18 @@ import (
 // CAClient asks istiod's CA (istio.v1.auth.IstioCertificateService) to sign
 // CSRs, authenticating with the pod's service-account token.
 type CAClient struct {
-	conn      *grpc.ClientConn
+	conn      *grpc.ClientConn // nil when the connection is someone else's
 	client    securityapi.IstioCertificateServiceClient
 	tokenPath string
 	clusterID string
+}
+
+// NewCAClient is a CA client on conn, an open connection to the CA that
+// the caller keeps and closes (the agent's to istiod, when the CA is
+// istiod). Each CSR carries the token at tokenPath, unless it is "" (the
+// connection's own per-RPC credentials send it), and clusterID.
+func NewCAClient(conn *grpc.ClientConn, tokenPath, clusterID string) *CAClient {
+	return &CAClient{client: securityapi.NewIstioCertificateServiceClient(conn), tokenPath: tokenPath, clusterID: clusterID}
 }
 
 var _ Signer = (*CAClient)(nil)
@@ -86,8 +94,13 @@ func DialCA(o CAOptions) (*CAClient, error) {
 	return &CAClient{conn: conn, client: securityapi.NewIstioCertificateServiceClient(conn), tokenPath: o.TokenPath, clusterID: o.ClusterID}, nil
 }
 
-// Close closes the connection.
-func (c *CAClient) Close() error { return c.conn.Close() }
+// Close closes the connection DialCA opened; NewCAClient's is the caller's.
+func (c *CAClient) Close() error {
+	if c.conn == nil {
+		return nil
+	}
+	return c.conn.Close()
+}
 
 // Sign sends the CSR with the current token (re-read each time: it rotates).
 func (c *CAClient) Sign(ctx context.Context, csrPEM []byte, ttl time.Duration) ([]*x509.Certificate, error) {

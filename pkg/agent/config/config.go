@@ -225,6 +225,12 @@ func Load(environ []string, proxyType string) (*Config, error) {
 	return c, nil
 }
 
+// CAOnXDSConnection reports whether CSRs can go over the connection to
+// istiod: the CA is at the discovery address and is verified as istiod is.
+func (c *Config) CAOnXDSConnection() bool {
+	return c.CAAddr == c.Proxy.GetDiscoveryAddress() && c.CARoots == c.XDSRoots && c.CAServerName == c.IstiodSAN
+}
+
 // DNSProxy reports whether the agent runs its DNS proxy: a sidecar that
 // captures DNS, or any proxy with ISTIO_META_ENABLE_DNS_SERVER, as Istio's.
 func (c *Config) DNSProxy() bool { return c.DNSCapture && c.Type == "sidecar" || c.DNSServer }

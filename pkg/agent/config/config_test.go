@@ -341,3 +341,28 @@ func TestDNSProxy(t *testing.T) {
 		}
 	}
 }
+
+// TestCAOnXDSConnection: CSRs share the connection to istiod only when the
+// CA is reached and verified exactly as istiod is.
+func TestCAOnXDSConnection(t *testing.T) {
+	for _, tc := range []struct {
+		env    []string
+		shared bool
+	}{
+		{nil, true},
+		{[]string{"ISTIOD_SAN=istiod.istio-system.svc"}, true},
+		{[]string{"CA_ADDR=istiod.istio-system.svc:15012"}, true},
+		{[]string{"CA_ADDR=ca.example.com:443"}, false},
+		{[]string{"CA_ADDR=istiod.istio-system.svc:15012", "ISTIOD_SAN=istiod.istio-system.svc"}, false},
+		{[]string{"CA_ROOT_CA=/etc/ca/root.pem"}, false},
+		{[]string{"XDS_ROOT_CA=SYSTEM"}, false},
+	} {
+		c, err := Load(tc.env, "sidecar")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.CAOnXDSConnection(); got != tc.shared {
+			t.Errorf("%v: CA on the xDS connection %v, want %v", tc.env, got, tc.shared)
+		}
+	}
+}
