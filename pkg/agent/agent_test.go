@@ -310,7 +310,7 @@ func TestAgentDialsIstiodByIP(t *testing.T) {
 
 // tlsPodEnv is podEnv for a proxy-less agent on istiod's TLS port at addr,
 // with the mesh root where the injector mounts it.
-func tlsPodEnv(t *testing.T, m *mesh, addr string, extra ...string) (*config.Config, string) {
+func tlsPodEnv(t testing.TB, m *mesh, addr string, extra ...string) (*config.Config, string) {
 	t.Helper()
 	cfg, resolv := podEnv(t, m, append([]string{"DISABLE_ENVOY=true",
 		fmt.Sprintf("PROXY_CONFIG={\"discoveryAddress\": %q, \"controlPlaneAuthPolicy\": \"MUTUAL_TLS\", \"statusPort\": %d}", addr, freePort(t))}, extra...)...)
