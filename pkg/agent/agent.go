@@ -321,7 +321,9 @@ func runProxy(ctx context.Context, cfg *config.Config, opts Options, log *slog.L
 	}
 	p := &envoy.Proxy{Binary: cfg.Proxy.BinaryPath, Bootstrap: path, AdminPort: int(cfg.Proxy.ProxyAdminPort),
 		DrainTime: cfg.Proxy.DrainDuration.AsDuration(), TerminationDrain: cfg.Proxy.TerminationDrainDuration.AsDuration(),
-		Stdout: opts.Stdout, Stderr: opts.Stderr}
+		ExitOnZeroConnections: cfg.ExitOnZeroConnections, MinDrain: cfg.MinDrain,
+		IgnoreListeners: envoy.IgnoredListeners(config.EnvoyStatusPort, config.EnvoyPrometheusPort),
+		Stdout:          opts.Stdout, Stderr: opts.Stderr}
 	if c := cfg.Proxy.Concurrency; c != nil {
 		p.Concurrency = int(c.GetValue())
 	}

@@ -92,6 +92,12 @@ type Config struct {
 	OutputCerts string
 
 	DisableEnvoy bool
+	// ExitOnZeroConnections stops Envoy, MinDrain after it starts draining,
+	// once its listeners hold no connection, instead of after
+	// terminationDrainDuration (EXIT_ON_ZERO_ACTIVE_CONNECTIONS,
+	// MINIMUM_DRAIN_DURATION: 5s).
+	ExitOnZeroConnections bool
+	MinDrain              time.Duration
 	// DeltaXDS has Envoy use delta xDS (ISTIO_DELTA_XDS, default true, as
 	// Istio's agent); false: state of the world.
 	DeltaXDS   bool
@@ -170,17 +176,19 @@ func Load(environ []string, proxyType string) (*Config, error) {
 		FileMountedCerts: e.boolean("FILE_MOUNTED_CERTS"),
 		OutputCerts:      e.str("OUTPUT_CERTS", ""),
 
-		DisableEnvoy:       e.boolean("DISABLE_ENVOY"),
-		DeltaXDS:           e.booleanOr("ISTIO_DELTA_XDS", true),
-		DNSCapture:         e.boolean("ISTIO_META_DNS_CAPTURE"),
-		DNSServer:          e.boolean("ISTIO_META_ENABLE_DNS_SERVER"),
-		DNSForwardTimeout:  e.optionalDuration("DNS_FORWARD_TIMEOUT"),
-		DNSAddrs:           e.dnsAddrs("DNS_PROXY_ADDR", DefaultDNSProxyAddr),
-		DNSForwardParallel: e.boolean("DNS_FORWARD_PARALLEL"),
-		AppProbers:         e.probers("ISTIO_KUBE_APP_PROBERS"),
-		HTTP2Probing:       e.booleanOr("ISTIO_ENABLE_HTTP2_PROBING", true),
-		PrometheusScrape:   e.scrape("ISTIO_PROMETHEUS_ANNOTATIONS"),
-		Labels:             e.labels("ISTIO_METAJSON_LABELS"),
+		DisableEnvoy:          e.boolean("DISABLE_ENVOY"),
+		DeltaXDS:              e.booleanOr("ISTIO_DELTA_XDS", true),
+		DNSCapture:            e.boolean("ISTIO_META_DNS_CAPTURE"),
+		DNSServer:             e.boolean("ISTIO_META_ENABLE_DNS_SERVER"),
+		ExitOnZeroConnections: e.boolean("EXIT_ON_ZERO_ACTIVE_CONNECTIONS"),
+		MinDrain:              e.duration("MINIMUM_DRAIN_DURATION", "5s"),
+		DNSForwardTimeout:     e.optionalDuration("DNS_FORWARD_TIMEOUT"),
+		DNSAddrs:              e.dnsAddrs("DNS_PROXY_ADDR", DefaultDNSProxyAddr),
+		DNSForwardParallel:    e.boolean("DNS_FORWARD_PARALLEL"),
+		AppProbers:            e.probers("ISTIO_KUBE_APP_PROBERS"),
+		HTTP2Probing:          e.booleanOr("ISTIO_ENABLE_HTTP2_PROBING", true),
+		PrometheusScrape:      e.scrape("ISTIO_PROMETHEUS_ANNOTATIONS"),
+		Labels:                e.labels("ISTIO_METAJSON_LABELS"),
 
 		WorkloadIdentitySocket: e.str("WORKLOAD_IDENTITY_SOCKET_FILE", "socket"),
 

@@ -28,6 +28,16 @@ type Proxy struct {
 	// waits after draining before it stops the proxy.
 	DrainTime        time.Duration
 	TerminationDrain time.Duration
+	// ExitOnZeroConnections stops the proxy, after MinDrain, as soon as
+	// its listeners hold no connection (Istio's
+	// EXIT_ON_ZERO_ACTIVE_CONNECTIONS and MINIMUM_DRAIN_DURATION) instead
+	// of after TerminationDrain. IgnoreListeners are stats of listeners
+	// that do not count (IgnoredListeners); CheckEvery is how often it
+	// looks (default 1 s, as Istio).
+	ExitOnZeroConnections bool
+	MinDrain              time.Duration
+	IgnoreListeners       []string
+	CheckEvery            time.Duration
 	// ExtraArgs are appended to the command line.
 	ExtraArgs      []string
 	Stdout, Stderr io.Writer
@@ -113,13 +123,19 @@ func (p *Proxy) stop(cmd *exec.Cmd, done chan error, log *slog.Logger) error {
 		if err := Drain(p.AdminPort); err != nil {
 			log.Warn("drain request failed", "err", err)
 		} else {
-			log.Info("draining inbound listeners", "wait", p.TerminationDrain)
+			log.Info("draining inbound listeners", "wait", p.TerminationDrain, "until no connections", p.ExitOnZeroConnections)
 		}
 	}
-	select {
-	case err := <-done: // it went away by itself
-		return exitErr(err)
-	case <-time.After(p.TerminationDrain):
+	if p.ExitOnZeroConnections && p.AdminPort > 0 {
+		if exited, err := p.waitForZero(done, log); exited {
+			return exitErr(err)
+		}
+	} else {
+		select {
+		case err := <-done: // it went away by itself
+			return exitErr(err)
+		case <-time.After(p.TerminationDrain):
+		}
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {

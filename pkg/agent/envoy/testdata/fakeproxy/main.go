@@ -2,6 +2,7 @@
 // Envoy's flags, serves an admin API, and records what happens to it in the
 // file named by FAKEPROXY_LOG. FAKEPROXY_CRASH=N makes its first N runs exit 1.
 // FAKEPROXY_ADS=1 also opens an ADS stream as Envoy's, from the bootstrap.
+// FAKEPROXY_STATS names a file served as its /stats.
 package main
 
 import (
@@ -52,6 +53,13 @@ func main() {
 	http.HandleFunc("/stats/prometheus", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "envoy_server_live 1") })
 	http.HandleFunc("/drain_listeners", func(w http.ResponseWriter, r *http.Request) {
 		record("drain %s %s", r.Method, r.URL.RawQuery)
+	})
+	// Envoy's stats text; the lines are FAKEPROXY_STATS's file, read anew
+	// on each request, so a test changes what the proxy reports.
+	http.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
+		record("stats %s", r.URL.RawQuery)
+		b, _ := os.ReadFile(os.Getenv("FAKEPROXY_STATS"))
+		w.Write(b)
 	})
 	go func() { _ = http.Serve(ln, nil) }()
 	if os.Getenv("FAKEPROXY_ADS") != "" {
