@@ -41,20 +41,12 @@ func dialIstiod(cfg *config.Config, current func() *certs.Cert) (*grpc.ClientCon
 			return &tc, err
 		},
 	}
-	switch path := rootsPath(cfg, cfg.XDSRoots); {
-	case path == "":
-		// The system's roots (XDS_ROOT_CA=SYSTEM).
-	case cfg.XDSRoots != config.RootCertPath:
+	if path := rootsPath(cfg, cfg.XDSRoots); path != "" { // "": the system's (XDS_ROOT_CA=SYSTEM)
 		pool, err := certs.ReadRoots(path)
 		if err != nil {
-			return nil, fmt.Errorf("XDS_ROOT_CA: %w", err)
+			return nil, fmt.Errorf("istiod's root certificate (XDS_ROOT_CA, default the mounted mesh root): %w", err)
 		}
 		tlsCfg.RootCAs = pool
-	default:
-		// The mounted mesh root, when there is one.
-		if pool, err := certs.ReadRoots(path); err == nil {
-			tlsCfg.RootCAs = pool
-		}
 	}
 	// No read buffer: tls.Conn already holds each record it decrypts.
 	return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)), grpc.WithDisableServiceConfig(),

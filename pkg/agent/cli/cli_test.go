@@ -69,7 +69,7 @@ func TestWait(t *testing.T) {
 // mesh's proxyMetadata alike.
 func TestUnappliedSettingsLogged(t *testing.T) {
 	var out, errb strings.Builder
-	env := []string{"WASM_PURGE_INTERVAL=1h", `PROXY_CONFIG={"proxyMetadata": {"EXIT_ON_ZERO_ACTIVE_CONNECTIONS": "true", "SECRET_TTL": "12h"}}`}
+	env := []string{"WASM_PURGE_INTERVAL=1h", `PROXY_CONFIG={"proxyMetadata": {"PROXY_CONFIG_XDS_AGENT": "true", "SECRET_TTL": "12h"}}`}
 	code := Main(context.Background(), []string{"proxy", "sidecar"}, env, &out, &errb, nil)
 	line := ""
 	for l := range strings.Lines(errb.String()) {
@@ -77,7 +77,7 @@ func TestUnappliedSettingsLogged(t *testing.T) {
 			line = l
 		}
 	}
-	if code != 1 || !strings.Contains(line, "EXIT_ON_ZERO_ACTIVE_CONNECTIONS") || !strings.Contains(line, "WASM_PURGE_INTERVAL") || strings.Contains(line, "SECRET_TTL") {
+	if code != 1 || !strings.Contains(line, "PROXY_CONFIG_XDS_AGENT") || !strings.Contains(line, "WASM_PURGE_INTERVAL") || strings.Contains(line, "SECRET_TTL") {
 		t.Errorf("exit %d; the settings logged: %q; stderr %q", code, line, errb.String())
 	}
 }
