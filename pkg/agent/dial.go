@@ -41,7 +41,7 @@ func dialIstiod(cfg *config.Config, current func() *certs.Cert) (*grpc.ClientCon
 			return &tc, err
 		},
 	}
-	if path := rootsPath(cfg, cfg.XDSRoots); path != "" { // "": the system's (XDS_ROOT_CA=SYSTEM)
+	if path := rootsPath(cfg, cfg.XDSRootsPath()); path != "" { // "": the system's (XDS_ROOT_CA=SYSTEM)
 		pool, err := certs.ReadRoots(path)
 		if err != nil {
 			return nil, fmt.Errorf("istiod's root certificate (XDS_ROOT_CA, default the mounted mesh root): %w", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,8 +84,9 @@ type Config struct {
 	// P384), else RSA of WORKLOAD_RSA_KEY_SIZE bits (2048).
 	KeyType pki.KeyType
 	// XDSRoots and CARoots verify istiod's certificate on the xDS and CA
-	// connections: files (XDS_ROOT_CA, CA_ROOT_CA; default RootCertPath),
-	// or SystemRoots for the system's trust store.
+	// connections: files (XDS_ROOT_CA, CA_ROOT_CA), or SystemRoots for the
+	// system's trust store. XDSRoots is "" unless set (see XDSRootsPath);
+	// CARoots defaults to RootCertPath.
 	XDSRoots, CARoots string
 	FileMountedCerts  bool
 	// OutputCerts is where key, chain and root are also written (OUTPUT_CERTS;
@@ -171,7 +173,7 @@ func Load(environ []string, proxyType string) (*Config, error) {
 		GraceRatio:       e.ratio("SECRET_GRACE_PERIOD_RATIO", "0.5"),
 		GraceJitter:      e.fraction("SECRET_GRACE_PERIOD_RATIO_JITTER", "0.01"),
 		KeyType:          e.keyType("ECC_SIGNATURE_ALGORITHM", "ECC_CURVE", "WORKLOAD_RSA_KEY_SIZE"),
-		XDSRoots:         e.str("XDS_ROOT_CA", RootCertPath),
+		XDSRoots:         e.str("XDS_ROOT_CA", ""),
 		CARoots:          e.str("CA_ROOT_CA", RootCertPath),
 		FileMountedCerts: e.boolean("FILE_MOUNTED_CERTS"),
 		OutputCerts:      e.str("OUTPUT_CERTS", ""),
@@ -236,7 +238,30 @@ func Load(environ []string, proxyType string) (*Config, error) {
 // CAOnXDSConnection reports whether CSRs can go over the connection to
 // istiod: the CA is at the discovery address and is verified as istiod is.
 func (c *Config) CAOnXDSConnection() bool {
-	return c.CAAddr == c.Proxy.GetDiscoveryAddress() && c.CARoots == c.XDSRoots && c.CAServerName == c.IstiodSAN
+	return c.CAAddr == c.Proxy.GetDiscoveryAddress() && c.CARoots == c.XDSRootsPath() && c.CAServerName == c.IstiodSAN
+}
+
+// XDSRootsPath is the file of roots that verify istiod on the xDS
+// connection (relative to WorkDir, or SystemRoots), found as Istio's agent
+// finds it: XDS_ROOT_CA; else ./etc/certs/root-cert.pem when it is there
+// (certificates mounted in the pod); else, with FILE_MOUNTED_CERTS, the
+// TLS_CLIENT_ROOT_CERT metadata when set; else the mesh root.
+func (c *Config) XDSRootsPath() string {
+	mounted := FileCertDir + "/root-cert.pem"
+	switch {
+	case c.XDSRoots != "":
+		return c.XDSRoots
+	case fileExists(c.Path(mounted)):
+		return mounted
+	case c.FileMountedCerts && c.Metadata["TLS_CLIENT_ROOT_CERT"] != "":
+		return c.Metadata["TLS_CLIENT_ROOT_CERT"]
+	}
+	return RootCertPath
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // DNSProxy reports whether the agent runs its DNS proxy: a sidecar that

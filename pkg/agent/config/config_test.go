@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,7 +48,7 @@ func defaults() *Config {
 		PodNamespace: "default", Cluster: "Kubernetes",
 		Identity: spiffe.ID{TrustDomain: "cluster.local", Namespace: "default", ServiceAccount: "default"},
 		CAAddr:   DefaultAddress, SecretTTL: 24 * time.Hour, GraceRatio: 0.5, GraceJitter: 0.01, KeyType: pki.RSA2048, DeltaXDS: true,
-		XDSRoots: RootCertPath, CARoots: RootCertPath, HTTP2Probing: true, MinDrain: 5 * time.Second,
+		CARoots: RootCertPath, HTTP2Probing: true, MinDrain: 5 * time.Second,
 		DNSAddrs: []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:15053"), netip.MustParseAddrPort("[::1]:15053")},
 		Metadata: map[string]string{}, WorkloadIdentitySocket: "socket", TokenPath: TokenPath, RootCertPath: RootCertPath, WorkDir: ".",
 	}
@@ -370,6 +371,40 @@ func TestCAOnXDSConnection(t *testing.T) {
 		}
 		if got := c.CAOnXDSConnection(); got != tc.shared {
 			t.Errorf("%v: CA on the xDS connection %v, want %v", tc.env, got, tc.shared)
+		}
+	}
+}
+
+// TestXDSRootsPath finds istiod's roots for xDS where Istio's agent looks.
+func TestXDSRootsPath(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     []string
+		mounted bool // ./etc/certs/root-cert.pem exists
+		want    string
+	}{
+		{"the mesh root", nil, false, RootCertPath},
+		{"mounted certificates first", nil, true, "./etc/certs/root-cert.pem"},
+		{"XDS_ROOT_CA first of all", []string{"XDS_ROOT_CA=/etc/roots.pem"}, true, "/etc/roots.pem"},
+		{"the system's", []string{"XDS_ROOT_CA=SYSTEM"}, false, SystemRoots},
+		{"file-mounted certificates' client root", []string{"FILE_MOUNTED_CERTS=true", "ISTIO_META_TLS_CLIENT_ROOT_CERT=/certs/root.pem"}, false, "/certs/root.pem"},
+		{"file-mounted certificates, no client root", []string{"FILE_MOUNTED_CERTS=true"}, false, RootCertPath},
+	} {
+		c, err := Load(tc.env, "sidecar")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.WorkDir = t.TempDir()
+		if tc.mounted {
+			if err := os.MkdirAll(c.Path(FileCertDir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(c.Path(FileCertDir+"/root-cert.pem"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := c.XDSRootsPath(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
