@@ -125,7 +125,7 @@ var table = []Entry{
 	{Binary: PilotAgent, Name: "WORKLOAD_IDENTITY_SOCKET_FILE", Use: Applied, Note: "The SDS socket's file name (default socket)."},
 	{Binary: PilotAgent, Name: "WORKLOAD_RSA_KEY_SIZE", Use: Applied, Note: "RSA workload keys of 2048, 3072 or 4096 bits."},
 	{Binary: PilotAgent, Name: "XDS_AUTH_PROVIDER", Use: Accepted, Note: "xDS authenticates with the workload certificate and the pod's token only."},
-	{Binary: PilotAgent, Name: "XDS_ROOT_CA", Use: Applied, Note: "The roots that verify istiod on the xDS connection: a file, or SYSTEM for the system's (default: the mounted mesh root)."},
+	{Binary: PilotAgent, Name: "XDS_ROOT_CA", Use: Applied, Note: "The roots that verify istiod on the xDS connection: a file, or SYSTEM for the system's. Unset: ./etc/certs/root-cert.pem when mounted, else with FILE_MOUNTED_CERTS the TLS_CLIENT_ROOT_CERT metadata's file, else the mounted mesh root, as Istio's agent looks."},
 
 	// istio-iptables: istio-init and istio-validation.
 	{Binary: IstioIptables, Name: "--force-apply", Use: Applied, Note: "Rules are installed even where a previous run's rules are found."},
