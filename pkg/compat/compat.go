@@ -92,7 +92,8 @@ func NotApplied(b Binary, environ []string) []string {
 		if !ok || v == "" {
 			continue
 		}
-		if e, found := Lookup(b, k); found && e.Use == Accepted || slices.Contains(unread[b], k) {
+		_, isUnread := slices.BinarySearch(unread[b], k)
+		if e, found := Lookup(b, k); found && e.Use == Accepted || isUnread {
 			out = append(out, k)
 		}
 	}
