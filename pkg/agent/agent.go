@@ -66,7 +66,12 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 	// The connection to istiod: it presents the workload certificate once
 	// the manager below has one (no handshake happens before the first RPC).
 	var certsOf atomic.Pointer[certs.Manager]
-	upstream, err := dialIstiod(cfg, func() *certs.Cert { return certsOf.Load().Current() })
+	upstream, err := dialIstiod(cfg, func() *certs.Cert {
+		if m := certsOf.Load(); m != nil {
+			return m.Current()
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
