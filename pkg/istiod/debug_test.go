@@ -67,6 +67,11 @@ func TestDebugEndpoints(t *testing.T) {
 	if code, _ := get(t, "http://"+d.Addr("monitoring")+"/ready"); code != http.StatusOK {
 		t.Fatalf("/ready: %d", code)
 	}
+	// Where Istio's istioctl version reads the control plane's version.
+	if code, body := get(t, "http://"+d.Addr("monitoring")+"/version"); code != http.StatusOK ||
+		!strings.Contains(body, `"clientVersion":{"version":"`+istiod.IstioVersion+`","revision":`) {
+		t.Fatalf("/version: %d %s", code, body)
+	}
 	code, body := get(t, base+"/debug/configz")
 	if code != http.StatusOK || !strings.Contains(body, "broken.yaml: document 1 (Service default/broken): spec.ports[0].port: 0") || !strings.Contains(body, `"reviews"`) {
 		t.Fatalf("configz: %d %.400s", code, body)

@@ -129,6 +129,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(o.registry, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /ready", d.ready)
+		mux.HandleFunc("GET /version", serveVersion)
 		if err := d.addHTTP("monitoring", cfg.MonitoringAddr, mux); err != nil {
 			d.closeListeners()
 			return nil, err

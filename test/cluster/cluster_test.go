@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/kubenode"
 )
 
@@ -44,9 +46,10 @@ func TestCluster(t *testing.T) {
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	istioctl := istiobin.Path(t, istiobin.Istioctl)
 	for _, mode := range []Mode{InitMode, CNIMode} {
 		ok := t.Run(mode.String(), func(t *testing.T) {
-			for _, s := range Steps(mode) {
+			for _, s := range withIstioctl(Steps(mode), istioctl) {
 				if !t.Run(s.Name, func(t *testing.T) {
 					c.SetLog(testLog{t})
 					if err := s.Run(c, ctx); err != nil {
@@ -61,4 +64,17 @@ func TestCluster(t *testing.T) {
 			return
 		}
 	}
+}
+
+// withIstioctl adds, after proxy-status, a step that runs Istio's own
+// istioctl against the cluster (the demo's Steps do not: they need no
+// Istio binary).
+func withIstioctl(steps []Step, istioctl string) []Step {
+	for i, s := range steps {
+		if s.Name == "proxy-status" {
+			check := Step{"Istio's istioctl version", func(c *Cluster, ctx context.Context) error { return c.CheckIstioVersionCommand(ctx, istioctl) }, true}
+			return slices.Insert(steps, i+1, check)
+		}
+	}
+	return steps
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/istioctl"
+	"github.com/skiff-mesh/skiff/pkg/istiod"
 )
 
 // Istioctl runs Skiff's istioctl as a user would, with --kubeconfig: it
@@ -96,6 +98,25 @@ func (c *Cluster) CheckProxySecret(ctx context.Context) error {
 	c.Say("istioctl proxy-config listeners %s.%s:\n%s", pod.Name, DemoNamespace, out)
 	if !strings.Contains(out, "reviews.demo.svc.cluster.local") {
 		return errors.New("proxy-config listeners does not show the client's listener for reviews")
+	}
+	return nil
+}
+
+// CheckIstioVersionCommand runs Istio's own istioctl (the binary at
+// istioctl) version against the cluster: it reads each istiod pod's
+// version from its monitoring port, through the API server, and must
+// print the control plane's.
+func (c *Cluster) CheckIstioVersionCommand(ctx context.Context, istioctl string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, istioctl, "version", "--kubeconfig", c.Node.Kubeconfig, "-i", "istio-system")
+	out, err := cmd.CombinedOutput()
+	c.Say("Istio's istioctl version:\n%s", out)
+	if err != nil {
+		return fmt.Errorf("Istio's istioctl version: %w", err)
+	}
+	if want := "control plane version: " + istiod.IstioVersion; !strings.Contains(string(out), want) {
+		return fmt.Errorf("Istio's istioctl version does not say %q", want)
 	}
 	return nil
 }
