@@ -64,6 +64,7 @@ func commands() []Command {
 		proxyStatusCommand(),
 		proxyConfigCommand(),
 		analyzeCommand(),
+		versionCommand(),
 	}
 }
 

@@ -96,6 +96,12 @@ func (r *reach) istiods(ctx context.Context) ([]endpoint, error) {
 
 // url returns an istiod's debug URL, forwarding to its pod's port 8080.
 func (r *reach) url(ctx context.Context, ep endpoint) (string, error) {
+	return r.urlOn(ctx, ep, cluster.IstiodDebugPort)
+}
+
+// urlOn returns the URL of an istiod's pod port (its direct URL when
+// given: istiod serves what the tools ask for there too).
+func (r *reach) urlOn(ctx context.Context, ep endpoint, port uint16) (string, error) {
 	if ep.URL != "" {
 		return ep.URL, nil
 	}
@@ -103,7 +109,7 @@ func (r *reach) url(ctx context.Context, ep endpoint) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	addr, stop, err := r.forwarder(cl).Forward(ctx, ep.Namespace, ep.Name, cluster.IstiodDebugPort)
+	addr, stop, err := r.forwarder(cl).Forward(ctx, ep.Namespace, ep.Name, port)
 	if err != nil {
 		return "", err
 	}

@@ -138,6 +138,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 	if cfg.DebugAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET "+debug.AnalyzePath, debug.Analyze(d.analysis.Messages))
+		mux.HandleFunc("GET /version", serveVersion) // for tools given this address alone
 		mux.Handle("/", debug.Handler(d.xds, reg))
 		d.xds.SetDebugHandler(mux)
 		if err := d.addHTTP("debug", cfg.DebugAddr, mux); err != nil {

@@ -105,7 +105,8 @@ func (c *Cluster) CheckProxySecret(ctx context.Context) error {
 // CheckIstioVersionCommand runs Istio's own istioctl (the binary at
 // istioctl) version against the cluster: it reads each istiod pod's
 // version from its monitoring port, through the API server, and must
-// print the control plane's.
+// print the control plane's. Skiff's istioctl version must print it too,
+// and the proxies'.
 func (c *Cluster) CheckIstioVersionCommand(ctx context.Context, istioctl string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -117,6 +118,17 @@ func (c *Cluster) CheckIstioVersionCommand(ctx context.Context, istioctl string)
 	}
 	if want := "control plane version: " + istiod.IstioVersion; !strings.Contains(string(out), want) {
 		return fmt.Errorf("Istio's istioctl version does not say %q", want)
+	}
+	// Skiff's, the same way.
+	mine, err := c.Istioctl(ctx, "version")
+	c.Say("istioctl version:\n%s", mine)
+	if err != nil {
+		return err
+	}
+	for _, want := range []string{"control plane version: " + istiod.IstioVersion, "data plane version: " + istiod.IstioVersion + " ("} {
+		if !strings.Contains(mine, want) {
+			return fmt.Errorf("istioctl version does not say %q", want)
+		}
 	}
 	return nil
 }

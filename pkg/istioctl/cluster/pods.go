@@ -16,6 +16,9 @@ const (
 	// IstiodDebugPort serves istiod's /debug endpoints (its --httpAddr;
 	// Istio's istiod serves them there too).
 	IstiodDebugPort uint16 = 8080
+	// IstiodMonitoringPort serves /metrics, /ready and /version (its
+	// --monitoringAddr; Istio's chart's 15014).
+	IstiodMonitoringPort uint16 = 15014
 	// AgentStatusPort is pilot-agent's status port, which serves
 	// /debug/certs (Istio's default; a pod may move it with the
 	// status.sidecar.istio.io/port annotation).
