@@ -103,7 +103,7 @@ bench-dns: deps ## DNS proxy vs dnsmasq with dnsperf, 10 s runs (as root); figur
 	$(GO) run ./tools/dnsbench -duration 10s
 
 .PHONY: bench-istiod
-bench-istiod: ## istiod xDS: 1000 services x 5 endpoints, 250/1000/4000 sidecar clients (the scaling curve); figures go to docs/benchmarks.md
+bench-istiod: ## istiod xDS: 1000 services x 5 endpoints, 250/1000/4000 sidecar clients on the TLS port, as sidecars connect (the scaling curve); figures go to docs/benchmarks.md
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/istiod ./cmd/istiod
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 250,1000 --full-pushes 5 --eds-changes 50
