@@ -62,6 +62,7 @@ fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzHandlePacket -fuzztime 30s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzAnswerFromWire -fuzztime 30s
 	$(GO) test ./pkg/agent/config -run XXX -fuzz FuzzParseDownwardAPI -fuzztime 30s
+	$(GO) test ./pkg/agent/config -run XXX -fuzz FuzzLoad -fuzztime 30s
 	$(GO) test ./pkg/istiod/mesh -run XXX -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzAdmissionReview -fuzztime 30s -fuzzminimizetime 2s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzCreatePatch -fuzztime 30s -fuzzminimizetime 2s
