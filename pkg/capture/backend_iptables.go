@@ -54,16 +54,26 @@ func (b *iptBackend) apply(ctx context.Context, p *Policy, force, dryRun bool) e
 			b.log.Info("rules already in place", "family", rs.Family, "backend", modeName(b.mode))
 			continue
 		}
-		txs = append(txs, transaction{family: rs.Family, text: text, rules: len(rs.Rules)})
+		txs = append(txs, transaction{family: rs.Family, mode: b.mode, text: text, rules: len(rs.Rules)})
 	}
 	return b.restore(ctx, r, txs)
 }
 
-// transaction is one family's iptables-restore input.
+// transaction is one family's iptables-restore input: rules to apply, or
+// (removal) ours to remove.
 type transaction struct {
-	family ipt.Family
-	text   string
-	rules  int
+	family  ipt.Family
+	mode    ipt.Mode
+	text    string
+	rules   int
+	removal bool
+}
+
+func (tx transaction) verb() string {
+	if tx.removal {
+		return "remove"
+	}
+	return "apply"
 }
 
 // restore runs the transactions: at once when the runner can start them
@@ -79,7 +89,7 @@ func (b *iptBackend) restore(ctx context.Context, r ipt.Runner, txs []transactio
 	for i, tx := range txs {
 		var err error
 		if waits[i], err = s.StartRestore(ctx, tx.family, tx.text); err != nil {
-			errs = append(errs, fmt.Errorf("apply %s rules: %w", tx.family, err))
+			errs = append(errs, fmt.Errorf("%s %s rules: %w", tx.verb(), tx.family, err))
 			break
 		}
 	}
@@ -88,7 +98,7 @@ func (b *iptBackend) restore(ctx context.Context, r ipt.Runner, txs []transactio
 			continue
 		}
 		if err := wait(); err != nil {
-			errs = append(errs, fmt.Errorf("apply %s rules: %w", txs[i].family, err))
+			errs = append(errs, fmt.Errorf("%s %s rules: %w", txs[i].verb(), txs[i].family, err))
 			continue
 		}
 		b.applied(txs[i], start)
@@ -115,7 +125,11 @@ func (s syncStarter) StartRestore(ctx context.Context, f ipt.Family, text string
 }
 
 func (b *iptBackend) applied(tx transaction, start time.Time) {
-	b.log.Info("rules applied", "family", tx.family, "backend", modeName(b.mode), "rules", tx.rules, "took", time.Since(start))
+	if tx.removal {
+		b.log.Info("rules removed", "family", tx.family, "backend", modeName(tx.mode), "took", time.Since(start))
+		return
+	}
+	b.log.Info("rules applied", "family", tx.family, "backend", modeName(tx.mode), "rules", tx.rules, "took", time.Since(start))
 }
 
 // cleanup removes every chain and rule istio-iptables owns, in every table
@@ -129,6 +143,7 @@ func (b *iptBackend) cleanup(ctx context.Context, dryRun bool) error {
 	}
 	for _, m := range modes {
 		r := b.runner(m)
+		var txs []transaction
 		for _, f := range []ipt.Family{ipt.IPv4, ipt.IPv6} {
 			cur, err := readState(ctx, r, f)
 			if err != nil {
@@ -139,13 +154,13 @@ func (b *iptBackend) cleanup(ctx context.Context, dryRun bool) error {
 				fmt.Fprintf(b.out, "# %s, iptables %s, cleanup: %s\n%s", f, modeName(m), summary(text), text)
 				continue
 			}
-			if text == "" {
-				continue
+			if text != "" {
+				txs = append(txs, transaction{family: f, mode: m, text: text, removal: true})
 			}
-			if err := r.Restore(ctx, f, text); err != nil {
-				return fmt.Errorf("remove %s rules: %w", f, err)
-			}
-			b.log.Info("rules removed", "family", f, "backend", modeName(m))
+		}
+		// The families' removals run at once, as their installs do.
+		if err := b.restore(ctx, r, txs); err != nil {
+			return err
 		}
 	}
 	return nil

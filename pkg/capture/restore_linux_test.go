@@ -106,3 +106,36 @@ func TestFamilyRestoreFailureIsReported(t *testing.T) {
 		})
 	}
 }
+
+// TestFamiliesRemovedAtOnce: the cleanup's IPv4 and IPv6 removals run at
+// once too, and leave neither family any of our chains.
+func TestFamiliesRemovedAtOnce(t *testing.T) {
+	netnstest.RequireRoot(t)
+	for _, m := range backends {
+		t.Run(string(m), func(t *testing.T) {
+			t.Parallel()
+			ns, cfg, err := runOrdered(t, m, &orderRunner{Exec: ipt.Exec{Mode: m}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &orderRunner{Exec: ipt.Exec{Mode: m}}
+			clean := *cfg
+			clean.CleanupOnly, clean.RunValidation = true, false
+			if err := Run(context.Background(), &clean, testLog(t), Env{Runner: func(ipt.Mode) ipt.Runner { return r }, Out: io.Discard}); err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"start ipv4", "start ipv6"}; len(r.events) != 4 || !slices.Equal(r.events[:2], want) {
+				t.Fatalf("removals %q: want both started before either ended", r.events)
+			}
+			for _, f := range []ipt.Family{ipt.IPv4, ipt.IPv6} {
+				for table, tbl := range save(t, ns, m, f).Tables {
+					for _, name := range tbl.Chains {
+						if slices.Contains(Ownership().Chains, name) {
+							t.Errorf("%s %s: chain %s left", f, table, name)
+						}
+					}
+				}
+			}
+		})
+	}
+}
