@@ -157,15 +157,8 @@ func TestAgentAgainstIstiod(t *testing.T) {
 	resp.Body.Close()
 
 	// SDS on the Unix socket.
-	sds := dialUnix(t, cfg.Path(config.SDSSocket))
-	sresp, err := secretv3.NewSecretDiscoveryServiceClient(sds).FetchSecrets(context.Background(),
-		&discovery.DiscoveryRequest{ResourceNames: []string{"default"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sec tlsv3.Secret
-	if err := sresp.Resources[0].UnmarshalTo(&sec); err != nil || sec.GetTlsCertificate() == nil {
-		t.Fatalf("default secret: %v %v", &sec, err)
+	if sec := defaultSecret(t, cfg); sec.GetTlsCertificate() == nil {
+		t.Fatalf("default secret: %v", sec)
 	}
 
 	// xDS through the agent's socket.
@@ -306,6 +299,23 @@ func TestAgentDialsIstiodByIP(t *testing.T) {
 	m := startMesh(t)
 	cfg, resolv := tlsPodEnv(t, m, m.tlsAddr, "ISTIOD_SAN=localhost")
 	runAgent(t, cfg, resolv)
+}
+
+// defaultSecret fetches the workload's "default" secret from the agent's
+// SDS socket.
+func defaultSecret(t *testing.T, cfg *config.Config) *tlsv3.Secret {
+	t.Helper()
+	sds := dialUnix(t, cfg.Path(config.SDSSocket))
+	resp, err := secretv3.NewSecretDiscoveryServiceClient(sds).FetchSecrets(context.Background(),
+		&discovery.DiscoveryRequest{ResourceNames: []string{"default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec tlsv3.Secret
+	if err := resp.Resources[0].UnmarshalTo(&sec); err != nil {
+		t.Fatalf("default secret: %v", err)
+	}
+	return &sec
 }
 
 // tlsPodEnv is podEnv for a proxy-less agent on istiod's TLS port at addr,

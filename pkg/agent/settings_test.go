@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"io"
@@ -12,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	secretv3 "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
 	"github.com/miekg/dns"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
@@ -31,16 +27,7 @@ func TestAgentP384Key(t *testing.T) {
 	m := startMesh(t)
 	cfg, resolv := podEnv(t, m, "DISABLE_ENVOY=true", "ECC_CURVE=P384")
 	runAgent(t, cfg, resolv)
-	sds := dialUnix(t, cfg.Path(config.SDSSocket))
-	resp, err := secretv3.NewSecretDiscoveryServiceClient(sds).FetchSecrets(context.Background(),
-		&discovery.DiscoveryRequest{ResourceNames: []string{"default"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sec tlsv3.Secret
-	if err := resp.Resources[0].UnmarshalTo(&sec); err != nil {
-		t.Fatal(err)
-	}
+	sec := defaultSecret(t, cfg)
 	chain, err := pki.ParseCertificates(sec.GetTlsCertificate().GetCertificateChain().GetInlineBytes())
 	if err != nil {
 		t.Fatal(err)
