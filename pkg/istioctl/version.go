@@ -140,8 +140,7 @@ func (mv meshVersion) write(w io.Writer, short bool, output string) error {
 		if short {
 			return fmt.Sprintf("%s version: %s\n", who, in.Version)
 		}
-		return fmt.Sprintf("%s version: version.BuildInfo{Version:%q, GitRevision:%q, GolangVersion:%q, BuildStatus:%q, GitTag:%q}\n",
-			who, in.Version, in.GitRevision, in.GolangVersion, in.BuildStatus, in.GitTag)
+		return fmt.Sprintf("%s version: %s\n", who, in.BuildInfo())
 	}
 	var b strings.Builder
 	b.WriteString(line("client", mv.Client))

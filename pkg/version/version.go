@@ -26,6 +26,12 @@ type Info struct {
 	GitTag        string `json:"tag"`
 }
 
+// BuildInfo is in written as Istio's version command writes it in full.
+func (in Info) BuildInfo() string {
+	return fmt.Sprintf("version.BuildInfo{Version:%q, GitRevision:%q, GolangVersion:%q, BuildStatus:%q, GitTag:%q}",
+		in.Version, in.GitRevision, in.GolangVersion, in.BuildStatus, in.GitTag)
+}
+
 // Get is this binary's Info: Version, and the revision Go recorded.
 func Get() Info {
 	in := Info{Version: Version, GolangVersion: runtime.Version(), BuildStatus: "Clean", GitTag: Version}
@@ -67,8 +73,7 @@ func Command(name string, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "client version: %s\n", in.Version)
 			return 0
 		}
-		fmt.Fprintf(stdout, "client version: version.BuildInfo{Version:%q, GitRevision:%q, GolangVersion:%q, BuildStatus:%q, GitTag:%q}\n",
-			in.Version, in.GitRevision, in.GolangVersion, in.BuildStatus, in.GitTag)
+		fmt.Fprintf(stdout, "client version: %s\n", in.BuildInfo())
 	case "json":
 		b, _ := json.MarshalIndent(map[string]Info{"clientVersion": in}, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
