@@ -8,6 +8,12 @@
 // -dns-load D the tool then runs D of dnsperf queries from the pod (mesh
 // names and names forwarded to an upstream it runs in the node namespace,
 // answering with TTL 0) and reads the memory during and after the load.
+//
+// -agent istio runs Istio's own pilot-agent (built by pkg/istiobin) in the
+// same pod, with the same environment, under the same istiod, so the two
+// are measured side by side. -proxy stand-in (the default) runs the agent
+// as an injected sidecar, with a stand-in for Envoy (there is no Envoy on
+// these machines); -proxy none runs it proxyless, as the lab's pods.
 package main
 
 import (
@@ -15,10 +21,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/test/e2e/lab"
 )
 
@@ -32,6 +39,9 @@ type options struct {
 	profRate int
 	tags     string
 	rest     time.Duration
+	agent    string
+	proxy    string
+	dnsSets  []string
 }
 
 func main() {
@@ -45,7 +55,11 @@ func main() {
 	flag.IntVar(&o.profRate, "memprofilerate", 0, "the agent's GODEBUG memprofilerate (bytes per heap-profile sample; 0: Go's default, 512 kB). Costs the agent memory: not for the readings")
 	flag.StringVar(&o.tags, "tags", "grpcnotrace", "build tags for the stripped pilot-agent build, the one -ship runs (the Makefile's GOTAGS)")
 	flag.DurationVar(&o.rest, "rest", 10*time.Second, "how long after the DNS load the last reading comes")
+	flag.StringVar(&o.agent, "agent", agentSkiff, "the agent measured: skiff, or istio (Istio's own pilot-agent)")
+	flag.StringVar(&o.proxy, "proxy", proxyStandIn, "stand-in: a sidecar with a stand-in for Envoy; none: proxyless")
+	sets := flag.String("dns-sets", setMixed, "comma-separated query sets for -dns-load, one dnsperf run of -dns-load each: mixed (mesh and forwarded names, TTL 0), mesh, forward (TTL 0), cached (TTL 3600)")
 	flag.Parse()
+	o.dnsSets = strings.Split(*sets, ",")
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "agentbench:", err)
 		os.Exit(1)
@@ -121,36 +135,58 @@ func run(o options) error {
 		}
 	}
 	p := m.Pods["productpage"]
-	var times []time.Duration
+	bin, err := prepareAgent(l, m, p, o)
+	if err != nil {
+		return err
+	}
+	want := "reviews.default.svc.cluster.local"
+	if o.services > 0 {
+		want = svcHost(o.services - 1)
+	}
+	var times, answering []time.Duration
 	for i := 0; i < o.runs; i++ {
-		p.Agent.Stop(5 * time.Second)
+		p.Agent.Stop(10 * time.Second)
 		gc.reset()
-		d, err := m.RestartAgent(p)
+		d, a, err := startAgent(l, m, p, want)
 		if err != nil {
 			return err
 		}
-		times = append(times, d)
+		times, answering = append(times, d), append(answering, a)
 	}
-	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	slices.Sort(times)
+	slices.Sort(answering)
 	time.Sleep(o.idle)
 	pid := p.Agent.Cmd.Process.Pid
 	mem, err := readMemory(pid)
 	if err != nil {
 		return err
 	}
+	fmt.Printf("agent: %s, proxy: %s\n", o.agent, o.proxy)
 	fmt.Printf("load average at the idle reading: %s\n", loadAverage())
-	fmt.Printf("binary (stripped): %.1f MB\n", float64(st.Size())/1e6)
+	size := st.Size()
+	if o.agent != agentSkiff {
+		if bst, err := os.Stat(bin); err == nil {
+			size = bst.Size()
+		}
+	}
+	fmt.Printf("binary (stripped): %.1f MB\n", float64(size)/1e6)
 	fmt.Printf("exec to ready, %d runs: median %s, min %s, max %s (polled every 2 ms)\n", o.runs,
 		times[len(times)/2].Round(time.Millisecond), times[0].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond))
+	fmt.Printf("exec to ready and %s answered from the pod: median %s, min %s, max %s\n", want,
+		answering[len(answering)/2].Round(time.Millisecond), answering[0].Round(time.Millisecond), answering[len(answering)-1].Round(time.Millisecond))
 	s := mem.status
 	fmt.Printf("idle RSS after %s: %.1f MB (anonymous %.1f MB, file-backed %.1f MB: the binary's pages)\n", o.idle,
 		float64(s["VmRSS"])/1024, float64(s["RssAnon"])/1024, float64(s["RssFile"])/1024)
 	if !detailed {
 		return nil
 	}
-	bin := filepath.Join(l.Bin, "pilot-agent")
-	fmt.Printf("agent binary: %s, build tags %q; services in the mesh: %d generated + the lab's\n",
-		map[bool]string{true: "as shipped (CGO_ENABLED=0, -s -w)", false: "the lab's go build"}[o.ship], o.tags, o.services)
+	if o.agent == agentSkiff {
+		fmt.Printf("agent binary: %s, build tags %q; services in the mesh: %d generated + the lab's\n",
+			map[bool]string{true: "as shipped (CGO_ENABLED=0, -s -w)", false: "the lab's go build"}[o.ship], o.tags, o.services)
+	} else {
+		fmt.Printf("agent binary: Istio's pilot-agent %s (CGO_ENABLED=0, -s -w); services in the mesh: %d generated + the lab's\n",
+			istiobin.ModuleVersion, o.services)
+	}
 	mem.print(fmt.Sprintf("idle, %s after ready", o.idle), bin)
 	printGC(gc)
 	if ms, err := memStats(l, &p.NS); err != nil {
@@ -158,10 +194,12 @@ func run(o options) error {
 	} else {
 		fmt.Printf("  MemStats (binary figures in MiB): %s\n", ms)
 	}
-	if err := pageReport(pid, bin, twin); err != nil {
-		fmt.Printf("  binary pages: %v\n", err)
+	if o.agent == agentSkiff {
+		if err := pageReport(pid, bin, twin); err != nil {
+			fmt.Printf("  binary pages: %v\n", err)
+		}
 	}
-	if o.services > 0 && !resolves(m, "productpage", svcHost(o.services-1)) {
+	if !resolves(m, "productpage", want) {
 		return fmt.Errorf("%s does not resolve from the pod", svcHost(o.services-1))
 	}
 	if o.dnsLoad > 0 {
@@ -174,6 +212,9 @@ func run(o options) error {
 		fmt.Printf("heap profile: %v\n", err)
 	} else {
 		fmt.Printf("heap profile after the readings (%s; gc=1, sampled every %s), in-use bytes:\n%s\n", path, profRate(o.profRate), indent(top))
+	}
+	if o.agent != agentSkiff {
+		return nil
 	}
 	return printParts(l, m, bin, o.services)
 }
@@ -205,8 +246,9 @@ func printParts(l *lab.Lab, m *lab.Mesh, bin string, services int) error {
 	return nil
 }
 
-// loadAndRead runs the DNS load, reading the agent's memory every 250 ms,
-// and prints the reading with the largest VmRSS, then one after -rest (10 s).
+// loadAndRead runs the DNS load, one dnsperf run per query set, reading
+// the agent's memory every 250 ms, and prints the reading with the largest
+// VmRSS, then one after -rest (10 s).
 func loadAndRead(l *lab.Lab, m *lab.Mesh, pid int, bin string, gc *gcTrace, o options) error {
 	type result struct {
 		out string
@@ -214,8 +256,16 @@ func loadAndRead(l *lab.Lab, m *lab.Mesh, pid int, bin string, gc *gcTrace, o op
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, err := dnsLoad(l, &m.Pods["productpage"].NS, o.services, o.dnsLoad)
-		done <- result{out, err}
+		var outs []string
+		for _, set := range o.dnsSets {
+			out, err := dnsLoad(l, &m.Pods["productpage"].NS, set, o.services, o.dnsLoad)
+			if err != nil {
+				done <- result{err: fmt.Errorf("query set %s: %w", set, err)}
+				return
+			}
+			outs = append(outs, fmt.Sprintf("query set %s:\n%s", set, indent(out)))
+		}
+		done <- result{out: strings.Join(outs, "\n")}
 	}()
 	var peak memory
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -235,7 +285,7 @@ wait:
 	if res.err != nil {
 		return res.err
 	}
-	fmt.Printf("DNS load, %s of dnsperf -c 8 -q 100 (load average after: %s):\n%s\n", o.dnsLoad, loadAverage(), indent(res.out))
+	fmt.Printf("DNS load, %s of dnsperf -c 8 -q 100 per query set (load average after: %s):\n%s\n", o.dnsLoad, loadAverage(), indent(res.out))
 	peak.print("under DNS load (largest VmRSS of the 250 ms readings)", bin)
 	printGC(gc)
 	time.Sleep(o.rest)

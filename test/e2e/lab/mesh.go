@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -22,6 +23,11 @@ type MeshPod struct {
 	Work  string
 	Agent *Proc
 	App   *Proc
+	// AgentBin, when set, is the pilot-agent binary RestartAgent runs
+	// instead of the lab's (Istio's own, say); AgentEnv is added to the
+	// pod's agent environment, after SKIFF_AGENT_ENV, so it wins.
+	AgentBin string
+	AgentEnv []string
 
 	agentEnv []string
 }
@@ -31,8 +37,12 @@ type MeshPod struct {
 func (m *Mesh) RestartAgent(p *MeshPod) (time.Duration, error) {
 	start := time.Now()
 	var err error
-	env := append(p.agentEnv, strings.Fields(os.Getenv("SKIFF_AGENT_ENV"))...)
-	if p.Agent, err = m.Lab.Start(p.Name+"/agent", &p.NS, 1337, p.Work, env, filepath.Join(m.Lab.Bin, "pilot-agent"), "proxy", "sidecar"); err != nil {
+	env := append(append(slices.Clip(p.agentEnv), strings.Fields(os.Getenv("SKIFF_AGENT_ENV"))...), p.AgentEnv...)
+	bin := p.AgentBin
+	if bin == "" {
+		bin = filepath.Join(m.Lab.Bin, "pilot-agent")
+	}
+	if p.Agent, err = m.Lab.Start(p.Name+"/agent", &p.NS, 1337, p.Work, env, bin, "proxy", "sidecar"); err != nil {
 		return 0, err
 	}
 	if err := waitReady(&p.NS, 20*time.Second); err != nil {

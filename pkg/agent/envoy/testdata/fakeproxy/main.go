@@ -34,6 +34,15 @@ func main() {
 	flag.String("local-address-ip-version", "", "")
 	flag.String("log-format", "", "")
 	flag.Int("concurrency", 0, "")
+	// The rest of the flags Istio's own agent passes Envoy.
+	flag.Int("file-flush-interval-msec", 0, "")
+	flag.Int("file-flush-min-size-kb", 0, "")
+	flag.Bool("allow-unknown-static-fields", false, "")
+	flag.Bool("skip-deprecated-logs", false, "")
+	flag.Bool("enable-core-dump", false, "")
+	flag.String("l", "", "")
+	flag.String("component-log-level", "", "")
+	flag.String("config-yaml", "", "")
 	flag.Parse()
 	runs := 0
 	if b, err := os.ReadFile(os.Getenv("FAKEPROXY_LOG")); err == nil {
