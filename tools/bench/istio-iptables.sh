@@ -4,6 +4,10 @@
 # processes (strace), for both iptables backends and native nftables. Run as
 # root: make bench.
 #
+# Istio's own installer (`pilot-agent istio-iptables`, built once per machine
+# by tools/istiobin/build.sh; ISTIO_AGENT=path to use another, ISTIO_AGENT=none
+# to skip it) is timed the same way, side by side, with the same flags.
+#
 # With OLD=path/to/another/istio-iptables it also times that binary against
 # BIN on native nftables, alternating one run of each (RUNS pairs), so that
 # load from other work on the machine falls on both alike; it prints the
@@ -23,19 +27,29 @@ backend_flags() {
   esac
 }
 
+ISTIO_AGENT=${ISTIO_AGENT:-}
+if [[ -z $ISTIO_AGENT ]]; then
+  ISTIO_AGENT="$(bash tools/istiobin/build.sh | sed -n 's/^istio bins: \([^ ]*\).*/\1/p' | tail -1)/pilot-agent"
+fi
+INSTALLERS=("skiff:$BIN")
+[[ $ISTIO_AGENT != none ]] && INSTALLERS+=("istio:$ISTIO_AGENT istio-iptables")
+
 for backend in native nft legacy; do
-  echo "## istio-iptables first install, backend $backend"
-  echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-  hyperfine --runs "$RUNS" --warmup 3 -N --export-json "/tmp/$NS.json" \
-    --prepare "sh -c 'ip netns del $NS 2>/dev/null; ip netns add $NS'" \
-    "$BIN --network-namespace /run/netns/$NS $(backend_flags $backend) ${FLAGS[*]}" 2>&1 | grep -E "Time|Range|Error|error"
-  jq -r '.results[0] | "median: \(.median * 1000 | . * 100 | round / 100) ms"' "/tmp/$NS.json"
-  rm -f "/tmp/$NS.json"
-  ip netns del $NS 2>/dev/null || true; ip netns add $NS
-  # shellcheck disable=SC2046
-  procs=$(strace -f -qq -e trace=execve -e signal=none "$BIN" --network-namespace /run/netns/$NS $(backend_flags $backend) "${FLAGS[@]}" 2>&1 >/dev/null | grep -c 'execve(' )
-  echo "child processes: $((procs - 1))"
-  ip netns del $NS
+  for installer in "${INSTALLERS[@]}"; do
+    name=${installer%%:*} cmd=${installer#*:}
+    echo "## $name: istio-iptables first install, backend $backend ($cmd)"
+    echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    hyperfine --runs "$RUNS" --warmup 3 -N --export-json "/tmp/$NS.json" \
+      --prepare "sh -c 'ip netns del $NS 2>/dev/null; ip netns add $NS'" \
+      "$cmd --network-namespace /run/netns/$NS $(backend_flags $backend) ${FLAGS[*]}" 2>&1 | grep -E "Time|Range|Error|error"
+    jq -r '.results[0] | "median: \(.median * 1000 | . * 100 | round / 100) ms"' "/tmp/$NS.json"
+    rm -f "/tmp/$NS.json"
+    ip netns del $NS 2>/dev/null || true; ip netns add $NS
+    # shellcheck disable=SC2046,SC2086
+    procs=$(strace -f -qq -e trace=execve -e signal=none $cmd --network-namespace /run/netns/$NS $(backend_flags $backend) "${FLAGS[@]}" 2>&1 >/dev/null | grep -c 'execve(' )
+    echo "child processes: $((procs - 1))"
+    ip netns del $NS
+  done
 done
 
 if [[ -n $OLD ]]; then
