@@ -73,7 +73,7 @@ bench-iptables: deps build ## istio-iptables first install vs one exec per rule
 	$(GO) test -run XXX -bench . -benchtime 50x ./pkg/capture/
 	BIN=$(BIN)/istio-iptables bash tools/bench/istio-iptables.sh
 
-bench-cni: deps k8s-assets ## CNI ADD latency with and without the plugin, alone and 30 at once
+bench-cni: deps k8s-assets ## CNI ADD latency with and without the plugin, alone and 30 at once, and beside Istio's own plugin
 	$(GO) test -run XXX -bench Add -benchtime 60x ./pkg/cni/
 
 bench-agent: deps build ## pilot-agent start-to-ready, binary size, idle and loaded RSS, DNS QPS, beside Istio's own agent

@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/cni"
 	"github.com/skiff-mesh/skiff/pkg/cni/podcache"
+	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/netns"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
@@ -132,16 +133,29 @@ func benchAdd(b *testing.B, chained, cached, nft bool, parallel int) {
 // that the machine's load drifts over both alike: bridge + host-local
 // alone, and with our plugin chained (pod from install-cni's cache). It
 // reports each chain's percentiles and the median of the per-pair
-// differences.
+// differences. The istio cases chain Istio's own plugin instead, built by
+// pkg/istiobin, with the same configuration: it asks the API server for
+// the pod.
 func BenchmarkAddPaired(b *testing.B) {
 	netnstest.RequireRoot(b)
-	for _, nft := range []bool{false, true} {
-		name := "podcache"
-		if nft {
-			name = "podcache+nftables"
-		}
-		b.Run(name, func(b *testing.B) {
-			n, hc := benchNodeFor(b, true, nft)
+	for _, c := range []struct {
+		name       string
+		istio, nft bool
+	}{
+		{"podcache", false, false},
+		{"podcache+nftables", false, true},
+		{"istio", true, false},
+		{"istio+nftables", true, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			n, hc := benchNodeFor(b, !c.istio, c.nft)
+			if c.istio {
+				bin, err := istiobin.BuildCNI()
+				if err != nil {
+					b.Fatal(err)
+				}
+				n.cni = libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(bin), debianPlugins}, filepath.Join(n.dir, "cache"), nil)
+			}
 			chains := [2]*libcni.NetworkConfigList{bridgeOnly(b, n.conflist), n.conflist}
 			var lat [2][]time.Duration
 			var diff []time.Duration

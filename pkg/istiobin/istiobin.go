@@ -78,6 +78,23 @@ func Build() (string, error) {
 	return buildDir, buildErr
 }
 
+// BuildCNI builds Istio's CNI plugin (tools/istiobin/build-cni.sh, a no-op
+// once built) beside the other binaries and returns its path. Only the CNI
+// benchmark uses it.
+func BuildCNI() (string, error) {
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	script := filepath.Join(filepath.Dir(Script()), "build-cni.sh")
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "ISTIO_MODULE_VERSION="+ModuleVersion, "ISTIO_CACHE="+cache, "ISTIO_BINS="+filepath.Join(cache, "bin"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build istio-cni (%s): %w\n%s", script, err, out)
+	}
+	return filepath.Join(cache, "bin", "istio-cni"), nil
+}
+
 // Dir returns the directory holding Istio's binaries, building them first
 // if needed (the first build takes many minutes: run `make istio-bins`
 // before the tests). It fails the test if the build fails, in CI and
