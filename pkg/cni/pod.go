@@ -147,7 +147,9 @@ func captureConfig(pod *Pod, proxy *Container) (*capture.Config, error) {
 	if cfg.OutboundPorts, err = annotation(pod, AnnotationIncludeOutbound, "", capture.ParsePortList); err != nil {
 		return nil, err
 	}
-	if cfg.OutboundExcludePorts, err = annotation(pod, AnnotationExcludeOutbound, "", capture.ParsePortList); err != nil {
+	// Without the annotation Istio's plugin keeps the agent's status port
+	// out of outbound capture; with it, the annotation's list alone.
+	if cfg.OutboundExcludePorts, err = annotation(pod, AnnotationExcludeOutbound, "15020", capture.ParsePortList); err != nil {
 		return nil, err
 	}
 	if cfg.ExcludeInterfaces, err = annotation(pod, AnnotationExcludeInterfaces, "", capture.ParseInterfaces); err != nil {
@@ -175,7 +177,8 @@ func captureConfig(pod *Pod, proxy *Container) (*capture.Config, error) {
 			cfg.ProxyGIDs = []uint32{uint32(*sc.RunAsGroup)}
 		}
 	}
-	if v := envValue(proxy, "ISTIO_META_DNS_CAPTURE"); strings.EqualFold(v, "true") {
+	// Read as Istio's plugin reads it: strconv.ParseBool, anything else is false.
+	if on, _ := strconv.ParseBool(envValue(proxy, "ISTIO_META_DNS_CAPTURE")); on {
 		// The pod's resolv.conf is not visible from the node: capture all of port 53, as Istio's CNI does.
 		cfg.RedirectDNS, cfg.CaptureAllDNS = true, true
 	}

@@ -71,6 +71,7 @@ func TestDecideDefaults(t *testing.T) {
 	want.OutboundCIDRs = capture.CIDRs{All: true}
 	want.InboundPorts = capture.Ports{All: true}
 	want.InboundExcludePorts = alwaysExcludedInbound
+	want.OutboundExcludePorts = []ipt.PortRange{ipt.Port(15020)} // as Istio's plugin, without the annotation
 	if diff := cmp.Diff(&want, d.Capture, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

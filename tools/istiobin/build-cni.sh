@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds Istio's own CNI plugin (cni/cmd/istio-cni) from Istio's published Go
-# module, once per machine, beside the binaries build.sh makes, for the CNI
-# benchmark's side-by-side case (pkg/cni BenchmarkAddPaired). It is not part
-# of build.sh: no test needs it.
+# module, once per machine, beside the binaries build.sh makes, for pkg/cni's
+# comparison with it (TestSameRulesAsIstiosPlugin) and the CNI benchmark's
+# side-by-side case (BenchmarkAddPaired). It is apart from build.sh, so that
+# a failure here touches no other interop test.
 #
 # It builds with Istio's own go.mod. When a module that go.mod names is
 # neither in the module cache nor served (here, on 2026-12-02:
