@@ -123,7 +123,13 @@ func TestSameRulesAsIstiosPlugin(t *testing.T) {
 		// differs names a deliberate difference of docs/cni-plugin.md: the
 		// states must then differ (the difference is logged).
 		differs string
+		// skipped: both plugins leave the pod alone; notInjected: the pod
+		// has the annotations as given, without sidecar.istio.io/status.
+		skipped, notInjected bool
 	}{
+		{name: "not injected", notInjected: true, skipped: true},
+		{name: "inject false", annotations: map[string]string{"sidecar.istio.io/inject": "false"}, skipped: true},
+		{name: "DISABLE_ENVOY", proxyEnv: []corev1.EnvVar{{Name: "DISABLE_ENVOY", Value: "true"}}, skipped: true},
 		{name: "injected"},
 		{name: "ports and ranges", annotations: map[string]string{
 			"traffic.sidecar.istio.io/excludeOutboundPorts":    "8081,9000",
@@ -159,15 +165,19 @@ func TestSameRulesAsIstiosPlugin(t *testing.T) {
 				n.cni = plugin
 				name := netnstest.UniqueName("same-")
 				pod := netnstest.New(t)
-				createPod(t, name, injected(tc.annotations), tc.proxyEnv...)
+				annotations := injected(tc.annotations)
+				if tc.notInjected {
+					annotations = tc.annotations
+				}
+				createPod(t, name, annotations, tc.proxyEnv...)
 				res, err := n.add(t, pod, name)
 				if err != nil {
 					t.Fatalf("ADD with %s: %v", []string{"Skiff's plugin", "Istio's plugin"}[i], err)
 				}
 				states[i] = readPodState(t, pod, podIP(t, res).String())
 			}
-			if !strings.Contains(states[0].String(), "15001") {
-				t.Fatalf("Skiff's plugin left no redirect to 15001:\n%s", states[0])
+			if got := strings.Contains(states[0].String(), "15001"); got == tc.skipped {
+				t.Fatalf("Skiff's plugin redirects to 15001: %v, want %v:\n%s", got, !tc.skipped, states[0])
 			}
 			dropProbeArtefacts(t, states[1], states[0])
 			if guarded := nfprotoGuard.ReplaceAllString(states[0].rest, "$1"); guarded != states[0].rest {
