@@ -1,107 +1,26 @@
 package cni_test
 
 import (
-	"fmt"
-	"maps"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/libcni"
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/skiff-mesh/skiff/pkg/capture/capturetest"
 	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 )
 
-var (
-	saveComment = regexp.MustCompile(`(?m)^#.*\n`)
-	counters    = regexp.MustCompile(` \[\d+:\d+\]`)
-	ruleComment = regexp.MustCompile(` -m comment --comment ("[^"]*"|\S+)`)
-	nftCounters = regexp.MustCompile(`counter packets \d+ bytes \d+ ?| comment "[^"]*"`)
-	// nfprotoGuard is the family guard Skiff's native rules carry with
-	// IPv6 off: the documented difference "IPv6 off leaves IPv6 alone" of
-	// docs/istio-iptables.md (Istio's rules catch IPv6 too).
-	nfprotoGuard = regexp.MustCompile(`(?m)^(\t\t)meta nfproto ipv4 `)
-)
+// nfprotoGuard is the family guard Skiff's native rules carry with IPv6
+// off: the documented difference "IPv6 off leaves IPv6 alone" of
+// docs/istio-iptables.md (Istio's rules catch IPv6 too).
+var nfprotoGuard = regexp.MustCompile(`(?m)^(\t\t)meta nfproto ipv4 `)
 
-// saves are the iptables-save commands of both backends and families.
-var saves = []string{"iptables-nft-save", "ip6tables-nft-save", "iptables-legacy-save", "ip6tables-legacy-save"}
-
-// podState is what a plugin leaves in a pod's namespace that capture
-// depends on: each save command's tables (no comments or counters), then
-// the routing rules and tables and the istio-proxy-* tables of native
-// nftables, with the pod's own address written as POD.
-type podState struct {
-	tables map[string]map[string]string
-	rest   string
-}
-
-func readPodState(t *testing.T, pod *netnstest.NS, ip string) podState {
-	t.Helper()
-	st := podState{tables: map[string]map[string]string{}}
-	for _, save := range saves {
-		out := counters.ReplaceAllString(saveComment.ReplaceAllString(pod.Exec(t, save), ""), "")
-		st.tables[save] = map[string]string{}
-		var name string
-		for _, line := range strings.SplitAfter(ruleComment.ReplaceAllString(out, ""), "\n") {
-			if n, ok := strings.CutPrefix(line, "*"); ok {
-				name = strings.TrimSpace(n)
-			} else if line != "" && name != "" {
-				st.tables[save][name] += line
-			}
-		}
-	}
-	var b strings.Builder
-	for _, args := range [][]string{{"-4", "rule", "show"}, {"-6", "rule", "show"}, {"-4", "route", "show", "table", "all"}} {
-		fmt.Fprintf(&b, "== ip %s\n%s", strings.Join(args, " "), pod.Exec(t, "ip", args...))
-	}
-	for _, line := range strings.Split(pod.Exec(t, "nft", "list", "tables"), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && strings.HasPrefix(f[2], "istio-proxy-") {
-			fmt.Fprintf(&b, "== nft list table %s %s\n%s", f[1], f[2], nftCounters.ReplaceAllString(pod.Exec(t, "nft", "list", "table", f[1], f[2]), ""))
-		}
-	}
-	st.rest = strings.ReplaceAll(b.String(), ip, "POD")
-	return st
-}
-
-func (st podState) String() string {
-	var b strings.Builder
-	for _, save := range saves {
-		fmt.Fprintf(&b, "== %s\n", save)
-		for _, name := range slices.Sorted(maps.Keys(st.tables[save])) {
-			fmt.Fprintf(&b, "*%s\n%s", name, st.tables[save][name])
-		}
-	}
-	return b.String() + st.rest
-}
-
-// dropProbeArtefacts removes from Istio's state the tables that declare
-// chains and nothing else and that Skiff's state lacks: Istio's backend
-// detection lists tables with iptables commands, which creates them (the
-// documented difference "Backend detection has no side effects" of
-// docs/istio-iptables.md). Each is logged.
-func dropProbeArtefacts(t *testing.T, istio, skiff podState) {
-	t.Helper()
-	for _, save := range saves {
-		for name, body := range istio.tables[save] {
-			if _, ok := skiff.tables[save][name]; ok {
-				continue
-			}
-			empty := true
-			for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
-				empty = empty && (strings.HasPrefix(line, ":") || line == "COMMIT")
-			}
-			if empty {
-				t.Logf("Istio's plugin left an empty %s table in %s; Skiff's does not", name, save)
-				delete(istio.tables[save], name)
-			}
-		}
-	}
-}
+// linkLocal is the pod's IPv6 link-local address, made from its random MAC.
+var linkLocal = regexp.MustCompile(`fe80::[0-9a-f:]+[0-9a-f]`)
 
 // TestSameRulesAsIstiosPlugin runs Istio 1.31's own CNI plugin (built by
 // pkg/istiobin) and Skiff's, each chained after bridge and host-local with
@@ -160,7 +79,7 @@ func TestSameRulesAsIstiosPlugin(t *testing.T) {
 			n := newNode(t, tc.config)
 			skiff := n.cni
 			istio := libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(bin), debianPlugins}, filepath.Join(n.dir, "cache"), nil)
-			var states [2]podState
+			var states [2]capturetest.State
 			for i, plugin := range []*libcni.CNIConfig{skiff, istio} {
 				n.cni = plugin
 				name := netnstest.UniqueName("same-")
@@ -174,28 +93,22 @@ func TestSameRulesAsIstiosPlugin(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ADD with %s: %v", []string{"Skiff's plugin", "Istio's plugin"}[i], err)
 				}
-				states[i] = readPodState(t, pod, podIP(t, res).String())
+				states[i] = capturetest.Read(t, pod)
+				states[i].Replace(podIP(t, res).String(), "POD")
+				states[i].Rest = linkLocal.ReplaceAllString(states[i].Rest, "LINK")
 			}
 			if got := strings.Contains(states[0].String(), "15001"); got == tc.skipped {
 				t.Fatalf("Skiff's plugin redirects to 15001: %v, want %v:\n%s", got, !tc.skipped, states[0])
 			}
-			dropProbeArtefacts(t, states[1], states[0])
-			if guarded := nfprotoGuard.ReplaceAllString(states[0].rest, "$1"); guarded != states[0].rest {
-				if strings.Contains(states[1].rest, "ip6 ") {
-					t.Errorf("Skiff's dual-stack rules carry a family guard:\n%s", states[0].rest)
+			capturetest.DropProbeArtefacts(t, states[1], states[0])
+			if guarded := nfprotoGuard.ReplaceAllString(states[0].Rest, "$1"); guarded != states[0].Rest {
+				if strings.Contains(states[1].Rest, "ip6 ") {
+					t.Errorf("Skiff's dual-stack rules carry a family guard:\n%s", states[0].Rest)
 				}
 				t.Log("Skiff's native rules carry the IPv4 guard of IPv6 off (a documented difference); compared without it")
-				states[0].rest = guarded
+				states[0].Rest = guarded
 			}
-			d := cmp.Diff(states[1].String(), states[0].String())
-			switch {
-			case tc.differs == "" && d != "":
-				t.Errorf("kernel state differs (-Istio's plugin +Skiff's):\n%s", d)
-			case tc.differs != "" && d == "":
-				t.Errorf("documented difference %q is gone: the kernel state is Istio's", tc.differs)
-			case tc.differs != "":
-				t.Logf("deliberate difference (%s) (-Istio's plugin +Skiff's):\n%s", tc.differs, d)
-			}
+			capturetest.Compare(t, states[1], states[0], tc.differs)
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/skiff-mesh/skiff/pkg/capture/capturetest"
 	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 )
@@ -45,9 +46,9 @@ func TestIPTablesCrossCleanup(t *testing.T) {
 					run(cross, remover, cleanup...)
 					run(self, remover, args...)
 					run(self, remover, cleanup...)
-					got, want := kernelState(t, cross), kernelState(t, self)
+					got, want := capturetest.Read(t, cross), capturetest.Read(t, self)
 					if installer == "istio" {
-						dropProbeArtefacts(t, got, want)
+						capturetest.DropProbeArtefacts(t, got, want)
 					}
 					s := got.String()
 					if strings.Contains(s, "ISTIO") || strings.Contains(s, "istio-proxy") {

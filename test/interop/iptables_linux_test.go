@@ -2,17 +2,14 @@ package interop
 
 import (
 	"fmt"
-	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
+	"github.com/skiff-mesh/skiff/pkg/capture/capturetest"
 	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 )
@@ -143,108 +140,6 @@ func runIn(t *testing.T, ns *netnstest.NS, env []string, name string, args ...st
 	return string(out)
 }
 
-var (
-	saveComment = regexp.MustCompile(`(?m)^#.*\n`)
-	counters    = regexp.MustCompile(` ?\[\d+:\d+\]`)
-	ruleComment = regexp.MustCompile(` -m comment --comment ("[^"]*"|\S+)`)
-	nftCounters = regexp.MustCompile(`counter packets \d+ bytes \d+ ?| comment "[^"]*"`)
-)
-
-// saves are the iptables-save commands of both backends and families.
-var saves = []string{"iptables-nft-save", "ip6tables-nft-save", "iptables-legacy-save", "ip6tables-legacy-save"}
-
-// kernel is everything istio-iptables may change in a namespace, normalised.
-type kernel struct {
-	// tables maps a save command and a table name to the table's lines
-	// (no counters, comments or timestamps) in iptables-save's order.
-	tables map[string]map[string]string
-	// ip is policy routing, routes and loopback addresses.
-	ip string
-}
-
-// String renders k with the tables of each save in name order (the order
-// iptables-legacy-save prints them in is the order they were created).
-func (k kernel) String() string {
-	var b strings.Builder
-	for _, save := range saves {
-		fmt.Fprintf(&b, "== %s\n", save)
-		names := slices.Sorted(maps.Keys(k.tables[save]))
-		for _, name := range names {
-			fmt.Fprintf(&b, "*%s\n%s", name, k.tables[save][name])
-		}
-	}
-	return b.String() + k.ip
-}
-
-// kernelState reads k from ns.
-func kernelState(t *testing.T, ns *netnstest.NS) kernel {
-	t.Helper()
-	k := kernel{tables: map[string]map[string]string{}}
-	for _, save := range saves {
-		out := ns.Exec(t, save)
-		out = saveComment.ReplaceAllString(out, "")
-		out = counters.ReplaceAllString(out, "")
-		out = ruleComment.ReplaceAllString(out, "")
-		k.tables[save] = map[string]string{}
-		var name string
-		for _, line := range strings.SplitAfter(out, "\n") {
-			if n, ok := strings.CutPrefix(line, "*"); ok {
-				name = strings.TrimSpace(n)
-				continue
-			}
-			if line != "" && name != "" {
-				k.tables[save][name] += line
-			}
-		}
-	}
-	var b strings.Builder
-	for _, args := range [][]string{
-		{"-4", "rule", "show"}, {"-6", "rule", "show"},
-		{"-4", "route", "show", "table", "all"}, {"-6", "route", "show", "table", "all"},
-		{"-o", "addr", "show", "dev", "lo"},
-	} {
-		fmt.Fprintf(&b, "== ip %s\n%s", strings.Join(args, " "), ns.Exec(t, "ip", args...))
-	}
-	// Native nftables tables named istio-proxy-* (neither run should make
-	// any here), without counters.
-	for _, line := range strings.Split(ns.Exec(t, "nft", "list", "tables"), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && strings.HasPrefix(f[2], "istio-proxy-") {
-			out := nftCounters.ReplaceAllString(ns.Exec(t, "nft", "list", "table", f[1], f[2]), "")
-			fmt.Fprintf(&b, "== nft list table %s %s\n%s", f[1], f[2], out)
-		}
-	}
-	k.ip = b.String()
-	return k
-}
-
-// emptyTable reports whether a table's lines declare chains and nothing else.
-func emptyTable(body string) bool {
-	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
-		if !strings.HasPrefix(line, ":") && line != "COMMIT" {
-			return false
-		}
-	}
-	return true
-}
-
-// dropProbeArtefacts removes from Istio's state the empty tables (no rule,
-// no chain of ours) that Skiff's state does not have: Istio's backend
-// detection lists tables with iptables commands, which create them in
-// every backend and family it asks, whatever it then programs. That is a
-// documented behaviour difference (docs/istio-iptables.md, "Backend
-// detection has no side effects"); each is logged rather than compared.
-func dropProbeArtefacts(t *testing.T, istio, skiff kernel) {
-	t.Helper()
-	for _, save := range saves {
-		for name, body := range istio.tables[save] {
-			if _, ok := skiff.tables[save][name]; !ok && emptyTable(body) {
-				t.Logf("Istio left an empty %s table in %s; Skiff does not", name, save)
-				delete(istio.tables[save], name)
-			}
-		}
-	}
-}
-
 // TestIPTablesSameKernelState runs Skiff's istio-iptables and Istio's
 // (`pilot-agent istio-iptables`) with the same flags and environment in
 // two fresh namespaces with the same addresses and resolv.conf, once per
@@ -264,17 +159,9 @@ func TestIPTablesSameKernelState(t *testing.T) {
 				mine, theirs := podNS(t, rc), podNS(t, rc)
 				runIn(t, mine, env, skiffIPT, splitArgs(rc.args)...)
 				runIn(t, theirs, env, istioAgent, append([]string{"istio-iptables"}, splitArgs(rc.args)...)...)
-				got, want := kernelState(t, mine), kernelState(t, theirs)
-				dropProbeArtefacts(t, want, got)
-				diff := cmp.Diff(want.String(), got.String())
-				switch {
-				case rc.differs == "" && diff != "":
-					t.Errorf("kernel state differs from Istio's (-istio +skiff):\n%s", diff)
-				case rc.differs != "" && diff == "":
-					t.Errorf("documented difference %q is gone: kernel state is Istio's", rc.differs)
-				case rc.differs != "":
-					t.Logf("deliberate difference (%s) (-istio +skiff):\n%s", rc.differs, diff)
-				}
+				got, want := capturetest.Read(t, mine), capturetest.Read(t, theirs)
+				capturetest.DropProbeArtefacts(t, want, got)
+				capturetest.Compare(t, want, got, rc.differs)
 			})
 		}
 	}
