@@ -84,8 +84,15 @@ func Start(t testing.TB) *Env {
 // or kube-apiserver binds it (packages run at once).
 const startAttempts = 3
 
+// DefaultServiceCIDR is the cluster IP range StartEnv gives the API server.
+const DefaultServiceCIDR = "10.0.0.0/24"
+
 // StartEnv runs etcd and kube-apiserver; the caller must Stop it (for TestMain).
-func StartEnv() (*Env, error) {
+func StartEnv() (*Env, error) { return StartEnvWith(DefaultServiceCIDR) }
+
+// StartEnvWith is StartEnv with another cluster IP range (a /12 holds
+// the thousands of Services of a benchmark).
+func StartEnvWith(serviceCIDR string) (*Env, error) {
 	assets, err := AssetsDir()
 	if err != nil {
 		return nil, err
@@ -97,7 +104,7 @@ func StartEnv() (*Env, error) {
 			return nil, err
 		}
 		env := &Env{Dir: dir}
-		if err := env.start(assets); err != nil {
+		if err := env.start(assets, serviceCIDR); err != nil {
 			env.Stop()
 			errs = append(errs, err)
 			continue
@@ -116,7 +123,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func (e *Env) start(assets string) error {
+func (e *Env) start(assets, serviceCIDR string) error {
 	var ports [3]int
 	for i := range ports {
 		p, err := freePort()
@@ -151,7 +158,7 @@ func (e *Env) start(assets string) error {
 		"--service-account-issuer="+e.URL, "--api-audiences="+e.URL+",istio-ca",
 		"--service-account-key-file="+filepath.Join(e.Dir, "sa.pub"),
 		"--service-account-signing-key-file="+filepath.Join(e.Dir, "sa.key"),
-		"--service-cluster-ip-range=10.0.0.0/24", "--authorization-mode=RBAC",
+		"--service-cluster-ip-range="+serviceCIDR, "--authorization-mode=RBAC",
 		"--token-auth-file="+filepath.Join(e.Dir, "tokens.csv"),
 		"--endpoint-reconciler-type=none", "--disable-admission-plugins=ServiceAccount",
 		"--enable-priority-and-fairness=false", "--v=0"); err != nil {

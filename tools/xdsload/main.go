@@ -4,6 +4,10 @@
 // while sampling istiod's RSS and CPU.
 //
 //	go run ./tools/xdsload --istiod bin/istiod --services 1000 --clients 1000
+//
+// The mesh is a directory Skiff's istiod watches (--source files), or a local
+// kube-apiserver (--source kube), on which --control-plane istio runs Istio
+// 1.31's own pilot-discovery instead, side by side.
 package main
 
 import (
@@ -23,6 +27,8 @@ import (
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.istiod, "istiod", "bin/istiod", "istiod binary")
+	flag.StringVar(&cfg.controlPlane, "control-plane", planeSkiff, "skiff: --istiod; istio: Istio 1.31's own pilot-discovery, built by pkg/istiobin (needs --source kube and --tls=false)")
+	flag.StringVar(&cfg.source, "source", sourceFiles, "where the mesh lives: files (a directory Skiff's istiod watches) or kube (a local kube-apiserver, as in a cluster)")
 	flag.IntVar(&cfg.services, "services", 1000, "services in the mesh")
 	flag.IntVar(&cfg.endpoints, "endpoints", 5, "endpoints per service")
 	clients := flag.String("clients", "1000", "connected sidecar clients; a comma-separated list (250,1000,4000) runs istiod once per count and adds a scaling table")

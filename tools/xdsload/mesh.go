@@ -19,7 +19,7 @@ func clusterName(i int) string { return "outbound|8080||" + svcHost(i) }
 // one EndpointSlice file per service (so an endpoint change rewrites one
 // small file), VirtualServices splitting every tenth service 90/10, and
 // DestinationRules with a load-balancer policy for every fifth.
-func writeMesh(dir string, n, m int) error {
+func writeMesh(st store, n, m int) error {
 	var svcs, vss, drs strings.Builder
 	for i := range n {
 		fmt.Fprintf(&svcs, `---
@@ -56,13 +56,16 @@ spec:
   trafficPolicy: {loadBalancer: {simple: LEAST_REQUEST}}
 `, svcName(i), benchNS, svcHost(i))
 		}
-		if err := writeSlice(dir, i, m, 0); err != nil {
+		if err := writeSlice(st, i, m, 0); err != nil {
 			return err
 		}
 	}
-	for name, b := range map[string]*strings.Builder{"services.yaml": &svcs, "virtualservices.yaml": &vss, "destinationrules.yaml": &drs} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
+	for _, f := range []struct {
+		name string
+		b    *strings.Builder
+	}{{"services.yaml", &svcs}, {"virtualservices.yaml", &vss}, {"destinationrules.yaml", &drs}} {
+		if err := st.put(f.name, f.b.String()); err != nil {
+			return fmt.Errorf("write %s: %w", f.name, err)
 		}
 	}
 	return nil
@@ -70,7 +73,7 @@ spec:
 
 // writeSlice (re)writes service i's EndpointSlice; a different gen (mod
 // 100) gives different addresses, so each rewrite is a real change.
-func writeSlice(dir string, i, m, gen int) error {
+func writeSlice(st store, i, m, gen int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -82,7 +85,7 @@ endpoints:
 	for j := range m {
 		fmt.Fprintf(&b, "- {addresses: [\"10.%d.%d.%d\"]}\n", 128+gen%100, i%250, (i/250)*m+j+1)
 	}
-	return replaceFile(filepath.Join(dir, "slices", svcName(i)+".yaml"), b.String())
+	return st.put(filepath.Join("slices", svcName(i)+".yaml"), b.String())
 }
 
 // replaceFile writes aside and renames, as editors and kubectl-like tools do.
@@ -99,9 +102,9 @@ func replaceFile(path, content string) error {
 
 // writeNewService adds a service without endpoints, with an HTTP and a TCP
 // port: CDS, LDS (the TCP port's listener) and RDS change for every client.
-func writeNewService(dir string, k int) error {
+func writeNewService(st store, k int) error {
 	name := fmt.Sprintf("new-%d", k)
-	return replaceFile(filepath.Join(dir, name+".yaml"), fmt.Sprintf(`apiVersion: v1
+	return st.put(name+".yaml", fmt.Sprintf(`apiVersion: v1
 kind: Service
 metadata: {name: %s, namespace: %s}
 spec:

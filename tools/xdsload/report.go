@@ -31,8 +31,8 @@ func (r *results) print(w io.Writer, cfg config) {
 	if cfg.ndsOnADS {
 		kind += " (the NameTable on the ADS stream, as the agents do)"
 	}
-	fmt.Fprintf(w, "istiod xDS load: %d services x %d endpoints, %d %s clients on %d gRPC connections on loopback, EDS debounce %t, push concurrency %d; load average (1, 5, 15 min) before %.2f %.2f %.2f, after %.2f %.2f %.2f\n\n",
-		cfg.services, cfg.endpoints, r.clients, kind, r.conns, cfg.edsDebounce, cfg.pushConcurrency,
+	fmt.Fprintf(w, "istiod xDS load (control plane %s, mesh from %s, TLS %t): %d services x %d endpoints, %d %s clients on %d gRPC connections on loopback, EDS debounce %t, push concurrency %d; load average (1, 5, 15 min) before %.2f %.2f %.2f, after %.2f %.2f %.2f\n\n",
+		cfg.controlPlane, cfg.source, cfg.tls, cfg.services, cfg.endpoints, r.clients, kind, r.conns, cfg.edsDebounce, cfg.pushConcurrency,
 		r.load0[0], r.load0[1], r.load0[2], r.load[0], r.load[1], r.load[2])
 	if len(cfg.args) > 0 {
 		fmt.Fprintf(w, "istiod flags added: %s\n\n", strings.Join(cfg.args, " "))

@@ -8,10 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 type config struct {
 	istiod                       string
+	controlPlane, source         string
 	services, endpoints, clients int
 	streamsPerConn               int
 	env                          []string // added to istiod's environment
@@ -74,55 +73,12 @@ func freeAddr() (string, error) {
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
-	dir, err := os.MkdirTemp("", "xdsload-")
+	cp, err := startControlPlane(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	if err := writeMesh(dir, cfg.services, cfg.endpoints); err != nil {
-		return nil, err
-	}
-	grpcAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	monAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	debugAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	bin, err := filepath.Abs(cfg.istiod)
-	if err != nil {
-		return nil, err
-	}
-	secureAddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	work, err := os.MkdirTemp("", "xdsload-istiod-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
-	cmd := exec.CommandContext(ctx, bin, "--config-dir", dir, "--grpcAddr", grpcAddr, "--monitoringAddr", monAddr,
-		"--secureGRPCAddr", secureAddr, "--webhookAddr", "",
-		"--httpAddr", debugAddr, "--log-level", cfg.logLevel, "--eds-debounce="+strconv.FormatBool(cfg.edsDebounce), "--push-concurrency", strconv.Itoa(cfg.pushConcurrency))
-	cmd.Args = append(cmd.Args, cfg.args...)
-	cmd.Stderr = os.Stderr
-	cmd.Env = append(os.Environ(), cfg.env...)
-	cmd.Dir = work // istiod's relative default paths (the CA's files) land here
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start istiod: %w", err)
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	pid := cmd.Process.Pid
-	if err := waitReady(ctx, "http://"+monAddr+"/ready"); err != nil {
-		return nil, err
-	}
-	log.Info("istiod ready", "pid", pid, "services", cfg.services, "debug", debugAddr)
+	defer cp.close()
+	pid, mesh := cp.pid, cp.mesh
 
 	edsNames := make([]string, cfg.services)
 	for i := range edsNames {
@@ -138,12 +94,15 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	res.baseRSS, _, _ = memory(pid)
 	cpu0, _ := cpuTime(pid)
 	start := time.Now()
-	addr, creds := grpcAddr, insecure.NewCredentials()
+	addr, creds := cp.grpcAddr, insecure.NewCredentials()
 	if cfg.tls {
-		if creds, err = sidecarTLS(filepath.Join(work, "var/lib/istio/ca")); err != nil {
+		if cfg.controlPlane != planeSkiff || cfg.source != sourceFiles {
+			return nil, fmt.Errorf("--tls: the workload certificate is signed with the CA files Skiff's istiod writes with --source %s; run --control-plane %s --source %s with --tls=false", sourceFiles, cfg.controlPlane, cfg.source)
+		}
+		if creds, err = sidecarTLS(filepath.Join(cp.work, "var/lib/istio/ca")); err != nil {
 			return nil, err
 		}
-		addr = secureAddr
+		addr = cp.secureAddr
 	}
 	clients := make([]*client, cfg.clients)
 	var conns []*grpc.ClientConn
@@ -206,17 +165,17 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	epc := &phase{name: "endpoint change (EDS to every subscriber), until received"}
 	for k := range cfg.fullPushes {
 		err := timed(ctx, pid, full, clients, []int{cds, eds, lds, rds}, cfg.timeout, func() error {
-			if err := writeNewService(dir, k); err != nil {
+			if err := writeNewService(mesh, k); err != nil {
 				return err
 			}
-			return writeSlice(dir, cfg.services-1, cfg.endpoints, 60+k%40)
+			return writeSlice(mesh, cfg.services-1, cfg.endpoints, 60+k%40)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("full push %d: %w", k, err)
 		}
 		time.Sleep(300 * time.Millisecond)
 		err = timed(ctx, pid, vs, clients, []int{rds}, cfg.timeout, func() error {
-			return replaceFile(dir+"/virtualservices-extra.yaml", fmt.Sprintf(`apiVersion: networking.istio.io/v1
+			return mesh.put("virtualservices-extra.yaml", fmt.Sprintf(`apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {name: extra, namespace: %s}
 spec:
@@ -232,7 +191,7 @@ spec:
 	for k := range cfg.edsChanges {
 		i := (k * 37) % cfg.services
 		if err := timed(ctx, pid, epc, clients, []int{eds}, cfg.timeout, func() error {
-			return writeSlice(dir, i, cfg.endpoints, k+1)
+			return writeSlice(mesh, i, cfg.endpoints, k+1)
 		}); err != nil {
 			return nil, fmt.Errorf("endpoint change %d: %w", k, err)
 		}
@@ -249,7 +208,7 @@ spec:
 		}
 		res.restRSS, _, _ = memory(pid)
 		if cfg.profiles != "" {
-			if err := saveProfiles(ctx, "http://"+debugAddr, cfg.profiles, cfg.clients); err != nil {
+			if err := saveProfiles(ctx, "http://"+cp.debugAddr, cfg.profiles, cfg.clients); err != nil {
 				return nil, err
 			}
 		}
