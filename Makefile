@@ -38,7 +38,6 @@ k8s-assets: ## build kube-apiserver and etcd once per machine, cached outside th
 
 istio-bins: deps ## build Istio 1.31's pilot-agent, pilot-discovery, istioctl and CNI plugin from its Go module once per machine, cached outside the repo, for the interop tests (first time: 10-20 min)
 	bash tools/istiobin/build.sh
-	bash tools/istiobin/build-cni.sh
 
 interop: deps k8s-assets istio-bins ## Skiff's binaries against Istio 1.31's own (test/interop)
 	$(GO) test -count=1 ./test/interop/

@@ -150,10 +150,7 @@ func BenchmarkAddPaired(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			n, hc := benchNodeFor(b, !c.istio, c.nft)
 			if c.istio {
-				bin, err := istiobin.BuildCNI()
-				if err != nil {
-					b.Fatal(err)
-				}
+				bin := istiobin.Path(b, istiobin.IstioCNI)
 				n.cni = libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(bin), debianPlugins}, filepath.Join(n.dir, "cache"), nil)
 			}
 			chains := [2]*libcni.NetworkConfigList{bridgeOnly(b, n.conflist), n.conflist}

@@ -30,10 +30,7 @@ var linkLocal = regexp.MustCompile(`fe80::[0-9a-f:]+[0-9a-f]`)
 // of native nftables.
 func TestSameRulesAsIstiosPlugin(t *testing.T) {
 	netnstest.RequireRoot(t)
-	bin, err := istiobin.BuildCNI()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := istiobin.Path(t, istiobin.IstioCNI)
 	for _, tc := range []struct {
 		name        string
 		config      map[string]any
@@ -117,10 +114,7 @@ func TestSameRulesAsIstiosPlugin(t *testing.T) {
 // Istio's plugin refuses fails its ADD with Skiff's plugin too.
 func TestBadAnnotationRefusedAsIstiosPlugin(t *testing.T) {
 	netnstest.RequireRoot(t)
-	bin, err := istiobin.BuildCNI()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := istiobin.Path(t, istiobin.IstioCNI)
 	for _, a := range []map[string]string{
 		{"traffic.sidecar.istio.io/excludeOutboundPorts": "80,http"},
 		{"traffic.sidecar.istio.io/includeOutboundIPRanges": "10.0.0.0/33"},

@@ -1,5 +1,5 @@
 // Package istiobin finds Istio's own binaries (pilot-agent, pilot-discovery,
-// istioctl) and Istio's module directory for interop tests. The binaries are
+// istioctl, istio-cni) and Istio's module directory for interop tests. The binaries are
 // built from Istio's published Go module once per machine by
 // tools/istiobin/build.sh (`make istio-bins`) into a cache outside the repo;
 // the project's go.mod never requires istio.io/istio.
@@ -26,6 +26,7 @@ const (
 	PilotAgent     = "pilot-agent"
 	PilotDiscovery = "pilot-discovery"
 	Istioctl       = "istioctl"
+	IstioCNI       = "istio-cni" // Istio's CNI plugin (cni/cmd/istio-cni)
 )
 
 // CacheDir is where the build keeps its copy of Istio's module and the
@@ -78,23 +79,6 @@ func Build() (string, error) {
 	return buildDir, buildErr
 }
 
-// BuildCNI builds Istio's CNI plugin (tools/istiobin/build-cni.sh, a no-op
-// once built) beside the other binaries and returns its path. Only the CNI
-// benchmark uses it.
-func BuildCNI() (string, error) {
-	cache, err := CacheDir()
-	if err != nil {
-		return "", err
-	}
-	script := filepath.Join(filepath.Dir(Script()), "build-cni.sh")
-	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "ISTIO_MODULE_VERSION="+ModuleVersion, "ISTIO_CACHE="+cache, "ISTIO_BINS="+filepath.Join(cache, "bin"))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build istio-cni (%s): %w\n%s", script, err, out)
-	}
-	return filepath.Join(cache, "bin", "istio-cni"), nil
-}
-
 // Dir returns the directory holding Istio's binaries, building them first
 // if needed (the first build takes many minutes: run `make istio-bins`
 // before the tests). It fails the test if the build fails, in CI and
@@ -109,7 +93,7 @@ func Dir(t testing.TB) string {
 }
 
 // Path returns the path of one of Istio's binaries (PilotAgent,
-// PilotDiscovery, Istioctl).
+// PilotDiscovery, Istioctl, IstioCNI).
 func Path(t testing.TB, name string) string {
 	t.Helper()
 	p := filepath.Join(Dir(t), name)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds Istio's own binaries (pilot-agent, pilot-discovery, istioctl) from
+# Builds Istio's own binaries (pilot-agent, pilot-discovery, istioctl, istio-cni) from
 # Istio's published Go module, once per machine, into a cache outside the repo
 # (ISTIO_BINS, default ~/.cache/skiff/istio/$VERSION/bin), for the interop tests
 # in test/interop. The project's go.mod never requires istio.io/istio: the build
@@ -13,7 +13,7 @@ set -euo pipefail
 VERSION=${ISTIO_MODULE_VERSION:-v0.0.0-20260827124520-eed52ebb66ad}
 CACHE=${ISTIO_CACHE:-$HOME/.cache/skiff/istio/$VERSION}
 OUT=${ISTIO_BINS:-$CACHE/bin}
-CMDS="pilot/cmd/pilot-agent pilot/cmd/pilot-discovery istioctl/cmd/istioctl"
+CMDS="pilot/cmd/pilot-agent pilot/cmd/pilot-discovery istioctl/cmd/istioctl cni/cmd/istio-cni"
 GOVERSION=$(go env GOVERSION)
 STAMP="istio.io/istio@$VERSION $GOVERSION CGO_ENABLED=0 $CMDS"
 
