@@ -46,7 +46,9 @@ test: deps k8s-assets istio-bins ## run every test, privileged ones included (ru
 	@[ "$$(id -u)" = 0 ] || echo "warning: not root: privileged tests will skip"
 	$(GO) vet ./...
 	GOOS=darwin $(GO) build ./pkg/... ./cmd/...
+	bash tools/hostcheck/check.sh "before the tests"
 	$(GO) test -count=1 ./...
+	bash tools/hostcheck/check.sh "after the tests"
 
 lint: ## gofmt, go vet, and one slog key for errors ("err")
 	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }

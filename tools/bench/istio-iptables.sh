@@ -9,7 +9,7 @@
 # to skip it) is timed the same way, side by side, with the same flags. Istio
 # 1.31 does not apply --network-namespace outside CNI mode: it programs the
 # namespace it runs in. So it runs under `ip netns exec`, and the script
-# stops if the host namespace ever holds an ISTIO chain or istio-proxy table.
+# stops if the host namespace ever holds capture (tools/hostcheck).
 #
 # With OLD=path/to/another/istio-iptables it also times that binary against
 # BIN on native nftables, alternating one run of each (RUNS pairs), so that
@@ -46,16 +46,8 @@ fi
 # installer stops with "no valid local IP address found" without one).
 PREPARE="ip netns del $NS 2>/dev/null; ip netns add $NS && ip -n $NS link add eth0 type veth peer name eth0p && ip -n $NS addr add 10.1.2.3/24 dev eth0 && ip -n $NS link set eth0 up && ip -n $NS link set lo up"
 
-# host_clean fails when the host's own namespace holds capture rules.
-host_clean() {
-  local host
-  host=$({ iptables-legacy-save; iptables-nft-save; ip6tables-legacy-save; ip6tables-nft-save; nft list tables; } 2>/dev/null)
-  if [[ $host == *ISTIO* || $host == *istio-proxy* ]]; then
-    echo "error: the host namespace holds capture rules after $1; remove them (istio-iptables --cleanup-iptables)" >&2
-    exit 1
-  fi
-}
-host_clean "nothing yet"
+host_clean() { bash tools/hostcheck/check.sh "$1"; }
+host_clean "before the benchmark"
 
 for backend in native nft legacy; do
   for installer in "${INSTALLERS[@]}"; do
@@ -77,7 +69,7 @@ for backend in native nft legacy; do
     [[ $rules == *ISTIO_OUTPUT* || $rules == *istio-proxy-nat* ]] ||
       { echo "error: $name left no rules in the pod namespace" >&2; exit 1; }
     ip netns del $NS
-    host_clean "$name, backend $backend"
+    host_clean "after $name, backend $backend"
   done
 done
 
