@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,22 +60,13 @@ type results struct {
 	bytesPerClient int64
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	cp, err := startControlPlane(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
 	defer cp.close()
-	pid, mesh := cp.pid, cp.mesh
+	pid, mesh := cp.Pid(), cp.mesh
 
 	edsNames := make([]string, cfg.services)
 	for i := range edsNames {
@@ -94,15 +82,15 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	res.baseRSS, _, _ = memory(pid)
 	cpu0, _ := cpuTime(pid)
 	start := time.Now()
-	addr, creds := cp.grpcAddr, insecure.NewCredentials()
+	addr, creds := cp.GRPCAddr, insecure.NewCredentials()
 	if cfg.tls {
 		if cfg.controlPlane != planeSkiff || cfg.source != sourceFiles {
 			return nil, fmt.Errorf("--tls: the workload certificate is signed with the CA files Skiff's istiod writes with --source %s; run --control-plane %s --source %s with --tls=false", sourceFiles, cfg.controlPlane, cfg.source)
 		}
-		if creds, err = sidecarTLS(filepath.Join(cp.work, "var/lib/istio/ca")); err != nil {
+		if creds, err = sidecarTLS(filepath.Join(cp.Work, "var/lib/istio/ca")); err != nil {
 			return nil, err
 		}
-		addr = cp.secureAddr
+		addr = cp.SecureAddr
 	}
 	clients := make([]*client, cfg.clients)
 	var conns []*grpc.ClientConn
@@ -208,7 +196,7 @@ spec:
 		}
 		res.restRSS, _, _ = memory(pid)
 		if cfg.profiles != "" {
-			if err := saveProfiles(ctx, "http://"+cp.debugAddr, cfg.profiles, cfg.clients); err != nil {
+			if err := saveProfiles(ctx, "http://"+cp.DebugAddr, cfg.profiles, cfg.clients); err != nil {
 				return nil, err
 			}
 		}
@@ -309,23 +297,4 @@ func waitAll(ctx context.Context, clients []*client, t0 time.Time, want []int, t
 		per[i] = time.Duration(last - since)
 	}
 	return per, nil
-}
-
-func waitReady(ctx context.Context, url string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return errors.New("istiod not ready after 60s")
 }
