@@ -54,6 +54,11 @@ type Config struct {
 	// DebugAuthOff serves the xDS debug types to callers that proved no
 	// identity (Istio's ENABLE_DEBUG_ENDPOINT_AUTH=false).
 	DebugAuthOff bool
+	// KubeQPS and KubeBurst bound every client istiod makes of the API
+	// server (Istio's --kubernetesApiQPS and --kubernetesApiBurst): the
+	// registry's, the CA's TokenReviews, the webhooks' and the leader's.
+	KubeQPS   float32
+	KubeBurst int
 }
 
 // IstioVersion is the Istio release whose interfaces istiod implements, as
@@ -85,6 +90,8 @@ func DefaultConfig() Config {
 		Namespace:       "istio-system",
 		Domain:          model.DefaultDomain,
 		Keepalive:       Keepalive{Interval: 30 * time.Second, Timeout: 10 * time.Second},
+		KubeQPS:         80, // Istio's defaults
+		KubeBurst:       160,
 	}
 }
 
@@ -119,6 +126,12 @@ func (c Config) Validate() error {
 	}
 	if c.PushConcurrency <= 0 {
 		errs = append(errs, fmt.Errorf("push-concurrency %d: must be positive", c.PushConcurrency))
+	}
+	if !(c.KubeQPS > 0) {
+		errs = append(errs, fmt.Errorf("kubernetesApiQPS %v: must be positive", c.KubeQPS))
+	}
+	if c.KubeBurst <= 0 {
+		errs = append(errs, fmt.Errorf("kubernetesApiBurst %d: must be positive", c.KubeBurst))
 	}
 	return errors.Join(errs...)
 }

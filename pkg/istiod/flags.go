@@ -53,8 +53,6 @@ var compatFlags = []struct{ name, value, usage string }{
 	{"tls-cipher-suites", "", "TLS cipher suites"},
 	{"tls-min-version", "", "minimum TLS version"},
 	{"ctrlz_address", "localhost", "ControlZ address (no ControlZ)"},
-	{"kubernetesApiQPS", "80", "API server QPS"},
-	{"kubernetesApiBurst", "160", "API server burst"},
 	{"shutdownDuration", "10s", "shutdown grace"},
 	{"ctrlz_port", "9876", "ControlZ port (no ControlZ)"},
 }
@@ -121,6 +119,8 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	fs.DurationVar(&c.Keepalive.MaxConnectionAge, "keepaliveMaxServerConnectionAge", c.Keepalive.MaxConnectionAge,
 		"close xDS connections this old so proxies rebalance over istiod replicas (0: never)")
 	fs.StringVar(&c.Domain, "domain", c.Domain, "the cluster's DNS domain: Kubernetes services are served as NAME.NS.svc.DOMAIN")
+	fs.Float32Var(&c.KubeQPS, "kubernetesApiQPS", c.KubeQPS, "requests a second each Kubernetes client may make (TokenReviews included)")
+	fs.IntVar(&c.KubeBurst, "kubernetesApiBurst", c.KubeBurst, "requests each Kubernetes client may make at once above kubernetesApiQPS")
 	for _, cf := range compatFlags {
 		fs.String(cf.name, cf.value, "accepted for compatibility: "+cf.usage)
 	}

@@ -157,7 +157,11 @@ func newRegistry(ctx context.Context, cfg Config, log *slog.Logger) (registry.Re
 		}
 		return r, nil
 	}
-	r, err := kube.New(kube.Config{Kubeconfig: cfg.Kubeconfig, InCluster: cfg.InCluster}, log)
+	rc, err := restConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes registry: %w", err)
+	}
+	r, err := kube.New(kube.Config{Rest: rc}, log)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes registry: %w", err)
 	}

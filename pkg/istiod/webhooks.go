@@ -261,9 +261,19 @@ func (a *analyzer) analyze(req *admissionv1.AdmissionRequest) (warnings []string
 	return warnings, ""
 }
 
+// restConfig is the API server client configuration of cfg, with its
+// request rate limits.
 func restConfig(cfg Config) (*rest.Config, error) {
+	var rc *rest.Config
+	var err error
 	if cfg.Kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	} else {
+		rc, err = rest.InClusterConfig()
 	}
-	return rest.InClusterConfig()
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = cfg.KubeQPS, cfg.KubeBurst
+	return rc, nil
 }

@@ -53,6 +53,10 @@ type options struct {
 	n, pool, opensslN, batchN, workers int
 	conc                               []int
 	serverProfile                      string
+	// plane, when set, measures that control plane on a kube-apiserver
+	// (kube.go) instead of the CA alone; istiod is Skiff's binary.
+	plane, istiod string
+	planeArgs     []string // extra flags for the control plane
 }
 
 func main() {
@@ -65,6 +69,12 @@ func main() {
 	flag.IntVar(&o.workers, "workers", runtime.NumCPU(), "parallel openssl processes and in-process signers")
 	flag.StringVar(&o.serverProfile, "server-cpuprofile", "", "write a CPU profile of the CA server process to this file")
 	serveDir := flag.String("serve", "", "internal: run the CA server on the CA files in this directory")
+	flag.StringVar(&o.plane, "control-plane", "", "skiff or istio: measure that whole control plane's CA on a local kube-apiserver, TokenReview and all (Istio's: its own pilot-discovery, built by pkg/istiobin); default: the CA alone, beside openssl")
+	flag.StringVar(&o.istiod, "istiod", "bin/istiod", "with -control-plane skiff: Skiff's istiod binary")
+	flag.Func("control-plane-arg", "with -control-plane: an extra flag for it (repeatable), e.g. -control-plane-arg=--kubernetesApiQPS=5000", func(v string) error {
+		o.planeArgs = append(o.planeArgs, v)
+		return nil
+	})
 	flag.Parse()
 	if *serveDir != "" {
 		if err := serveChild(*serveDir, o.serverProfile); err != nil {
@@ -80,6 +90,10 @@ func main() {
 			os.Exit(2)
 		}
 		o.conc = append(o.conc, n)
+	}
+	run := run
+	if o.plane != "" {
+		run = runKube
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "cabench:", err)

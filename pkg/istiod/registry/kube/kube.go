@@ -32,7 +32,8 @@ type Config struct {
 	Kubeconfig string
 	// InCluster uses the pod's service account.
 	InCluster bool
-	// Rest, when set, is used as is (tests).
+	// Rest, when set, is used instead of Kubeconfig and InCluster, with
+	// its QPS and Burst (50 and 100 when it sets none).
 	Rest *rest.Config
 }
 
@@ -73,7 +74,9 @@ func New(cfg Config, log *slog.Logger) (*Registry, error) {
 		return nil, fmt.Errorf("kubernetes client config: %w", err)
 	}
 	rc = rest.CopyConfig(rc)
-	rc.QPS, rc.Burst = 50, 100
+	if rc.QPS == 0 { // not set by the caller: above client-go's 5
+		rc.QPS, rc.Burst = 50, 100
+	}
 	kc, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
