@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,13 @@ func TestParseFlags(t *testing.T) {
 	if c.ConfigDir != "x" || c.DebounceAfter != 50*time.Millisecond || c.DebounceMax != 2*time.Second || c.EDSDebounce || c.PushConcurrency != 7 || c.GRPCAddr != ":15010" {
 		t.Fatalf("config %+v", c)
 	}
+	if c.KubeQPS != 80 || c.KubeBurst != 160 {
+		t.Errorf("API server rate limits %v/%d, want Istio's defaults 80/160", c.KubeQPS, c.KubeBurst)
+	}
+	if f, err := istiod.ParseFlags([]string{"--config-dir", "x", "--kubernetesApiQPS", "500", "--kubernetesApiBurst=1000"}, env(), io.Discard); err != nil ||
+		f.Config.KubeQPS != 500 || f.Config.KubeBurst != 1000 || slices.ContainsFunc(f.Unapplied, func(u string) bool { return strings.Contains(u, "kubernetesApi") }) {
+		t.Errorf("--kubernetesApiQPS 500 --kubernetesApiBurst=1000: %v/%d, unapplied %q, %v", f.Config.KubeQPS, f.Config.KubeBurst, f.Unapplied, err)
+	}
 	for _, tt := range []struct {
 		args []string
 		env  func(string) string
@@ -38,6 +46,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--config-dir", "x", "--kubeconfig", "y"}, env(), "got 2"},
 		{[]string{"--config-dir", "x", "--grpcAddr", "15010"}, env(), `grpcAddr "15010"`},
 		{[]string{"--config-dir", "x", "--debounce-after", "-1s"}, env(), "debounce-after -1s: must be positive"},
+		{[]string{"--config-dir", "x", "--kubernetesApiQPS", "0"}, env(), "kubernetesApiQPS 0: must be positive"},
+		{[]string{"--config-dir", "x", "--kubernetesApiBurst", "-1"}, env(), "kubernetesApiBurst -1: must be positive"},
 		{[]string{"--config-dir", "x"}, env("PILOT_DEBOUNCE_AFTER", "soon"), `PILOT_DEBOUNCE_AFTER="soon"`},
 		{[]string{"--config-dir", "x"}, env("PILOT_PUSH_THROTTLE", "0"), `PILOT_PUSH_THROTTLE="0"`},
 		{[]string{"--config-dir", "x", "--log-level", "loud"}, env(), `--log-level "loud"`},

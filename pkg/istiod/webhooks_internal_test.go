@@ -1,6 +1,11 @@
 package istiod
 
-import "testing"
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/skiff-mesh/skiff/pkg/kubetest"
+)
 
 func TestInjectorConfigMap(t *testing.T) {
 	env := map[string]string{"POD_NAMESPACE": "mesh", "REVISION": "blue"}
@@ -23,5 +28,23 @@ func TestInjectorConfigMap(t *testing.T) {
 				t.Errorf("got %s/%s, want %s/%s", ns, name, tc.wantNS, tc.wantConfigMap)
 			}
 		})
+	}
+}
+
+// TestRestConfigRateLimits: every API client istiod builds carries the
+// --kubernetesApiQPS and --kubernetesApiBurst settings, not client-go's 5.
+func TestRestConfigRateLimits(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := kubetest.WriteKubeconfig(kc, "https://127.0.0.1:6443", "", "token"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Kubeconfig, cfg.KubeQPS, cfg.KubeBurst = kc, 500, 1000
+	rc, err := restConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.QPS != 500 || rc.Burst != 1000 {
+		t.Errorf("rest config QPS %v, burst %d; want 500, 1000", rc.QPS, rc.Burst)
 	}
 }
