@@ -57,8 +57,13 @@ type Config struct {
 	// KubeQPS and KubeBurst bound every client istiod makes of the API
 	// server (Istio's --kubernetesApiQPS and --kubernetesApiBurst): the
 	// registry's, the CA's TokenReviews, the webhooks' and the leader's.
+	// Zero is Istio's default, 80 and 160.
 	KubeQPS   float32
 	KubeBurst int
+	// KubeJSON makes the clients of Kubernetes' own types speak JSON
+	// (ISTIO_KUBE_CLIENT_CONTENT_TYPE=json); by default they speak
+	// protobuf, as Istio's do. Istio's types are JSON either way.
+	KubeJSON bool
 }
 
 // IstioVersion is the Istio release whose interfaces istiod implements, as
@@ -90,10 +95,16 @@ func DefaultConfig() Config {
 		Namespace:       "istio-system",
 		Domain:          model.DefaultDomain,
 		Keepalive:       Keepalive{Interval: 30 * time.Second, Timeout: 10 * time.Second},
-		KubeQPS:         80, // Istio's defaults
-		KubeBurst:       160,
+		KubeQPS:         defaultKubeQPS,
+		KubeBurst:       defaultKubeBurst,
 	}
 }
+
+// Istio's --kubernetesApiQPS and --kubernetesApiBurst defaults.
+const (
+	defaultKubeQPS   = 80
+	defaultKubeBurst = 160
+)
 
 // Validate checks c; errors name the setting and the value.
 func (c Config) Validate() error {
@@ -127,10 +138,10 @@ func (c Config) Validate() error {
 	if c.PushConcurrency <= 0 {
 		errs = append(errs, fmt.Errorf("push-concurrency %d: must be positive", c.PushConcurrency))
 	}
-	if !(c.KubeQPS > 0) {
+	if c.KubeQPS < 0 {
 		errs = append(errs, fmt.Errorf("kubernetesApiQPS %v: must be positive", c.KubeQPS))
 	}
-	if c.KubeBurst <= 0 {
+	if c.KubeBurst < 0 {
 		errs = append(errs, fmt.Errorf("kubernetesApiBurst %d: must be positive", c.KubeBurst))
 	}
 	return errors.Join(errs...)

@@ -133,6 +133,12 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if fs.Changed("kubernetesApiQPS") && !(c.KubeQPS > 0) {
+		return f, fmt.Errorf("kubernetesApiQPS %v: must be positive", c.KubeQPS)
+	}
+	if fs.Changed("kubernetesApiBurst") && c.KubeBurst <= 0 {
+		return f, fmt.Errorf("kubernetesApiBurst %d: must be positive", c.KubeBurst)
+	}
 	if fs.Changed("log_output_level") {
 		lvl, err := logs.Level()
 		if err != nil {
@@ -192,6 +198,13 @@ func envDefaults(c *Config, getenv func(string) string) error {
 			return fmt.Errorf("PILOT_ENABLE_EDS_DEBOUNCE=%q: want true or false", v)
 		}
 		c.EDSDebounce = b
+	}
+	switch v := getenv("ISTIO_KUBE_CLIENT_CONTENT_TYPE"); v {
+	case "", "protobuf":
+	case "json":
+		c.KubeJSON = true
+	default:
+		return fmt.Errorf("ISTIO_KUBE_CLIENT_CONTENT_TYPE=%q: want protobuf or json", v)
 	}
 	if v := getenv("PILOT_PUSH_THROTTLE"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -30,6 +30,12 @@ func TestParseFlags(t *testing.T) {
 	if c.ConfigDir != "x" || c.DebounceAfter != 50*time.Millisecond || c.DebounceMax != 2*time.Second || c.EDSDebounce || c.PushConcurrency != 7 || c.GRPCAddr != ":15010" {
 		t.Fatalf("config %+v", c)
 	}
+	if c.KubeJSON {
+		t.Error("Kubernetes clients default to JSON; Istio's default is protobuf")
+	}
+	if f, err := istiod.ParseFlags([]string{"--config-dir", "x"}, env("ISTIO_KUBE_CLIENT_CONTENT_TYPE", "json"), io.Discard); err != nil || !f.Config.KubeJSON {
+		t.Errorf("ISTIO_KUBE_CLIENT_CONTENT_TYPE=json: KubeJSON %v, %v", f.Config.KubeJSON, err)
+	}
 	if c.KubeQPS != 80 || c.KubeBurst != 160 {
 		t.Errorf("API server rate limits %v/%d, want Istio's defaults 80/160", c.KubeQPS, c.KubeBurst)
 	}
@@ -47,6 +53,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--config-dir", "x", "--grpcAddr", "15010"}, env(), `grpcAddr "15010"`},
 		{[]string{"--config-dir", "x", "--debounce-after", "-1s"}, env(), "debounce-after -1s: must be positive"},
 		{[]string{"--config-dir", "x", "--kubernetesApiQPS", "0"}, env(), "kubernetesApiQPS 0: must be positive"},
+		{[]string{"--config-dir", "x"}, env("ISTIO_KUBE_CLIENT_CONTENT_TYPE", "yaml"), `ISTIO_KUBE_CLIENT_CONTENT_TYPE="yaml": want protobuf or json`},
 		{[]string{"--config-dir", "x", "--kubernetesApiBurst", "-1"}, env(), "kubernetesApiBurst -1: must be positive"},
 		{[]string{"--config-dir", "x"}, env("PILOT_DEBOUNCE_AFTER", "soon"), `PILOT_DEBOUNCE_AFTER="soon"`},
 		{[]string{"--config-dir", "x"}, env("PILOT_PUSH_THROTTLE", "0"), `PILOT_PUSH_THROTTLE="0"`},

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
-	"k8s.io/client-go/kubernetes"
 
 	meshconfig "istio.io/api/mesh/v1alpha1"
 
@@ -161,7 +160,7 @@ func newRegistry(ctx context.Context, cfg Config, log *slog.Logger) (registry.Re
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes registry: %w", err)
 	}
-	r, err := kube.New(kube.Config{Rest: rc}, log)
+	r, err := kube.New(kube.Config{Rest: rc, JSON: cfg.KubeJSON}, log)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes registry: %w", err)
 	}
@@ -236,7 +235,7 @@ func WatchMesh(ctx context.Context, cfg Config, log *slog.Logger) (*mesh.Watcher
 		if err != nil {
 			return nil, fmt.Errorf("mesh config: %w", err)
 		}
-		if src.Client, err = kubernetes.NewForConfig(rc); err != nil {
+		if src.Client, err = kubeClientset(rc, cfg); err != nil {
 			return nil, fmt.Errorf("mesh config: kubernetes client: %w", err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
 	"github.com/skiff-mesh/skiff/pkg/istiod/mesh"
@@ -69,7 +68,7 @@ func NewElector(cfg Config, lc leader.Config, log *slog.Logger) (leader.Elector,
 	if err != nil {
 		return nil, fmt.Errorf("leader election: kubernetes config: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kubeClientset(rc, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("leader election: kubernetes client: %w", err)
 	}

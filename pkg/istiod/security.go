@@ -126,5 +126,5 @@ func kubeClient(cfg Config) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for the CA: %w", err)
 	}
-	return kubernetes.NewForConfig(rc)
+	return kubeClientset(rc, cfg)
 }

@@ -8,7 +8,6 @@ import (
 
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
@@ -80,7 +79,7 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 	if err != nil {
 		return fmt.Errorf("webhook patcher: kubernetes config: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kubeClientset(rc, cfg)
 	if err != nil {
 		return fmt.Errorf("webhook patcher: kubernetes client: %w", err)
 	}

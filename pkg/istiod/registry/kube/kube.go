@@ -35,6 +35,22 @@ type Config struct {
 	// Rest, when set, is used instead of Kubeconfig and InCluster, with
 	// its QPS and Burst (50 and 100 when it sets none).
 	Rest *rest.Config
+	// JSON makes the client of Kubernetes' own types speak JSON instead
+	// of protobuf.
+	JSON bool
+}
+
+// ProtobufConfig is a copy of rc whose requests and answers are protobuf
+// when on (JSON still accepted), for clients of Kubernetes' built-in types
+// only: custom resources have no protobuf form. Istio's clients do the same
+// (ISTIO_KUBE_CLIENT_CONTENT_TYPE, protobuf by default).
+func ProtobufConfig(rc *rest.Config, on bool) *rest.Config {
+	rc = rest.CopyConfig(rc)
+	if on {
+		rc.ContentType = "application/vnd.kubernetes.protobuf"
+		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	}
+	return rc
 }
 
 // The Istio API versions watched.
@@ -77,7 +93,7 @@ func New(cfg Config, log *slog.Logger) (*Registry, error) {
 	if rc.QPS == 0 { // not set by the caller: above client-go's 5
 		rc.QPS, rc.Burst = 50, 100
 	}
-	kc, err := kubernetes.NewForConfig(rc)
+	kc, err := kubernetes.NewForConfig(ProtobufConfig(rc, !cfg.JSON))
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
