@@ -70,6 +70,7 @@ fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzCreatePatch -fuzztime 30s -fuzzminimizetime 2s
 
 bench: bench-iptables bench-cni bench-agent bench-dns bench-ca bench-istiod bench-pods ## every benchmark; figures go to docs/benchmarks.md
+	bash tools/hostcheck/check.sh "after the benchmarks"
 
 bench-iptables: deps build ## istio-iptables first install vs one exec per rule
 	$(GO) test -run XXX -bench . -benchtime 50x ./pkg/capture/
@@ -84,12 +85,14 @@ bench-agent: deps build ## pilot-agent start-to-ready, binary size, idle and loa
 
 demo: deps ## a mesh in network namespaces: istiod, agents, mTLS gRPC apps, captured DNS, 90/10 split (as root)
 	$(GO) run ./tools/demo/mesh -root .
+	bash tools/hostcheck/check.sh "after the demo"
 
 demo-cluster: deps k8s-assets ## a real node (kubelet, containerd, CoreDNS), Skiff installed with helm, the demo mesh as Deployments, then uninstalled (as root)
 	$(GO) run ./tools/demo/cluster -root .
 
 demo-capture: deps build ## istio-iptables alone: outbound, inbound and DNS captured in a pod namespace (as root)
 	BIN=$(BIN) bash tools/demo/capture.sh
+	bash tools/hostcheck/check.sh "after the demo"
 
 e2e: deps build ## end-to-end tests (the binaries together in namespaces)
 	$(GO) test -count=1 ./cmd/...
