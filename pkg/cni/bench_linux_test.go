@@ -18,7 +18,6 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/cni"
 	"github.com/skiff-mesh/skiff/pkg/cni/podcache"
-	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/netns"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
@@ -150,8 +149,7 @@ func BenchmarkAddPaired(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			n, hc := benchNodeFor(b, !c.istio, c.nft)
 			if c.istio {
-				bin := istiobin.Path(b, istiobin.IstioCNI)
-				n.cni = libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(bin), debianPlugins}, filepath.Join(n.dir, "cache"), nil)
+				n.cni = istioPlugins(b, n)
 			}
 			chains := [2]*libcni.NetworkConfigList{bridgeOnly(b, n.conflist), n.conflist}
 			var lat [2][]time.Duration

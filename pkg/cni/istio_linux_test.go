@@ -30,7 +30,6 @@ var linkLocal = regexp.MustCompile(`fe80::[0-9a-f:]+[0-9a-f]`)
 // of native nftables.
 func TestSameRulesAsIstiosPlugin(t *testing.T) {
 	netnstest.RequireRoot(t)
-	bin := istiobin.Path(t, istiobin.IstioCNI)
 	for _, tc := range []struct {
 		name        string
 		config      map[string]any
@@ -75,7 +74,7 @@ func TestSameRulesAsIstiosPlugin(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNode(t, tc.config)
 			skiff := n.cni
-			istio := libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(bin), debianPlugins}, filepath.Join(n.dir, "cache"), nil)
+			istio := istioPlugins(t, n)
 			var states [2]capturetest.State
 			for i, plugin := range []*libcni.CNIConfig{skiff, istio} {
 				n.cni = plugin
@@ -114,7 +113,6 @@ func TestSameRulesAsIstiosPlugin(t *testing.T) {
 // Istio's plugin refuses fails its ADD with Skiff's plugin too.
 func TestBadAnnotationRefusedAsIstiosPlugin(t *testing.T) {
 	netnstest.RequireRoot(t)
-	bin := istiobin.Path(t, istiobin.IstioCNI)
 	for _, a := range []map[string]string{
 		{"traffic.sidecar.istio.io/excludeOutboundPorts": "80,http"},
 		{"traffic.sidecar.istio.io/includeOutboundIPRanges": "10.0.0.0/33"},
@@ -122,7 +120,7 @@ func TestBadAnnotationRefusedAsIstiosPlugin(t *testing.T) {
 	} {
 		n := newNode(t, nil)
 		skiff := n.cni
-		istio := libcni.NewCNIConfigWithCacheDir([]string{filepath.Dir(bin), debianPlugins}, filepath.Join(n.dir, "cache"), nil)
+		istio := istioPlugins(t, n)
 		for i, plugin := range []*libcni.CNIConfig{istio, skiff} {
 			n.cni = plugin
 			name := netnstest.UniqueName("bad-")
@@ -132,4 +130,10 @@ func TestBadAnnotationRefusedAsIstiosPlugin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// istioPlugins runs n's chain with Istio 1.31's own istio-cni (built by
+// pkg/istiobin) in our plugin's place.
+func istioPlugins(t testing.TB, n *node) *libcni.CNIConfig {
+	return n.plugins(filepath.Dir(istiobin.Path(t, istiobin.IstioCNI)))
 }

@@ -110,8 +110,14 @@ func newNode(t testing.TB, extra map[string]any) *node {
 	if n.conflist, err = libcni.ConfListFromBytes(b); err != nil {
 		t.Fatal(err)
 	}
-	n.cni = libcni.NewCNIConfigWithCacheDir([]string{pluginDir, debianPlugins}, filepath.Join(n.dir, "cache"), nil)
+	n.cni = n.plugins(pluginDir)
 	return n
+}
+
+// plugins runs the chain with the plugins of dir (our plugin, or Istio's)
+// and Debian's, with the node's cache.
+func (n *node) plugins(dir string) *libcni.CNIConfig {
+	return libcni.NewCNIConfigWithCacheDir([]string{dir, debianPlugins}, filepath.Join(n.dir, "cache"), nil)
 }
 
 // createPod makes a real Pod object in the API server.

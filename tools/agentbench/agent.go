@@ -58,7 +58,7 @@ func prepareAgent(l *lab.Lab, m *lab.Mesh, p *lab.MeshPod, o options) (string, e
 		}
 		// The cache is under root's home, which the proxy user cannot read.
 		bin = filepath.Join(l.Bin, "istio-pilot-agent")
-		if err := copyBinary(filepath.Join(dir, istiobin.PilotAgent), bin); err != nil {
+		if err := copyFile(filepath.Join(dir, istiobin.PilotAgent), bin, 0o755, false); err != nil {
 			return "", err
 		}
 		if o.proxy != proxyStandIn {
@@ -71,7 +71,7 @@ func prepareAgent(l *lab.Lab, m *lab.Mesh, p *lab.MeshPod, o options) (string, e
 		// The bootstrap template Istio's proxyv2 image ships, where its
 		// ProxyConfig default looks for it.
 		if err := copyFile(filepath.Join(mod, "tools/packaging/common/envoy_bootstrap.json"),
-			filepath.Join(p.Work, "var/lib/istio/envoy/envoy_bootstrap_tmpl.json"), 0o644); err != nil {
+			filepath.Join(p.Work, "var/lib/istio/envoy/envoy_bootstrap_tmpl.json"), 0o644, true); err != nil {
 			return "", err
 		}
 	default:
@@ -149,20 +149,16 @@ func answers(ns *lab.NS, server, name string) bool {
 	return ok
 }
 
-func copyFile(from, to string, mode os.FileMode) error {
+// copyFile copies from to to, owned by the proxy user when owned.
+func copyFile(from, to string, mode os.FileMode, owned bool) error {
 	b, err := os.ReadFile(from)
 	if err != nil {
 		return err
 	}
-	return writeOwned(to, string(b), mode)
-}
-
-func copyBinary(from, to string) error {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		return err
+	if owned {
+		return writeOwned(to, string(b), mode)
 	}
-	return os.WriteFile(to, b, 0o755)
+	return os.WriteFile(to, b, mode)
 }
 
 // writeOwned writes a file (and its directories) the proxy user owns.
