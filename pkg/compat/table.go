@@ -34,6 +34,7 @@ var table = []Entry{
 	{Binary: PilotDiscovery, Name: "PILOT_ENABLE_ANALYSIS", Use: Accepted, Note: "Analysis runs always (log, debug endpoint, webhook warnings); status writes are not made."},
 	{Binary: PilotDiscovery, Name: "PILOT_ENABLE_EDS_DEBOUNCE", Use: Applied, Note: "false pushes endpoint-only changes without the debounce (--eds-debounce)."},
 	{Binary: PilotDiscovery, Name: "PILOT_ENABLE_NODE_UNTAINT_CONTROLLERS", Use: Accepted, Note: "No node-untaint controller.", Istio: "1.30–1.31"},
+	{Binary: PilotDiscovery, Name: "PILOT_ENABLE_XDS_IDENTITY_CHECK", Use: Applied, Note: "On (the default), a proxy on the TLS port gets its stream only for a node of its certificate's or token's namespace and service account; false lets it claim any."},
 	{Binary: PilotDiscovery, Name: "PILOT_NODE_UNTAINT_CONTROLLERS_TAINT_NAME", Use: Accepted, Note: "No node-untaint controller.", Istio: "1.30–1.31"},
 	{Binary: PilotDiscovery, Name: "PILOT_PUSH_THROTTLE", Use: Applied, Note: "How many proxies are pushed to at once (--push-concurrency)."},
 	{Binary: PilotDiscovery, Name: "PILOT_TRACE_SAMPLING", Use: Accepted, Note: "No tracing configuration is generated."},

@@ -64,6 +64,10 @@ type Config struct {
 	// (ISTIO_KUBE_CLIENT_CONTENT_TYPE=json); by default they speak
 	// protobuf, as Istio's do. Istio's types are JSON either way.
 	KubeJSON bool
+	// XDSIdentityCheckOff lets a proxy on the TLS port claim a node of
+	// another namespace or service account than its certificate's or
+	// token's (Istio's PILOT_ENABLE_XDS_IDENTITY_CHECK=false).
+	XDSIdentityCheckOff bool
 }
 
 // IstioVersion is the Istio release whose interfaces istiod implements, as

@@ -199,6 +199,13 @@ func envDefaults(c *Config, getenv func(string) string) error {
 		}
 		c.EDSDebounce = b
 	}
+	if v := getenv("PILOT_ENABLE_XDS_IDENTITY_CHECK"); v != "" {
+		on, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("PILOT_ENABLE_XDS_IDENTITY_CHECK=%q: want true or false", v)
+		}
+		c.XDSIdentityCheckOff = !on
+	}
 	switch v := getenv("ISTIO_KUBE_CLIENT_CONTENT_TYPE"); v {
 	case "", "protobuf":
 	case "json":

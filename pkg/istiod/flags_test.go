@@ -30,6 +30,12 @@ func TestParseFlags(t *testing.T) {
 	if c.ConfigDir != "x" || c.DebounceAfter != 50*time.Millisecond || c.DebounceMax != 2*time.Second || c.EDSDebounce || c.PushConcurrency != 7 || c.GRPCAddr != ":15010" {
 		t.Fatalf("config %+v", c)
 	}
+	if c.XDSIdentityCheckOff {
+		t.Error("the xDS identity check is off by default; Istio's is on")
+	}
+	if f, err := istiod.ParseFlags([]string{"--config-dir", "x"}, env("PILOT_ENABLE_XDS_IDENTITY_CHECK", "false"), io.Discard); err != nil || !f.Config.XDSIdentityCheckOff {
+		t.Errorf("PILOT_ENABLE_XDS_IDENTITY_CHECK=false: check off %v, %v", f.Config.XDSIdentityCheckOff, err)
+	}
 	if c.KubeJSON {
 		t.Error("Kubernetes clients default to JSON; Istio's default is protobuf")
 	}

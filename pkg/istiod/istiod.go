@@ -104,9 +104,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 			id, ok := IdentityFrom(ctx)
 			return xds.Identity{Namespace: id.Namespace, ServiceAccount: id.ServiceAccount}, ok
 		},
-		SystemNamespace: cfg.Namespace,
-		ControlPlane:    xds.ControlPlane{ID: cfg.PodName, Version: IstioVersion, Revision: cfg.Revision},
-		DebugAuthOff:    cfg.DebugAuthOff,
+		SystemNamespace:  cfg.Namespace,
+		ControlPlane:     xds.ControlPlane{ID: cfg.PodName, Version: IstioVersion, Revision: cfg.Revision},
+		DebugAuthOff:     cfg.DebugAuthOff,
+		IdentityCheckOff: cfg.XDSIdentityCheckOff,
 	})
 
 	if err := d.addGRPC("grpc", cfg.GRPCAddr, o.registerGRPC); err != nil {

@@ -27,7 +27,7 @@ import (
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.istiod, "istiod", "bin/istiod", "istiod binary")
-	flag.StringVar(&cfg.controlPlane, "control-plane", planeSkiff, "skiff: --istiod; istio: Istio 1.31's own pilot-discovery, built by pkg/istiobin (needs --source kube and --tls=false)")
+	flag.StringVar(&cfg.controlPlane, "control-plane", planeSkiff, "skiff: --istiod; istio: Istio 1.31's own pilot-discovery, built by pkg/istiobin (needs --source kube)")
 	flag.StringVar(&cfg.source, "source", sourceFiles, "where the mesh lives: files (a directory Skiff's istiod watches) or kube (a local kube-apiserver, as in a cluster)")
 	flag.IntVar(&cfg.services, "services", 1000, "services in the mesh")
 	flag.IntVar(&cfg.endpoints, "endpoints", 5, "endpoints per service")

@@ -84,9 +84,6 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	start := time.Now()
 	addr, creds := cp.GRPCAddr, insecure.NewCredentials()
 	if cfg.tls {
-		if cfg.controlPlane != planeSkiff || cfg.source != sourceFiles {
-			return nil, fmt.Errorf("--tls: the workload certificate is signed with the CA files Skiff's istiod writes with --source %s; run --control-plane %s --source %s with --tls=false", sourceFiles, cfg.controlPlane, cfg.source)
-		}
 		if creds, err = sidecarTLS(filepath.Join(cp.Work, "var/lib/istio/ca")); err != nil {
 			return nil, err
 		}

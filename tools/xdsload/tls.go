@@ -48,7 +48,9 @@ func sidecarTLS(caDir string) (credentials.TransportCredentials, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := &url.URL{Scheme: "spiffe", Host: "cluster.local", Path: "/ns/default/sa/xdsload"}
+	// The clients' namespace: istiod gives a certificate only its own
+	// namespace's nodes.
+	id := &url.URL{Scheme: "spiffe", Host: "cluster.local", Path: "/ns/" + benchNS + "/sa/xdsload"}
 	leaf, err := issuer.Issue(key.Public(), pki.LeafOptions{URIs: []*url.URL{id}, NotBefore: time.Now(), TTL: 24 * time.Hour})
 	if err != nil {
 		return nil, err

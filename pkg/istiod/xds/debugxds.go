@@ -12,9 +12,11 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	statusv3 "github.com/envoyproxy/go-control-plane/envoy/service/status/v3"
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Debug type URLs: Istio's istioctl asks for them on an ADS stream of its
@@ -142,11 +144,8 @@ func (s *Server) debugCaller(ctx context.Context, node *corev3.Node) (string, er
 	}
 	fields := node.GetMetadata().GetFields()
 	ns, sa := fields["NAMESPACE"].GetStringValue(), fields["SERVICE_ACCOUNT"].GetStringValue()
-	if (ns != "" && ns != id.Namespace) || (sa != "" && sa != id.ServiceAccount) {
-		s.log.Warn("debug request refused: identity does not match the node", "node", node.GetId(),
-			"identity", id.Namespace+"/"+id.ServiceAccount, "namespace", ns, "serviceAccount", sa)
-		return "", status.Errorf(codes.PermissionDenied, "authorization failed: identity %s/%s does not match node %s/%s",
-			id.Namespace, id.ServiceAccount, ns, sa)
+	if err := s.matchIdentity("debug request", node.GetId(), id, ns, sa); err != nil {
+		return "", err
 	}
 	if s.debugAuthOff || id.Namespace == s.systemNamespace {
 		return "", nil
@@ -223,4 +222,32 @@ func (s *Server) connectionLike(name string) *Connection {
 		return conns[i]
 	}
 	return nil
+}
+
+// matchIdentity refuses a node whose namespace or service account, when
+// given, is not the identity's, as Istio's authorization does.
+func (s *Server) matchIdentity(what, node string, id Identity, ns, sa string) error {
+	if (ns == "" || ns == id.Namespace) && (sa == "" || sa == id.ServiceAccount) {
+		return nil
+	}
+	s.log.Warn(what+" refused: identity does not match the node", "node", node,
+		"identity", id.Namespace+"/"+id.ServiceAccount, "namespace", ns, "serviceAccount", sa)
+	return status.Errorf(codes.PermissionDenied, "authorization failed: identity %s/%s does not match node %s/%s",
+		id.Namespace, id.ServiceAccount, ns, sa)
+}
+
+// checkNode refuses a proxy stream whose node claims another namespace or
+// service account than the identity the stream proved, as Istio does
+// (PILOT_ENABLE_XDS_IDENTITY_CHECK): a workload's certificate gets it only
+// its own namespace's configuration. Streams that proved nothing (the
+// plaintext port) are not checked, as in Istio.
+func (s *Server) checkNode(ctx context.Context, p *model.Proxy, meta *structpb.Struct) error {
+	if s.identityOff || s.identity == nil {
+		return nil
+	}
+	id, ok := s.identity(ctx)
+	if !ok {
+		return nil
+	}
+	return s.matchIdentity("xDS stream", p.ID, id, p.Namespace, meta.GetFields()["SERVICE_ACCOUNT"].GetStringValue())
 }

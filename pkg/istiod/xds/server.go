@@ -37,6 +37,11 @@ type Options struct {
 	// SystemNamespace is the namespace whose callers read every proxy's
 	// debug state (default istio-system); others see their own namespace.
 	SystemNamespace string
+	// IdentityCheckOff lets an authenticated stream claim a node of any
+	// namespace and service account (Istio's
+	// PILOT_ENABLE_XDS_IDENTITY_CHECK=false). By default the node's must be
+	// the identity's, as in Istio.
+	IdentityCheckOff bool
 	// DebugAuthOff serves debug types to unauthenticated callers, as
 	// Istio's ENABLE_DEBUG_ENDPOINT_AUTH=false.
 	DebugAuthOff bool
@@ -62,6 +67,7 @@ type Server struct {
 	identity        func(context.Context) (Identity, bool)
 	systemNamespace string
 	debugAuthOff    bool
+	identityOff     bool
 	controlPlane    ControlPlane
 	debugHTTP       debugHTTP // the HTTP debug endpoints DebugGeneric answers from (debuggeneric.go)
 	pushDone        func(full bool)
@@ -105,6 +111,7 @@ func New(o Options) *Server {
 		identity:        o.Identity,
 		systemNamespace: o.SystemNamespace,
 		debugAuthOff:    o.DebugAuthOff,
+		identityOff:     o.IdentityCheckOff,
 		controlPlane:    o.ControlPlane,
 		pushDone:        o.PushDone,
 		conns:           map[string]*Connection{},

@@ -82,6 +82,9 @@ func (s *Server) initConnection(ctx context.Context, id string, meta *structpb.S
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if err := s.checkNode(ctx, p, meta); err != nil {
+		return nil, err
+	}
 	if _, err := s.waitPushContext(ctx); err != nil {
 		return nil, err
 	}
