@@ -14,11 +14,6 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 )
 
-// nfprotoGuard is the family guard Skiff's native rules carry with IPv6
-// off: the documented difference "IPv6 off leaves IPv6 alone" of
-// docs/istio-iptables.md (Istio's rules catch IPv6 too).
-var nfprotoGuard = regexp.MustCompile(`(?m)^(\t\t)meta nfproto ipv4 `)
-
 // linkLocal is the pod's IPv6 link-local address, made from its random MAC.
 var linkLocal = regexp.MustCompile(`fe80::[0-9a-f:]+[0-9a-f]`)
 
@@ -97,7 +92,7 @@ func TestSameRulesAsIstiosPlugin(t *testing.T) {
 				t.Fatalf("Skiff's plugin redirects to 15001: %v, want %v:\n%s", got, !tc.skipped, states[0])
 			}
 			capturetest.DropProbeArtefacts(t, states[1], states[0])
-			if guarded := nfprotoGuard.ReplaceAllString(states[0].Rest, "$1"); guarded != states[0].Rest {
+			if guarded, had := capturetest.WithoutIPv4Guard(states[0].Rest); had {
 				if strings.Contains(states[1].Rest, "ip6 ") {
 					t.Errorf("Skiff's dual-stack rules carry a family guard:\n%s", states[0].Rest)
 				}

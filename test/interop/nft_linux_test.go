@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/skiff-mesh/skiff/pkg/capture/capturetest"
 	"github.com/skiff-mesh/skiff/pkg/istiobin"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 )
@@ -18,8 +19,6 @@ import (
 var (
 	nftHandle  = regexp.MustCompile(` # handle \d+`)
 	nftCounter = regexp.MustCompile(`counter packets \d+ bytes \d+`)
-	// nfprotoGuard is the family guard of Skiff's rules with IPv6 off.
-	nfprotoGuard = regexp.MustCompile(`(?m)^(\t\t)meta nfproto ipv4 `)
 )
 
 // nftState is the namespace's whole nftables ruleset (handles and counter
@@ -116,7 +115,7 @@ func TestNativeNFTablesSameKernelState(t *testing.T) {
 			// With IPv6 off (Istio programs no IPv6 rule), Skiff guards its
 			// rules that match no address with the family, so that IPv6
 			// passes untouched, as with iptables; Istio's catch IPv6 too.
-			if guarded := nfprotoGuard.ReplaceAllString(got, "$1"); guarded != got {
+			if guarded, had := capturetest.WithoutIPv4Guard(got); had {
 				if strings.Contains(want, "ip6 ") {
 					t.Errorf("dual-stack rules carry a family guard:\n%s", got)
 				}

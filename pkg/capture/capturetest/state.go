@@ -24,6 +24,18 @@ var (
 	nftCounters = regexp.MustCompile(`counter packets \d+ bytes \d+ ?| comment "[^"]*"`)
 )
 
+// nfprotoGuard is the family guard Skiff's native rules carry with IPv6
+// off: the documented difference "IPv6 off leaves IPv6 alone" of
+// docs/istio-iptables.md (Istio's rules catch IPv6 too).
+var nfprotoGuard = regexp.MustCompile(`(?m)^(\t\t)meta nfproto ipv4 `)
+
+// WithoutIPv4Guard returns nft's listing without that guard, and whether
+// it had any.
+func WithoutIPv4Guard(listing string) (string, bool) {
+	out := nfprotoGuard.ReplaceAllString(listing, "$1")
+	return out, out != listing
+}
+
 // Saves are the iptables-save commands of both backends and families.
 var Saves = []string{"iptables-nft-save", "ip6tables-nft-save", "iptables-legacy-save", "ip6tables-legacy-save"}
 
