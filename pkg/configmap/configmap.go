@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/skiff-mesh/skiff/pkg/kubecache"
 )
 
 // Handler is told about the ConfigMap: Changed with its data whenever the
@@ -34,7 +36,7 @@ func Follow(ctx context.Context, client kubernetes.Interface, namespace, name st
 		log = slog.New(slog.DiscardHandler)
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithNamespace(namespace),
+		informers.WithNamespace(namespace), informers.WithTransform(kubecache.StripManagedFields),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 		}))

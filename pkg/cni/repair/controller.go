@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/skiff-mesh/skiff/pkg/kubecache"
 )
 
 // maxAttempts is how often one pod's repair is tried before giving up
@@ -54,6 +56,9 @@ func New(cfg Config, client kubernetes.Interface, pods Pods, log *slog.Logger) (
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			c.queue.Add(key)
 		}
+	}
+	if err := c.informer.SetTransform(kubecache.StripManagedFields); err != nil {
+		return nil, fmt.Errorf("repair: watch pods: %w", err)
 	}
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,

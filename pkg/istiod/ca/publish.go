@@ -15,6 +15,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/skiff-mesh/skiff/pkg/kubecache"
 )
 
 // rootSource is what the ConfigMap publisher needs from the CA.
@@ -61,8 +63,8 @@ func newRootPublisher(client kubernetes.Interface, roots rootSource, log *slog.L
 // run syncs until ctx ends.
 func (p *rootPublisher) run(ctx context.Context) error {
 	defer p.queue.ShutDown()
-	nsFactory := informers.NewSharedInformerFactory(p.client, 0)
-	cmFactory := informers.NewSharedInformerFactoryWithOptions(p.client, 0,
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(p.client, 0, informers.WithTransform(kubecache.StripManagedFields))
+	cmFactory := informers.NewSharedInformerFactoryWithOptions(p.client, 0, informers.WithTransform(kubecache.StripManagedFields),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", RootConfigMapName).String()
 		}))

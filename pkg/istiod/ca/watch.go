@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/skiff-mesh/skiff/pkg/kubecache"
 	"github.com/skiff-mesh/skiff/pkg/pki"
 )
 
@@ -116,7 +117,7 @@ func writeRootFile(path string, roots *pki.Bundle) error {
 // deleted Secret leaves the current issuer in place.
 func (c *CA) watchSecret(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 0,
-		informers.WithNamespace(c.cfg.Namespace),
+		informers.WithNamespace(c.cfg.Namespace), informers.WithTransform(kubecache.StripManagedFields),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", SecretName).String()
 		}))

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/kubecache"
 )
 
 // qualify returns a DestinationRule host as a fully qualified name: a
@@ -78,7 +79,7 @@ var _ SubsetLookup = (*KubeSubsets)(nil)
 // NewKubeSubsets watches DestinationRules (networking.istio.io/v1) with
 // client; call Run to start it.
 func NewKubeSubsets(client istioclient.Interface, suffix string) *KubeSubsets {
-	f := istioinformers.NewSharedInformerFactory(client, 0)
+	f := istioinformers.NewSharedInformerFactoryWithOptions(client, 0, istioinformers.WithTransform(kubecache.StripManagedFields))
 	inf := f.Networking().V1().DestinationRules()
 	k := &KubeSubsets{lister: inf.Lister(), synced: inf.Informer().HasSynced, suffix: suffix}
 	k.start = func(ctx context.Context) {

@@ -24,6 +24,8 @@ import (
 	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/skiff-mesh/skiff/pkg/kubecache"
 )
 
 // InjectionWebhookSuffix ends the names of the injection webhooks whose
@@ -138,7 +140,7 @@ func NewConfigurationPatcher(o PatcherOptions) (*ConfigurationPatcher, error) {
 func (p *ConfigurationPatcher) Run(ctx context.Context) error {
 	defer p.queue.ShutDown()
 	rootsChanged := p.o.Roots.Changed()
-	factory := informers.NewSharedInformerFactoryWithOptions(p.o.Client, 0,
+	factory := informers.NewSharedInformerFactoryWithOptions(p.o.Client, 0, informers.WithTransform(kubecache.StripManagedFields),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 			lo.LabelSelector = labels.SelectorFromSet(labels.Set{LabelRevision: p.o.Revision}).String()
 		}))

@@ -24,6 +24,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry"
+	"github.com/skiff-mesh/skiff/pkg/kubecache"
 )
 
 // Config selects the cluster.
@@ -118,17 +119,21 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	if err != nil {
 		return err
 	}
-	kf := informers.NewSharedInformerFactory(r.kube, 0)
-	isf := istioinformers.NewSharedInformerFactory(r.istio, 0)
+	kf := informers.NewSharedInformerFactoryWithOptions(r.kube, 0, informers.WithTransform(kubecache.StripManagedFields))
+	isf := istioinformers.NewSharedInformerFactoryWithOptions(r.istio, 0, istioinformers.WithTransform(kubecache.StripManagedFields))
 	ls := &listers{
 		services: kf.Core().V1().Services().Lister(),
 		slices:   kf.Discovery().V1().EndpointSlices().Lister(),
 		pods:     kf.Core().V1().Pods().Lister(),
 	}
+	pods := kf.Core().V1().Pods().Informer()
+	if err := pods.SetTransform(trimPod); err != nil {
+		return fmt.Errorf("pod informer: %w", err)
+	}
 	informersList := []cache.SharedIndexInformer{
 		kf.Core().V1().Services().Informer(),
 		kf.Discovery().V1().EndpointSlices().Informer(),
-		kf.Core().V1().Pods().Informer(),
+		pods,
 	}
 	nv := isf.Networking().V1()
 	if served["serviceentries"] {

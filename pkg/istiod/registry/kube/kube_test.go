@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/skiff-mesh/skiff/pkg/istiod/inject/injecttest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
@@ -37,6 +38,24 @@ func TestKubeRegistry(t *testing.T) {
 			Ports: []corev1.ServicePort{{Name: "grpc", Port: 9080, TargetPort: intstr.FromInt32(9080)}}},
 	}
 	if _, err := kc.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	inj, err := injecttest.Injector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := injecttest.Pod(inj, injecttest.Spec{Name: "reviews-0", Namespace: "default", App: "reviews",
+		ServiceAccount: "bookinfo-reviews", IP: "10.1.0.1", HostIP: "192.168.0.2", Node: "node-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := pod.Status
+	created, err := kc.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status = status
+	if _, err := kc.CoreV1().Pods("default").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	slice := &discoveryv1.EndpointSlice{
@@ -87,8 +106,17 @@ func TestKubeRegistry(t *testing.T) {
 		t.Fatalf("problems: %v", p)
 	}
 	pc := model.BuildPushContext(in, "1")
-	if eps := pc.Endpoints["reviews.default.svc.cluster.local"]; len(eps) != 1 || eps[0].Address != "10.1.0.1" {
+	if eps := pc.Endpoints["reviews.default.svc.cluster.local"]; len(eps) != 1 || eps[0].Address != "10.1.0.1" ||
+		eps[0].ServiceAccount != "bookinfo-reviews" || eps[0].Labels["app"] != "reviews" {
 		t.Fatalf("reviews endpoints: %+v", eps)
+	}
+	// The caches keep no managedFields, and of pods only what istiod reads.
+	if len(in.Pods) != 1 || in.Pods[0].ManagedFields != nil || in.Pods[0].Spec.Containers != nil ||
+		in.Pods[0].Status.ContainerStatuses != nil || in.Pods[0].Status.PodIP != "10.1.0.1" {
+		t.Fatalf("cached pods: %d (want 1 with no managedFields, containers or their statuses, and its IP)", len(in.Pods))
+	}
+	if in.Services[0].ManagedFields != nil || in.EndpointSlices[0].ManagedFields != nil || in.DestinationRules[0].ManagedFields != nil {
+		t.Fatal("cached objects keep their managedFields")
 	}
 
 	// An endpoint change arrives through the informer.
