@@ -74,7 +74,7 @@ func startControlPlane(ctx context.Context, cfg config, log *slog.Logger) (_ *co
 	default:
 		return nil, fmt.Errorf("--source %q: want %s or %s", cfg.source, sourceFiles, sourceKube)
 	}
-	if err := writeMesh(cp.mesh, cfg.services, cfg.endpoints); err != nil {
+	if err := writeMesh(cp.mesh, cfg.services, cfg.endpoints, cfg.pods); err != nil {
 		return nil, err
 	}
 	if cp.Process, err = plane.Start(ctx, o); err != nil {

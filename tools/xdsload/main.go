@@ -40,6 +40,7 @@ func main() {
 	flag.BoolVar(&cfg.agentStreams, "agent-streams", false, "each sidecar also keeps a NameTable stream of its own beside its ADS stream, on the same connection (Skiff's agent before it moved the NameTable onto Envoy's stream; implies --nds-on-ads=false unless given)")
 	flag.BoolVar(&cfg.ndsOnADS, "nds-on-ads", true, "each sidecar also subscribes to the NameTable on its ADS stream, as Istio's and Skiff's agents do on Envoy's")
 	flag.BoolVar(&cfg.tls, "tls", true, "connect to istiod's TLS port (15012) with a workload certificate, as sidecars do; false: the plaintext port (15010)")
+	flag.BoolVar(&cfg.pods, "pods", false, "write the pod behind each endpoint, injected with the chart's defaults and running, as a cluster holds them; the endpoints name their pods")
 	flag.IntVar(&cfg.pushConcurrency, "push-concurrency", 100, "istiod's --push-concurrency (Istio's PILOT_PUSH_THROTTLE)")
 	flag.StringVar(&cfg.logLevel, "istiod-log-level", "warn", "istiod's --log-level")
 	flag.Func("istiod-env", "KEY=VALUE added to istiod's environment (repeatable), e.g. GOMEMLIMIT=100MiB", func(v string) error {

@@ -18,8 +18,14 @@ func clusterName(i int) string { return "outbound|8080||" + svcHost(i) }
 // writeMesh writes n services with m endpoints each: one file of Services,
 // one EndpointSlice file per service (so an endpoint change rewrites one
 // small file), VirtualServices splitting every tenth service 90/10, and
-// DestinationRules with a load-balancer policy for every fifth.
-func writeMesh(st store, n, m int) error {
+// DestinationRules with a load-balancer policy for every fifth. With pods,
+// each endpoint's pod is written too and the endpoint names it.
+func writeMesh(st store, n, m int, pods bool) error {
+	if pods {
+		if err := writePods(st, n, m); err != nil {
+			return fmt.Errorf("write pods: %w", err)
+		}
+	}
 	var svcs, vss, drs strings.Builder
 	for i := range n {
 		fmt.Fprintf(&svcs, `---
@@ -56,7 +62,7 @@ spec:
   trafficPolicy: {loadBalancer: {simple: LEAST_REQUEST}}
 `, svcName(i), benchNS, svcHost(i))
 		}
-		if err := writeSlice(st, i, m, 0); err != nil {
+		if err := writeSlice(st, i, m, 0, pods); err != nil {
 			return err
 		}
 	}
@@ -72,8 +78,9 @@ spec:
 }
 
 // writeSlice (re)writes service i's EndpointSlice; a different gen (mod
-// 100) gives different addresses, so each rewrite is a real change.
-func writeSlice(st store, i, m, gen int) error {
+// 100) gives different addresses, so each rewrite is a real change. With
+// pods, each endpoint names its pod, as the EndpointSlice controller writes.
+func writeSlice(st store, i, m, gen int, pods bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -83,7 +90,11 @@ ports: [{name: http, port: 8080}]
 endpoints:
 `, svcName(i), benchNS, svcName(i))
 	for j := range m {
-		fmt.Fprintf(&b, "- {addresses: [\"10.%d.%d.%d\"]}\n", 128+gen%100, i%250, (i/250)*m+j+1)
+		fmt.Fprintf(&b, "- {addresses: [\"10.%d.%d.%d\"]", 128+gen%100, i%250, (i/250)*m+j+1)
+		if pods {
+			fmt.Fprintf(&b, ", targetRef: {kind: Pod, namespace: %s, name: %s}", benchNS, podName(i, j))
+		}
+		b.WriteString("}\n")
 	}
 	return st.put(filepath.Join("slices", svcName(i)+".yaml"), b.String())
 }

@@ -32,6 +32,7 @@ type config struct {
 	agentStreams                 bool          // a NameTable stream per sidecar besides its ADS stream
 	ndsOnADS                     bool          // the NameTable subscribed on each sidecar's ADS stream
 	tls                          bool          // connect to the TLS port (15012) with a workload certificate
+	pods                         bool          // a pod per endpoint, injected and running
 }
 
 // phase is one timed change: how long until every client had it.
@@ -153,7 +154,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 			if err := writeNewService(mesh, k); err != nil {
 				return err
 			}
-			return writeSlice(mesh, cfg.services-1, cfg.endpoints, 60+k%40)
+			return writeSlice(mesh, cfg.services-1, cfg.endpoints, 60+k%40, cfg.pods)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("full push %d: %w", k, err)
@@ -176,7 +177,7 @@ spec:
 	for k := range cfg.edsChanges {
 		i := (k * 37) % cfg.services
 		if err := timed(ctx, pid, epc, clients, []int{eds}, cfg.timeout, func() error {
-			return writeSlice(mesh, i, cfg.endpoints, k+1)
+			return writeSlice(mesh, i, cfg.endpoints, k+1, cfg.pods)
 		}); err != nil {
 			return nil, fmt.Errorf("endpoint change %d: %w", k, err)
 		}

@@ -40,6 +40,7 @@ type kubeStore struct {
 // resources are the kinds the benchmark's mesh has.
 var resources = map[string]schema.GroupVersionResource{
 	"v1/Service":                             {Version: "v1", Resource: "services"},
+	"v1/Pod":                                 {Version: "v1", Resource: "pods"},
 	"discovery.k8s.io/v1/EndpointSlice":      {Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
 	"networking.istio.io/v1/VirtualService":  {Group: "networking.istio.io", Version: "v1", Resource: "virtualservices"},
 	"networking.istio.io/v1/DestinationRule": {Group: "networking.istio.io", Version: "v1", Resource: "destinationrules"},
@@ -63,10 +64,16 @@ func (s kubeStore) put(path, content string) error {
 		if !ok {
 			return fmt.Errorf("%s: no resource for %s", path, key)
 		}
-		_, err := s.dyn.Resource(gvr).Namespace(obj.GetNamespace()).Apply(s.ctx, obj.GetName(), &obj,
-			metav1.ApplyOptions{FieldManager: "xdsload", Force: true})
-		if err != nil {
+		res := s.dyn.Resource(gvr).Namespace(obj.GetNamespace())
+		opts := metav1.ApplyOptions{FieldManager: "xdsload", Force: true}
+		if _, err := res.Apply(s.ctx, obj.GetName(), &obj, opts); err != nil {
 			return fmt.Errorf("%s: apply %s %s/%s: %w", path, key, obj.GetNamespace(), obj.GetName(), err)
+		}
+		// A pod's status is the kubelet's to write, through its subresource.
+		if _, ok := obj.Object["status"]; ok && key == "v1/Pod" {
+			if _, err := res.ApplyStatus(s.ctx, obj.GetName(), &obj, opts); err != nil {
+				return fmt.Errorf("%s: apply the status of %s %s/%s: %w", path, key, obj.GetNamespace(), obj.GetName(), err)
+			}
 		}
 	}
 }
