@@ -109,13 +109,15 @@ bench-dns: deps ## DNS proxy vs dnsmasq with dnsperf, 10 s runs (as root); figur
 	$(GO) run ./tools/dnsbench -duration 10s
 
 .PHONY: bench-istiod
-bench-istiod: k8s-assets ## istiod xDS: 1000 services x 5 endpoints, 250/1000/4000 sidecar clients on the TLS port, as sidecars connect (the scaling curve), then beside Istio's own pilot-discovery on a kube-apiserver; figures go to docs/benchmarks.md
+bench-istiod: k8s-assets ## istiod xDS: 1000 services x 5 endpoints, 250/1000/4000 sidecar clients on the TLS port, as sidecars connect (the scaling curve), then beside Istio's own pilot-discovery on a kube-apiserver, without and with the pod behind each endpoint; figures go to docs/benchmarks.md
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/istiod ./cmd/istiod
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 250,1000 --full-pushes 5 --eds-changes 50
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 4000 --streams-per-conn 8 --timeout 120s --full-pushes 2 --eds-changes 10 --istiod-arg=--keepaliveInterval=10m
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 1000 --full-pushes 5 --eds-changes 50 --delta=false
 	for cp in skiff istio; do $(GO) run ./tools/xdsload --istiod $(BIN)/istiod --control-plane $$cp --source kube --tls=false \
+	  --services 1000 --endpoints 5 --clients 1000 --full-pushes 2 --eds-changes 5 --rest 35s --timeout 300s || exit 1; done
+	for cp in skiff istio; do $(GO) run ./tools/xdsload --istiod $(BIN)/istiod --control-plane $$cp --source kube --pods \
 	  --services 1000 --endpoints 5 --clients 1000 --full-pushes 2 --eds-changes 5 --rest 35s --timeout 300s || exit 1; done
 
 .PHONY: bench-ca fuzz-ca

@@ -31,7 +31,8 @@ func (s fileStore) put(path, content string) error {
 	return replaceFile(filepath.Join(s.dir, path), content)
 }
 
-// kubeStore server-side applies each document of a put.
+// kubeStore server-side applies each document of a put; pods are created
+// and then given their status, as in a cluster.
 type kubeStore struct {
 	ctx context.Context
 	dyn dynamic.Interface
@@ -65,15 +66,33 @@ func (s kubeStore) put(path, content string) error {
 			return fmt.Errorf("%s: no resource for %s", path, key)
 		}
 		res := s.dyn.Resource(gvr).Namespace(obj.GetNamespace())
-		opts := metav1.ApplyOptions{FieldManager: "xdsload", Force: true}
-		if _, err := res.Apply(s.ctx, obj.GetName(), &obj, opts); err != nil {
+		if key == "v1/Pod" {
+			if err := createPod(s.ctx, res, &obj); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			continue
+		}
+		_, err := res.Apply(s.ctx, obj.GetName(), &obj, metav1.ApplyOptions{FieldManager: "xdsload", Force: true})
+		if err != nil {
 			return fmt.Errorf("%s: apply %s %s/%s: %w", path, key, obj.GetNamespace(), obj.GetName(), err)
 		}
-		// A pod's status is the kubelet's to write, through its subresource.
-		if _, ok := obj.Object["status"]; ok && key == "v1/Pod" {
-			if _, err := res.ApplyStatus(s.ctx, obj.GetName(), &obj, opts); err != nil {
-				return fmt.Errorf("%s: apply the status of %s %s/%s: %w", path, key, obj.GetNamespace(), obj.GetName(), err)
-			}
-		}
 	}
+}
+
+// createPod creates a pod and then writes its status, as a ReplicaSet
+// controller and then the pod's kubelet do.
+func createPod(ctx context.Context, res dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+	status := obj.Object["status"]
+	created, err := res.Create(ctx, obj, metav1.CreateOptions{FieldManager: "xdsload"})
+	if err != nil {
+		return fmt.Errorf("create pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	if status == nil {
+		return nil
+	}
+	created.Object["status"] = status
+	if _, err := res.UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: "kubelet"}); err != nil {
+		return fmt.Errorf("write the status of pod %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
 }
