@@ -1,14 +1,12 @@
 package xds_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
+	"github.com/skiff-mesh/skiff/pkg/logtest"
 )
 
 // ratingsProxy is a second sidecar of namespace default; cartProxy one of
@@ -243,22 +242,7 @@ func TestGenerateErrorFromBadService(t *testing.T) {
 
 // logBuffer collects JSON log lines (the server logs from several
 // goroutines).
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer struct{ logtest.Buffer }
 
 // has reports whether a logged record satisfies ok.
 func (l *logBuffer) has(ok func(map[string]any) bool) bool {
