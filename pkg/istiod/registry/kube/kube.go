@@ -66,10 +66,14 @@ type Registry struct {
 	kube  kubernetes.Interface
 	istio istioclient.Interface
 
-	mu       sync.Mutex
-	dirty    bool
+	mu sync.Mutex
+	// dirty are the kinds whose caches changed since inputs was built;
+	// every other kind's objects are kept, so a push context rebuilt on
+	// them reuses what it built from them before.
+	dirty    map[model.Kind]bool
 	inputs   *model.Inputs
-	problems []error
+	listed   bool // inputs was built from the caches
+	problems map[model.Kind][]error
 	synced   bool
 	listers  *listers
 }
@@ -102,7 +106,8 @@ func New(cfg Config, log *slog.Logger) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("istio client: %w", err)
 	}
-	return &Registry{log: log.With("component", "kube-registry"), kube: kc, istio: ic, inputs: &model.Inputs{}}, nil
+	return &Registry{log: log.With("component", "kube-registry"), kube: kc, istio: ic, inputs: &model.Inputs{},
+		dirty: map[model.Kind]bool{}, problems: map[model.Kind][]error{}}, nil
 }
 
 // Client is the registry's Kubernetes client.
@@ -130,50 +135,50 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	if err := pods.SetTransform(trimPod); err != nil {
 		return fmt.Errorf("pod informer: %w", err)
 	}
-	informersList := []cache.SharedIndexInformer{
-		kf.Core().V1().Services().Informer(),
-		kf.Discovery().V1().EndpointSlices().Informer(),
-		pods,
+	watched := []watchedKind{
+		{model.KindService, kf.Core().V1().Services().Informer()},
+		{model.KindEndpointSlice, kf.Discovery().V1().EndpointSlices().Informer()},
+		{model.KindPod, pods},
 	}
 	nv := isf.Networking().V1()
 	if served["serviceentries"] {
 		ls.serviceEntries = nv.ServiceEntries().Lister()
-		informersList = append(informersList, nv.ServiceEntries().Informer())
+		watched = append(watched, watchedKind{model.KindServiceEntry, nv.ServiceEntries().Informer()})
 	}
 	if served["workloadentries"] {
 		ls.workloadEntries = nv.WorkloadEntries().Lister()
-		informersList = append(informersList, nv.WorkloadEntries().Informer())
+		watched = append(watched, watchedKind{model.KindWorkloadEntry, nv.WorkloadEntries().Informer()})
 	}
 	if served["virtualservices"] {
 		ls.virtualServices = nv.VirtualServices().Lister()
-		informersList = append(informersList, nv.VirtualServices().Informer())
+		watched = append(watched, watchedKind{model.KindVirtualService, nv.VirtualServices().Informer()})
 	}
 	if served["destinationrules"] {
 		ls.destinationRules = nv.DestinationRules().Lister()
-		informersList = append(informersList, nv.DestinationRules().Informer())
+		watched = append(watched, watchedKind{model.KindDestinationRule, nv.DestinationRules().Informer()})
 	}
 	if served["sidecars"] {
 		ls.sidecars = nv.Sidecars().Lister()
-		informersList = append(informersList, nv.Sidecars().Informer())
+		watched = append(watched, watchedKind{model.KindSidecar, nv.Sidecars().Informer()})
 	}
 	sv := isf.Security().V1()
 	if servedSecurity["peerauthentications"] {
 		ls.peerAuthentications = sv.PeerAuthentications().Lister()
-		informersList = append(informersList, sv.PeerAuthentications().Informer())
+		watched = append(watched, watchedKind{model.KindPeerAuthentication, sv.PeerAuthentications().Informer()})
 	}
 	if servedSecurity["authorizationpolicies"] {
 		ls.authorizationPolicies = sv.AuthorizationPolicies().Lister()
-		informersList = append(informersList, sv.AuthorizationPolicies().Informer())
+		watched = append(watched, watchedKind{model.KindAuthorizationPolicy, sv.AuthorizationPolicies().Informer()})
 	}
 	if servedSecurity["requestauthentications"] {
 		ls.requestAuthentications = sv.RequestAuthentications().Lister()
-		informersList = append(informersList, sv.RequestAuthentications().Informer())
+		watched = append(watched, watchedKind{model.KindRequestAuthentication, sv.RequestAuthentications().Informer()})
 	}
 	var syncedFlag sync.Mutex
 	started := false
-	notify := func() {
+	notify := func(kind model.Kind) {
 		r.mu.Lock()
-		r.dirty = true
+		r.dirty[kind] = true
 		r.mu.Unlock()
 		syncedFlag.Lock()
 		ok := started
@@ -182,13 +187,19 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 			changed()
 		}
 	}
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(o, n any) { notify() },
-		DeleteFunc: func(any) { notify() },
-	}
-	for _, inf := range informersList {
-		if _, err := inf.AddEventHandler(handler); err != nil {
+	for _, w := range watched {
+		handler := cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { notify(w.kind) },
+			UpdateFunc: func(o, n any) {
+				// Most pod updates are statuses istiod does not keep.
+				if w.kind == model.KindPod && sameTrimmedPod(o, n) {
+					return
+				}
+				notify(w.kind)
+			},
+			DeleteFunc: func(any) { notify(w.kind) },
+		}
+		if _, err := w.inf.AddEventHandler(handler); err != nil {
 			return fmt.Errorf("add event handler: %w", err)
 		}
 	}
@@ -196,15 +207,15 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	isf.Start(ctx.Done())
 	defer kf.Shutdown()
 	defer isf.Shutdown()
-	syncs := make([]cache.InformerSynced, len(informersList))
-	for i, inf := range informersList {
-		syncs[i] = inf.HasSynced
+	syncs := make([]cache.InformerSynced, len(watched))
+	for i, w := range watched {
+		syncs[i] = w.inf.HasSynced
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
 		return nil // ctx ended
 	}
 	r.mu.Lock()
-	r.listers, r.dirty, r.synced = ls, true, true
+	r.listers, r.listed, r.synced = ls, false, true
 	r.mu.Unlock()
 	syncedFlag.Lock()
 	started = true
@@ -251,23 +262,34 @@ func retry(n int, f func() error) error {
 	return err
 }
 
-// Inputs returns the cached objects, rebuilt after changes.
+// Inputs returns the cached objects, rebuilt after changes: the kinds that
+// changed are listed again, in namespace and name order; the others are
+// the same slices as before.
 func (r *Registry) Inputs() *model.Inputs {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dirty && r.listers != nil {
-		r.inputs, r.problems = r.listers.build()
-		r.dirty = false
+	if r.listers != nil && (!r.listed || len(r.dirty) > 0) {
+		prev := r.inputs
+		if !r.listed {
+			prev = nil
+		}
+		r.inputs = r.listers.build(prev, r.dirty, r.problems)
+		r.listed = true
+		clear(r.dirty)
 	}
 	return r.inputs
 }
 
-// Problems lists the objects that failed validation.
+// Problems lists the objects that failed validation, by kind.
 func (r *Registry) Problems() []error {
 	r.Inputs()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.problems)
+	var out []error
+	for _, k := range kinds {
+		out = append(out, r.problems[k]...)
+	}
+	return out
 }
 
 // Synced reports whether the caches have synced.
@@ -278,3 +300,9 @@ func (r *Registry) Synced() bool {
 }
 
 var everything = labels.Everything()
+
+// watchedKind is an informer and the kind it caches.
+type watchedKind struct {
+	kind model.Kind
+	inf  cache.SharedIndexInformer
+}

@@ -1,14 +1,14 @@
 package kube
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
-	networking "istio.io/client-go/pkg/apis/networking/v1"
-	security "istio.io/client-go/pkg/apis/security/v1"
 	netlisters "istio.io/client-go/pkg/listers/networking/v1"
 	seclisters "istio.io/client-go/pkg/listers/security/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 
@@ -33,73 +33,66 @@ type listers struct {
 	requestAuthentications seclisters.RequestAuthenticationLister
 }
 
-// keep validates objs, returning the valid ones and a problem per invalid one.
-func keep[T interface {
+// kinds are the kinds the listers read, in the order problems are listed.
+var kinds = []model.Kind{model.KindService, model.KindEndpointSlice, model.KindPod, model.KindServiceEntry,
+	model.KindWorkloadEntry, model.KindVirtualService, model.KindDestinationRule, model.KindSidecar,
+	model.KindPeerAuthentication, model.KindAuthorizationPolicy, model.KindRequestAuthentication}
+
+type object interface {
 	GetNamespace() string
 	GetName() string
-}](kind model.Kind, objs []T, problems *[]error) []T {
+}
+
+// lister is what every typed lister has.
+type lister[T object] interface {
+	List(labels.Selector) ([]T, error)
+}
+
+// build returns the inputs: prev's, with the kinds in dirty listed again
+// (every kind when prev is nil). Each listed kind is sorted by namespace
+// and name, since a cache lists in no order, so an object that did not
+// change keeps its place; its invalid objects replace the kind's problems.
+func (l *listers) build(prev *model.Inputs, dirty map[model.Kind]bool, problems map[model.Kind][]error) *model.Inputs {
+	in := &model.Inputs{}
+	if prev != nil {
+		*in = *prev
+	}
+	want := func(k model.Kind) bool { return prev == nil || dirty[k] }
+	relist(model.KindService, l.services, &in.Services, want, problems)
+	relist(model.KindEndpointSlice, l.slices, &in.EndpointSlices, want, problems)
+	relist(model.KindPod, l.pods, &in.Pods, want, problems)
+	relist(model.KindServiceEntry, l.serviceEntries, &in.ServiceEntries, want, problems)
+	relist(model.KindWorkloadEntry, l.workloadEntries, &in.WorkloadEntries, want, problems)
+	relist(model.KindVirtualService, l.virtualServices, &in.VirtualServices, want, problems)
+	relist(model.KindDestinationRule, l.destinationRules, &in.DestinationRules, want, problems)
+	relist(model.KindSidecar, l.sidecars, &in.Sidecars, want, problems)
+	relist(model.KindPeerAuthentication, l.peerAuthentications, &in.PeerAuthentications, want, problems)
+	relist(model.KindAuthorizationPolicy, l.authorizationPolicies, &in.AuthorizationPolicies, want, problems)
+	relist(model.KindRequestAuthentication, l.requestAuthentications, &in.RequestAuthentications, want, problems)
+	return in
+}
+
+// relist lists kind into dst when wanted: sorted, invalid objects left
+// out and reported. A nil lister (its CRD not installed) lists nothing.
+func relist[T object](kind model.Kind, l lister[T], dst *[]T, want func(model.Kind) bool, problems map[model.Kind][]error) {
+	if l == nil || !want(kind) {
+		return
+	}
+	objs, err := l.List(everything)
+	if err != nil {
+		return
+	}
+	slices.SortFunc(objs, func(a, b T) int {
+		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
+	})
+	var p []error
 	out := objs[:0:0]
 	for _, o := range objs {
 		if err := validation.Accept(any(o)); err != nil {
-			*problems = append(*problems, fmt.Errorf("%s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err))
+			p = append(p, fmt.Errorf("%s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err))
 			continue
 		}
 		out = append(out, o)
 	}
-	return out
-}
-
-func (l *listers) build() (*model.Inputs, []error) {
-	var problems []error
-	in := &model.Inputs{}
-	if svcs, err := l.services.List(everything); err == nil {
-		in.Services = keep[*corev1.Service](model.KindService, svcs, &problems)
-	}
-	if sl, err := l.slices.List(everything); err == nil {
-		in.EndpointSlices = keep[*discoveryv1.EndpointSlice](model.KindEndpointSlice, sl, &problems)
-	}
-	if pods, err := l.pods.List(everything); err == nil {
-		in.Pods = keep[*corev1.Pod](model.KindPod, pods, &problems)
-	}
-	if l.serviceEntries != nil {
-		if v, err := l.serviceEntries.List(everything); err == nil {
-			in.ServiceEntries = keep[*networking.ServiceEntry](model.KindServiceEntry, v, &problems)
-		}
-	}
-	if l.workloadEntries != nil {
-		if v, err := l.workloadEntries.List(everything); err == nil {
-			in.WorkloadEntries = keep[*networking.WorkloadEntry](model.KindWorkloadEntry, v, &problems)
-		}
-	}
-	if l.virtualServices != nil {
-		if v, err := l.virtualServices.List(everything); err == nil {
-			in.VirtualServices = keep[*networking.VirtualService](model.KindVirtualService, v, &problems)
-		}
-	}
-	if l.destinationRules != nil {
-		if v, err := l.destinationRules.List(everything); err == nil {
-			in.DestinationRules = keep[*networking.DestinationRule](model.KindDestinationRule, v, &problems)
-		}
-	}
-	if l.sidecars != nil {
-		if v, err := l.sidecars.List(everything); err == nil {
-			in.Sidecars = keep[*networking.Sidecar](model.KindSidecar, v, &problems)
-		}
-	}
-	if l.peerAuthentications != nil {
-		if v, err := l.peerAuthentications.List(everything); err == nil {
-			in.PeerAuthentications = keep[*security.PeerAuthentication](model.KindPeerAuthentication, v, &problems)
-		}
-	}
-	if l.authorizationPolicies != nil {
-		if v, err := l.authorizationPolicies.List(everything); err == nil {
-			in.AuthorizationPolicies = keep[*security.AuthorizationPolicy](model.KindAuthorizationPolicy, v, &problems)
-		}
-	}
-	if l.requestAuthentications != nil {
-		if v, err := l.requestAuthentications.List(everything); err == nil {
-			in.RequestAuthentications = keep[*security.RequestAuthentication](model.KindRequestAuthentication, v, &problems)
-		}
-	}
-	return in, problems
+	*dst, problems[kind] = out, p
 }

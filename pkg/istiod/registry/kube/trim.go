@@ -1,6 +1,9 @@
 package kube
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
 
 // trimPod is the pod informer's transform: of a pod it keeps what istiod
 // reads, its metadata (name, labels and annotations, for identity,
@@ -24,4 +27,18 @@ func trimPod(obj any) (any, error) {
 	t.Status.PodIPs = p.Status.PodIPs
 	t.Status.HostIP = p.Status.HostIP
 	return t, nil
+}
+
+// sameTrimmedPod reports whether two cached (trimmed) versions of a pod
+// hold the same values apart from their resourceVersion: an update istiod
+// need not rebuild for, such as a container's restart count.
+func sameTrimmedPod(a, b any) bool {
+	pa, ok1 := a.(*corev1.Pod)
+	pb, ok2 := b.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return false
+	}
+	x, y := *pa, *pb
+	x.ResourceVersion, y.ResourceVersion = "", ""
+	return equality.Semantic.DeepEqual(&x, &y)
 }
