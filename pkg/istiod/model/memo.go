@@ -9,8 +9,10 @@ import (
 // A Memo is one kind of value cached in each push context: values of type
 // V under keys of type K, each built once per push and shared by every
 // proxy that asks. A Memo declares what its values are built from.
-// Configuration (services, Istio configuration, pods) they may all read: a
-// push context with other configuration starts with nothing cached. What
+// Configuration (services, Istio configuration) they may all read: a push
+// context with other configuration starts with nothing cached. Pods they
+// may not: pods change without a full push, so what a value takes from a
+// proxy's pod (its labels) must be part of its key. What
 // they read of endpoints is declared when the Memo is made, and decides
 // what Inherit keeps across an endpoint-only change.
 //

@@ -50,7 +50,7 @@ type PushContext struct {
 	// Security holds PeerAuthentication, AuthorizationPolicy and
 	// RequestAuthentication, indexed by namespace.
 	Security *SecurityPolicies
-	// ConfigHash fingerprints everything except endpoints.
+	// ConfigHash fingerprints everything except endpoints and pods.
 	ConfigHash uint64
 	// EndpointHash fingerprints each service's endpoints, by host name.
 	EndpointHash map[string]uint64
@@ -75,10 +75,16 @@ type Change struct {
 	Full bool
 	// Hosts are the services whose endpoints changed (when not Full).
 	Hosts map[string]struct{}
+	// Proxies are the addresses whose pods appeared, went or changed
+	// namespace or labels (when not Full): a proxy there that sends no
+	// labels of its own takes its pod's (Proxy.WorkloadLabels), so its
+	// configuration may differ; no other proxy's does, since what else
+	// istiod takes from pods is in their endpoints.
+	Proxies map[string]struct{}
 }
 
 // Empty reports whether nothing changed.
-func (c Change) Empty() bool { return !c.Full && len(c.Hosts) == 0 }
+func (c Change) Empty() bool { return !c.Full && len(c.Hosts) == 0 && len(c.Proxies) == 0 }
 
 // Diff returns what changed from prev to pc; a nil prev is a full change.
 func (pc *PushContext) Diff(prev *PushContext) Change {
@@ -103,7 +109,27 @@ func (pc *PushContext) Diff(prev *PushContext) Change {
 			return Change{Full: true}
 		}
 	}
-	return Change{Hosts: hosts}
+	return Change{Hosts: hosts, Proxies: changedPods(prev.Pods, pc.Pods)}
+}
+
+// changedPods returns the addresses whose pod differs between a and b in
+// what Proxy.WorkloadLabels reads: being there, its namespace, its labels.
+func changedPods(a, b map[string]*corev1.Pod) map[string]struct{} {
+	out := map[string]struct{}{}
+	same := func(x, y *corev1.Pod) bool {
+		return x == y || (x != nil && y != nil && x.Namespace == y.Namespace && maps.Equal(x.Labels, y.Labels))
+	}
+	for ip, p := range b {
+		if !same(a[ip], p) {
+			out[ip] = struct{}{}
+		}
+	}
+	for ip := range a {
+		if _, ok := b[ip]; !ok {
+			out[ip] = struct{}{}
+		}
+	}
+	return out
 }
 
 // sameServiceAccounts reports whether a and b name the same set of service
@@ -141,6 +167,12 @@ func Rebuild(prev *PushContext, in *Inputs, version string) *PushContext {
 	}
 	if prev != nil && prev.inputs != nil && sameConfig(prev.inputs, in) {
 		pc.copyConfig(prev)
+		if !samePtrs(prev.inputs.Pods, in.Pods) {
+			// Pods are read by the endpoints and by proxies' labels only.
+			pc.pods = indexPods(in.Pods)
+			pc.Pods = pc.pods.byIP
+			prev = nil
+		}
 	} else {
 		pc.buildConfig(in)
 		prev = nil
@@ -150,9 +182,9 @@ func Rebuild(prev *PushContext, in *Inputs, version string) *PushContext {
 }
 
 // sameConfig reports whether a and b hold the same configuration objects
-// (everything but EndpointSlices and WorkloadEntries).
+// (everything but EndpointSlices, WorkloadEntries and Pods).
 func sameConfig(a, b *Inputs) bool {
-	return a.Mesh == b.Mesh && Domain(a.Domain) == Domain(b.Domain) && samePtrs(a.Services, b.Services) && samePtrs(a.Pods, b.Pods) && samePtrs(a.ServiceEntries, b.ServiceEntries) &&
+	return a.Mesh == b.Mesh && Domain(a.Domain) == Domain(b.Domain) && samePtrs(a.Services, b.Services) && samePtrs(a.ServiceEntries, b.ServiceEntries) &&
 		samePtrs(a.VirtualServices, b.VirtualServices) && samePtrs(a.DestinationRules, b.DestinationRules) && samePtrs(a.Sidecars, b.Sidecars) &&
 		samePtrs(a.PeerAuthentications, b.PeerAuthentications) && samePtrs(a.AuthorizationPolicies, b.AuthorizationPolicies) &&
 		samePtrs(a.RequestAuthentications, b.RequestAuthentications)
@@ -219,7 +251,7 @@ func (pc *PushContext) buildConfig(in *Inputs) {
 		pc.Mesh = mesh.Default()
 	}
 	pc.Security = indexSecurity(in, pc.Mesh)
-	pc.ConfigHash = pc.hashConfig(in.Pods)
+	pc.ConfigHash = pc.hashConfig()
 }
 
 // buildEndpoints computes each service's endpoints, taking from prev (same
@@ -372,8 +404,10 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// hashConfig fingerprints services, Istio config and pod identity.
-func (pc *PushContext) hashConfig(pods []*corev1.Pod) uint64 {
+// hashConfig fingerprints services and Istio config. Pods are left out:
+// what istiod reads of them is in the endpoints' hash, and in the labels of
+// the proxies that send none, which Diff names.
+func (pc *PushContext) hashConfig() uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "domain %s\n", pc.Domain)
 	for _, s := range pc.Services {
@@ -398,11 +432,6 @@ func (pc *PushContext) hashConfig(pods []*corev1.Pod) uint64 {
 	}
 	put("mesh", "", "", pc.Mesh)
 	pc.Security.hash(put)
-	ps := slices.Clone(pods)
-	slices.SortFunc(ps, func(a, b *corev1.Pod) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) })
-	for _, p := range ps {
-		fmt.Fprintf(h, "pod %s/%s %s %s %v\n", p.Namespace, p.Name, p.Status.PodIP, p.Spec.ServiceAccountName, sortedPairs(p.Labels))
-	}
 	return h.Sum64()
 }
 

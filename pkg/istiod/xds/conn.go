@@ -70,6 +70,18 @@ func (e *pushEvent) finish() {
 	}
 }
 
+// forProxy is e for p: a full push instead when p takes its labels from
+// its pod (it sends none) and that pod is among the changed ones.
+func (e *pushEvent) forProxy(p *model.Proxy, pods map[string]struct{}) *pushEvent {
+	if e.full || p == nil || p.Labels != nil {
+		return e
+	}
+	if _, ok := pods[p.IP]; !ok {
+		return e
+	}
+	return &pushEvent{pc: e.pc, full: true, start: e.start, done: e.done}
+}
+
 // merge combines a pending event with a newer one.
 func (e *pushEvent) merge(n *pushEvent) *pushEvent {
 	if e == nil {

@@ -139,21 +139,30 @@ func (s *Server) Push(pc *model.PushContext, change model.Change) {
 		conns = append(conns, c)
 	}
 	s.mu.RUnlock()
-	if len(conns) == 0 && s.pushDone != nil {
-		s.pushDone(change.Full)
-	}
 	var left atomic.Int64
-	left.Store(int64(len(conns)))
+	var targets []*Connection
 	ev := &pushEvent{pc: pc, full: change.Full, hosts: change.Hosts, start: start, done: []func(){func() {
 		if left.Add(-1) == 0 {
-			s.log.Debug("push complete", "version", pc.Version, "full", change.Full, "proxies", len(conns), "took", time.Since(start))
+			s.log.Debug("push complete", "version", pc.Version, "full", change.Full, "proxies", len(targets), "took", time.Since(start))
 			if s.pushDone != nil {
 				s.pushDone(change.Full)
 			}
 		}
 	}}}
+	// A change of pods alone concerns only the proxies that take their
+	// labels from them.
+	events := make([]*pushEvent, 0, len(conns))
 	for _, c := range conns {
-		c.enqueue(ev)
+		if e := ev.forProxy(c.proxy, change.Proxies); e.full || len(e.hosts) > 0 {
+			events, targets = append(events, e), append(targets, c)
+		}
+	}
+	if len(targets) == 0 && s.pushDone != nil {
+		s.pushDone(change.Full)
+	}
+	left.Store(int64(len(targets)))
+	for i, c := range targets {
+		c.enqueue(events[i])
 	}
 }
 
