@@ -41,6 +41,7 @@ func main() {
 	flag.BoolVar(&cfg.ndsOnADS, "nds-on-ads", true, "each sidecar also subscribes to the NameTable on its ADS stream, as Istio's and Skiff's agents do on Envoy's")
 	flag.BoolVar(&cfg.tls, "tls", true, "connect to istiod's TLS port (15012) with a workload certificate, as sidecars do; false: the plaintext port (15010)")
 	flag.BoolVar(&cfg.pods, "pods", false, "write the pod behind each endpoint, injected with the chart's defaults and running, as a cluster holds them; the endpoints name their pods")
+	flag.IntVar(&cfg.rolloutSteps, "rollout-steps", 0, "with --pods: rollout steps to time, each a new pod written and then added to its service's EndpointSlice, as a Deployment's rollout does")
 	flag.IntVar(&cfg.pushConcurrency, "push-concurrency", 100, "istiod's --push-concurrency (Istio's PILOT_PUSH_THROTTLE)")
 	flag.StringVar(&cfg.logLevel, "istiod-log-level", "warn", "istiod's --log-level")
 	flag.Func("istiod-env", "KEY=VALUE added to istiod's environment (repeatable), e.g. GOMEMLIMIT=100MiB", func(v string) error {
@@ -62,6 +63,10 @@ func main() {
 	flag.Visit(func(f *flag.Flag) { ndsGiven = ndsGiven || f.Name == "nds-on-ads" })
 	if cfg.agentStreams && !ndsGiven {
 		cfg.ndsOnADS = false
+	}
+	if cfg.rolloutSteps > 0 && !cfg.pods {
+		fmt.Fprintln(os.Stderr, "xdsload: --rollout-steps needs --pods")
+		os.Exit(2)
 	}
 	counts, err := parseCounts(*clients)
 	if err != nil {

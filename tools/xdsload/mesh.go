@@ -81,6 +81,14 @@ spec:
 // 100) gives different addresses, so each rewrite is a real change. With
 // pods, each endpoint names its pod, as the EndpointSlice controller writes.
 func writeSlice(st store, i, m, gen int, pods bool) error {
+	return writeSliceWith(st, i, m, gen, pods, nil)
+}
+
+// endpoint is one more endpoint of a slice: a pod's address and name.
+type endpoint struct{ ip, pod string }
+
+// writeSliceWith is writeSlice with extra endpoints after service i's own.
+func writeSliceWith(st store, i, m, gen int, pods bool, extra []endpoint) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -95,6 +103,9 @@ endpoints:
 			fmt.Fprintf(&b, ", targetRef: {kind: Pod, namespace: %s, name: %s}", benchNS, podName(i, j))
 		}
 		b.WriteString("}\n")
+	}
+	for _, e := range extra {
+		fmt.Fprintf(&b, "- {addresses: [%q], targetRef: {kind: Pod, namespace: %s, name: %s}}\n", e.ip, benchNS, e.pod)
 	}
 	return st.put(filepath.Join("slices", svcName(i)+".yaml"), b.String())
 }

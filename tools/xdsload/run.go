@@ -12,6 +12,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/inject/injecttest"
 )
 
 type config struct {
@@ -33,6 +35,7 @@ type config struct {
 	ndsOnADS                     bool          // the NameTable subscribed on each sidecar's ADS stream
 	tls                          bool          // connect to the TLS port (15012) with a workload certificate
 	pods                         bool          // a pod per endpoint, injected and running
+	rolloutSteps                 int           // timed rollout steps: a new pod, then its endpoint (with pods)
 }
 
 // phase is one timed change: how long until every client had it.
@@ -184,6 +187,23 @@ spec:
 		time.Sleep(150 * time.Millisecond)
 	}
 	res.phases = []*phase{full, vs, epc}
+	if cfg.rolloutSteps > 0 {
+		rollout := &phase{name: "rollout step (a new pod, then its endpoint: EDS to every subscriber), until received"}
+		in, err := injecttest.Injector()
+		if err != nil {
+			return nil, err
+		}
+		for k := range cfg.rolloutSteps {
+			i := (k*53 + 11) % cfg.services
+			if err := timed(ctx, pid, rollout, clients, []int{eds}, cfg.timeout, func() error {
+				return writeRolloutStep(mesh, in, i, cfg.endpoints, k)
+			}); err != nil {
+				return nil, fmt.Errorf("rollout step %d: %w", k, err)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		res.phases = append(res.phases, rollout)
+	}
 	res.rss, res.peak, _ = memory(pid)
 	res.load = loadAvg()
 	if cfg.rest > 0 {
