@@ -109,7 +109,11 @@ func (pc *PushContext) Diff(prev *PushContext) Change {
 			return Change{Full: true}
 		}
 	}
-	return Change{Hosts: hosts, Proxies: changedPods(prev.Pods, pc.Pods)}
+	c := Change{Hosts: hosts}
+	if pc.pods != prev.pods { // else the same pods, indexed once
+		c.Proxies = changedPods(prev.Pods, pc.Pods)
+	}
+	return c
 }
 
 // changedPods returns the addresses whose pod differs between a and b in
