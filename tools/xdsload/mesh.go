@@ -84,6 +84,11 @@ func writeSlice(st store, i, m, gen int, pods bool) error {
 	return writeSliceWith(st, i, m, gen, pods, nil)
 }
 
+// endpointIP is service i's endpoint j of m in generation gen (mod 100).
+func endpointIP(i, m, j, gen int) string {
+	return fmt.Sprintf("10.%d.%d.%d", 128+gen%100, i%250, (i/250)*m+j+1)
+}
+
 // endpoint is one more endpoint of a slice: a pod's address and name.
 type endpoint struct{ ip, pod string }
 
@@ -98,7 +103,7 @@ ports: [{name: http, port: 8080}]
 endpoints:
 `, svcName(i), benchNS, svcName(i))
 	for j := range m {
-		fmt.Fprintf(&b, "- {addresses: [\"10.%d.%d.%d\"]", 128+gen%100, i%250, (i/250)*m+j+1)
+		fmt.Fprintf(&b, "- {addresses: [%q]", endpointIP(i, m, j, gen))
 		if pods {
 			fmt.Fprintf(&b, ", targetRef: {kind: Pod, namespace: %s, name: %s}", benchNS, podName(i, j))
 		}
