@@ -72,7 +72,6 @@ type Registry struct {
 	// them reuses what it built from them before.
 	dirty    map[model.Kind]bool
 	inputs   *model.Inputs
-	listed   bool // inputs was built from the caches
 	problems map[model.Kind][]error
 	synced   bool
 	listers  *listers
@@ -215,7 +214,10 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 		return nil // ctx ended
 	}
 	r.mu.Lock()
-	r.listers, r.listed, r.synced = ls, false, true
+	r.listers, r.synced = ls, true
+	for _, k := range kinds {
+		r.dirty[k] = true // the first build lists them all
+	}
 	r.mu.Unlock()
 	syncedFlag.Lock()
 	started = true
@@ -268,13 +270,8 @@ func retry(n int, f func() error) error {
 func (r *Registry) Inputs() *model.Inputs {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.listers != nil && (!r.listed || len(r.dirty) > 0) {
-		prev := r.inputs
-		if !r.listed {
-			prev = nil
-		}
-		r.inputs = r.listers.build(prev, r.dirty, r.problems)
-		r.listed = true
+	if r.listers != nil && len(r.dirty) > 0 {
+		r.inputs = r.listers.build(r.inputs, r.dirty, r.problems)
 		clear(r.dirty)
 	}
 	return r.inputs

@@ -48,8 +48,8 @@ type lister[T object] interface {
 	List(labels.Selector) ([]T, error)
 }
 
-// build returns the inputs: prev's, with the kinds in dirty listed again
-// (every kind when prev is nil). Each listed kind is sorted by namespace
+// build returns the inputs: prev's (none when nil), with the kinds in
+// dirty listed again. Each listed kind is sorted by namespace
 // and name, since a cache lists in no order, so an object that did not
 // change keeps its place; its invalid objects replace the kind's problems.
 func (l *listers) build(prev *model.Inputs, dirty map[model.Kind]bool, problems map[model.Kind][]error) *model.Inputs {
@@ -57,25 +57,24 @@ func (l *listers) build(prev *model.Inputs, dirty map[model.Kind]bool, problems 
 	if prev != nil {
 		*in = *prev
 	}
-	want := func(k model.Kind) bool { return prev == nil || dirty[k] }
-	relist(model.KindService, l.services, &in.Services, want, problems)
-	relist(model.KindEndpointSlice, l.slices, &in.EndpointSlices, want, problems)
-	relist(model.KindPod, l.pods, &in.Pods, want, problems)
-	relist(model.KindServiceEntry, l.serviceEntries, &in.ServiceEntries, want, problems)
-	relist(model.KindWorkloadEntry, l.workloadEntries, &in.WorkloadEntries, want, problems)
-	relist(model.KindVirtualService, l.virtualServices, &in.VirtualServices, want, problems)
-	relist(model.KindDestinationRule, l.destinationRules, &in.DestinationRules, want, problems)
-	relist(model.KindSidecar, l.sidecars, &in.Sidecars, want, problems)
-	relist(model.KindPeerAuthentication, l.peerAuthentications, &in.PeerAuthentications, want, problems)
-	relist(model.KindAuthorizationPolicy, l.authorizationPolicies, &in.AuthorizationPolicies, want, problems)
-	relist(model.KindRequestAuthentication, l.requestAuthentications, &in.RequestAuthentications, want, problems)
+	relist(model.KindService, l.services, &in.Services, dirty, problems)
+	relist(model.KindEndpointSlice, l.slices, &in.EndpointSlices, dirty, problems)
+	relist(model.KindPod, l.pods, &in.Pods, dirty, problems)
+	relist(model.KindServiceEntry, l.serviceEntries, &in.ServiceEntries, dirty, problems)
+	relist(model.KindWorkloadEntry, l.workloadEntries, &in.WorkloadEntries, dirty, problems)
+	relist(model.KindVirtualService, l.virtualServices, &in.VirtualServices, dirty, problems)
+	relist(model.KindDestinationRule, l.destinationRules, &in.DestinationRules, dirty, problems)
+	relist(model.KindSidecar, l.sidecars, &in.Sidecars, dirty, problems)
+	relist(model.KindPeerAuthentication, l.peerAuthentications, &in.PeerAuthentications, dirty, problems)
+	relist(model.KindAuthorizationPolicy, l.authorizationPolicies, &in.AuthorizationPolicies, dirty, problems)
+	relist(model.KindRequestAuthentication, l.requestAuthentications, &in.RequestAuthentications, dirty, problems)
 	return in
 }
 
-// relist lists kind into dst when wanted: sorted, invalid objects left
+// relist lists kind into dst when it is dirty: sorted, invalid objects left
 // out and reported. A nil lister (its CRD not installed) lists nothing.
-func relist[T object](kind model.Kind, l lister[T], dst *[]T, want func(model.Kind) bool, problems map[model.Kind][]error) {
-	if l == nil || !want(kind) {
+func relist[T object](kind model.Kind, l lister[T], dst *[]T, dirty map[model.Kind]bool, problems map[model.Kind][]error) {
+	if l == nil || !dirty[kind] {
 		return
 	}
 	objs, err := l.List(everything)
