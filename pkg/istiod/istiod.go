@@ -263,10 +263,10 @@ func (d *Istiod) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, len(d.grpcServers)+len(d.httpServers)+1)
 	if d.reg.Synced() {
-		d.push(time.Now(), nil)
+		d.push(time.Now(), false)
 	}
 	deb := xds.NewDebouncer(xds.Debounce{After: d.cfg.DebounceAfter, Max: d.cfg.DebounceMax}, func(first time.Time) {
-		d.push(first, nil)
+		d.push(first, false)
 	})
 	wg.Go(func() { deb.Run(ctx) })
 	d.mesh.Subscribe(func(*meshconfig.MeshConfig) { deb.Notify() })
@@ -306,36 +306,44 @@ func (d *Istiod) Serve(ctx context.Context) error {
 	return err
 }
 
-// changed handles a registry change: through the debouncer, or, for an
-// endpoint-only change with EDS debounce off, at once.
+// changed handles a registry change. An endpoint-only change goes at once
+// when the debouncer is quiet (or always, with EDS debounce off); the
+// rest waits for the debounce.
 func (d *Istiod) changed(deb *xds.Debouncer) {
-	if !d.cfg.EDSDebounce {
-		if d.push(time.Now(), func(c model.Change) bool { return !c.Full }) {
-			return
-		}
+	endpoints := func() (handled, sent bool) { return d.push(time.Now(), true) }
+	if d.cfg.EDSDebounce {
+		deb.Lead(endpoints)
+		return
 	}
-	deb.Notify()
+	if handled, _ := endpoints(); !handled {
+		deb.Notify()
+	}
 }
 
-// push builds a push context from the registry and pushes what changed.
-// With only set, it pushes only changes that only accepts and reports
-// whether it did.
-func (d *Istiod) push(first time.Time, only func(model.Change) bool) bool {
+// push builds a push context from the registry and pushes what changed,
+// reporting whether it handled the change and whether anything changed.
+// With endpointsOnly, it handles only a change that is not a full one; a
+// configuration change is left before the rebuild, which the debounced
+// push will make.
+func (d *Istiod) push(first time.Time, endpointsOnly bool) (handled, sent bool) {
 	d.pushMu.Lock()
 	defer d.pushMu.Unlock()
 	start := time.Now()
-	version := strconv.FormatUint(d.versions.Add(1), 10)
 	prev := d.xds.PushContext()
 	in := *d.reg.Inputs() // shallow: the objects are shared, never mutated
 	in.Mesh = d.mesh.Mesh()
 	in.Domain = d.cfg.Domain
+	if endpointsOnly && (prev == nil || !prev.SameConfig(&in)) {
+		return false, false
+	}
+	version := strconv.FormatUint(d.versions.Add(1), 10)
 	pc := model.Rebuild(prev, &in, start.UTC().Format("2006-01-02T15:04:05Z")+"/"+version)
 	change := pc.Diff(prev)
-	if only != nil && !only(change) {
-		return false
+	if endpointsOnly && change.Full {
+		return false, false
 	}
 	if change.Empty() {
-		return true
+		return true, false
 	}
 	if change.Full {
 		d.analysis.Analyze(&in)
@@ -354,7 +362,7 @@ func (d *Istiod) push(first time.Time, only func(model.Change) bool) bool {
 	}
 	d.log.Debug("push", "version", pc.Version, "full", change.Full, "hosts", len(change.Hosts), "build", time.Since(start))
 	d.xds.Push(pc, change)
-	return true
+	return true, true
 }
 
 // ready answers 200 once the registry is read and a push context exists.

@@ -185,6 +185,13 @@ func Rebuild(prev *PushContext, in *Inputs, version string) *PushContext {
 	return pc
 }
 
+// SameConfig reports whether in holds the configuration objects pc was
+// built from, so that a push context built from in can differ from pc in
+// its endpoints and pods only.
+func (pc *PushContext) SameConfig(in *Inputs) bool {
+	return pc.inputs != nil && sameConfig(pc.inputs, in)
+}
+
 // sameConfig reports whether a and b hold the same configuration objects
 // (everything but EndpointSlices, WorkloadEntries and Pods).
 func sameConfig(a, b *Inputs) bool {

@@ -2,6 +2,7 @@ package xds
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -15,10 +16,23 @@ type Debounce struct {
 
 // Debouncer merges notifications: fire runs once per burst, after After of
 // quiet or Max after the burst began, and never twice at once.
+//
+// Lead lets a change that is cheap to push (an endpoint change) skip the
+// wait when nothing is pending and nothing was pushed for After: the first
+// change after a quiet spell goes at once, and the rest of its burst is
+// debounced as before. That is the "push immediately, then debounce" of
+// Istio issue 24021. Pushes stay at most one per After of quiet, plus the
+// one each burst ends with.
 type Debouncer struct {
 	cfg  Debounce
 	ch   chan struct{}
 	fire func(first time.Time)
+	now  func() time.Time
+
+	mu       sync.Mutex
+	bursting bool      // Run holds a burst not yet fired
+	leading  bool      // Lead is pushing
+	last     time.Time // when the last push ended
 }
 
 // NewDebouncer returns a debouncer calling fire with the time of the
@@ -30,7 +44,7 @@ func NewDebouncer(cfg Debounce, fire func(first time.Time)) *Debouncer {
 	if cfg.Max <= 0 {
 		cfg.Max = 10 * time.Second
 	}
-	return &Debouncer{cfg: cfg, ch: make(chan struct{}, 1), fire: fire}
+	return &Debouncer{cfg: cfg, ch: make(chan struct{}, 1), fire: fire, now: time.Now}
 }
 
 // Notify records a change; it never blocks.
@@ -38,6 +52,33 @@ func (d *Debouncer) Notify() {
 	select {
 	case d.ch <- struct{}{}:
 	default:
+	}
+}
+
+// Lead runs push at once if the debouncer is quiet: no burst pending, no
+// other lead running and nothing pushed within After. push reports whether
+// it handled the change and whether it sent anything (a change that turned
+// out empty sends nothing and leaves the debouncer quiet). A change push
+// did not handle, or that came when the debouncer was not quiet, is
+// notified and waits for the debounce.
+func (d *Debouncer) Lead(push func() (handled, sent bool)) {
+	d.mu.Lock()
+	quiet := !d.bursting && !d.leading && len(d.ch) == 0 && d.now().Sub(d.last) >= d.cfg.After
+	d.leading = quiet
+	d.mu.Unlock()
+	if !quiet {
+		d.Notify()
+		return
+	}
+	handled, sent := push()
+	d.mu.Lock()
+	d.leading = false
+	if sent {
+		d.last = d.now()
+	}
+	d.mu.Unlock()
+	if !handled {
+		d.Notify()
 	}
 }
 
@@ -60,6 +101,9 @@ func (d *Debouncer) Run(ctx context.Context) {
 			return
 		case <-d.ch:
 			if quietC == nil {
+				d.mu.Lock()
+				d.bursting = true
+				d.mu.Unlock()
 				first = time.Now()
 				quiet, limit = time.NewTimer(d.cfg.After), time.NewTimer(d.cfg.Max)
 				quietC, limitC = quiet.C, limit.C
@@ -68,10 +112,18 @@ func (d *Debouncer) Run(ctx context.Context) {
 			}
 		case <-quietC:
 			stop()
-			d.fire(first)
+			d.burst(first)
 		case <-limitC:
 			stop()
-			d.fire(first)
+			d.burst(first)
 		}
 	}
+}
+
+// burst fires a burst and marks its push.
+func (d *Debouncer) burst(first time.Time) {
+	d.fire(first)
+	d.mu.Lock()
+	d.bursting, d.last = false, d.now()
+	d.mu.Unlock()
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -63,27 +64,36 @@ func writeFile(t *testing.T, p, content string) {
 // and a pilot-agent xDS proxy keeping its own NameTable (with CDS, as the
 // DNS proxy of an agent without Envoy asks), then edits the EndpointSlice file of a headless service:
 // the agent's NameTable gets the new address, twice over (the second push
-// inherits from a push context that itself inherited).
+// inherits from a push context that itself inherited). With a debounce of
+// an hour, the first edit after a quiet spell still arrives: it is pushed
+// at once, ahead of the debounce.
 func TestNameTableFollowsHeadlessEndpointsFileMode(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		files      func(ip string) map[string]string
 		noDebounce bool
+		hourLong   bool
 	}{
 		{"slice file", func(ip string) map[string]string {
 			return map[string]string{"db.yaml": xdstest.HeadlessDB, "db-endpoints.yaml": xdstest.DBSlice(ip)}
-		}, false},
+		}, false, false},
 		{"service and slice in one file", func(ip string) map[string]string {
 			return map[string]string{"db.yaml": xdstest.HeadlessDB + "---\n" + xdstest.DBSlice(ip)}
-		}, false},
+		}, false, false},
 		{"slice file, endpoint changes not debounced", func(ip string) map[string]string {
 			return map[string]string{"db.yaml": xdstest.HeadlessDB, "db-endpoints.yaml": xdstest.DBSlice(ip)}
-		}, true},
+		}, true, false},
+		{"slice file, a debounce of an hour", func(ip string) map[string]string {
+			return map[string]string{"db.yaml": xdstest.HeadlessDB, "db-endpoints.yaml": xdstest.DBSlice(ip)}
+		}, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := fileMesh(t, tc.files("127.0.0.61"))
 			d, ctx := istiodtest.Start(t, func(c *istiod.Config) {
 				c.ConfigDir, c.EDSDebounce = dir, !tc.noDebounce
+				if tc.hourLong {
+					c.DebounceAfter, c.DebounceMax = time.Hour, time.Hour
+				}
 			})
 			conn, err := grpc.NewClient(d.Addr("grpc"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
@@ -112,7 +122,11 @@ func TestNameTableFollowsHeadlessEndpointsFileMode(t *testing.T) {
 				}
 			}
 			polltest.Within(t, wait, "agent name table with db at 127.0.0.61", has("127.0.0.61"))
-			for _, ip := range []string{"127.0.0.62", "127.0.0.63"} {
+			edits := []string{"127.0.0.62", "127.0.0.63"}
+			if tc.hourLong {
+				edits = edits[:1] // the second would wait the hour
+			}
+			for _, ip := range edits {
 				for n, c := range tc.files(ip) {
 					writeFile(t, filepath.Join(dir, n), c)
 				}
