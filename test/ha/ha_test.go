@@ -44,6 +44,7 @@ func TestThreeReplicas(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (the API server harness)")
 	}
+	bin := buildIstiod(t) // before the API server's context: on a new machine this build takes minutes
 	env, ctx := crdtest.Start(t)
 	c := env.Client
 	for _, ns := range []string{"istio-system", "ha-a", "ha-b"} {
@@ -63,7 +64,6 @@ func TestThreeReplicas(t *testing.T) {
 	createEcho(ctx, t, ic, b1)
 
 	holdStaleLease(ctx, t, c, staleLease, "istiod-gone")
-	bin := buildIstiod(t)
 	replicas := map[string]*replica{}
 	for i := range 3 {
 		id := fmt.Sprintf("istiod-ha-%d", i)

@@ -21,7 +21,6 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/agent/bootstrap"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
 	"github.com/skiff-mesh/skiff/pkg/istiobin"
-	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
@@ -81,12 +80,13 @@ func leafURI(t *testing.T, p *pod, chain []byte) string {
 func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 	netnstest.RequireRoot(t)
 	agent := istiobin.Path(t, istiobin.PilotAgent)
-	env, ctx := crdtest.Start(t)
+	istiod := skiff(t, "istiod") // before the API server's context: on a new machine this build takes minutes
+	env, ctx := startPodEnv(t)
 	namespace := netnstest.UniqueName("interop-")
 	meshObjects(t, ctx, env, namespace)
 	secure, plain := freeAddr(t), freeAddr(t)
 	// Debug auth off: Istio's istioctl reads syncz on the plaintext port.
-	startProcess(t, t.TempDir(), []string{"ENABLE_DEBUG_ENDPOINT_AUTH=false"}, skiff(t, "istiod"), "--kubeconfig", env.Kubeconfig,
+	startProcess(t, t.TempDir(), []string{"ENABLE_DEBUG_ENDPOINT_AUTH=false"}, istiod, "--kubeconfig", env.Kubeconfig,
 		"--grpcAddr", plain, "--secureGRPCAddr", secure, "--httpAddr", freeAddr(t),
 		"--monitoringAddr", "", "--httpsAddr", freeAddr(t))
 	listening(t, secure)
@@ -187,7 +187,7 @@ func sdsChain(t *testing.T, p *pod) []byte {
 func TestSkiffAgentUnderIstioPilotDiscovery(t *testing.T) {
 	netnstest.RequireRoot(t)
 	agent := skiff(t, "pilot-agent")
-	env, ctx := crdtest.Start(t)
+	env, ctx := startPodEnv(t)
 	namespace := netnstest.UniqueName("interop-")
 	meshObjects(t, ctx, env, namespace)
 	secure, plain := startIstioPilot(t, env)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -26,7 +25,7 @@ func TestSkiffAgentNameTableOnEnvoysStream(t *testing.T) {
 	netnstest.RequireRoot(t)
 	agent := skiff(t, "pilot-agent")
 	envoy := skiff(t, "pkg/agent/envoy/testdata/fakeproxy")
-	env, ctx := crdtest.Start(t)
+	env, ctx := startPodEnv(t)
 	namespace := netnstest.UniqueName("interop-")
 	meshObjects(t, ctx, env, namespace)
 	secure, plain := startIstioPilot(t, env)

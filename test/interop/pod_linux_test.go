@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
@@ -54,6 +55,15 @@ type pod struct {
 	ns              *netnstest.NS
 	root            string
 	proxy           corev1.Container
+}
+
+// startPodEnv starts the API server for a test that makes pods with newPod.
+// It renders Istio's charts first: on a new machine that downloads Istio's
+// module, which must not use up the minute of the API server's context.
+func startPodEnv(t *testing.T) (*kubetest.Env, context.Context) {
+	t.Helper()
+	istioInjectFiles(t)
+	return crdtest.Start(t)
 }
 
 // newPod injects pod app-0 (service account app) with Istio's

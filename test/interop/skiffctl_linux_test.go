@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiobin"
-	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/netns"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
@@ -87,7 +86,7 @@ func TestSkiffctlUnderIstioPilotDiscovery(t *testing.T) {
 	mesh := istioInjectFiles(t).mesh
 	agent := skiff(t, "pilot-agent")
 	skiff(t, "istioctl")
-	env, ctx := crdtest.Start(t)
+	env, ctx := startPodEnv(t)
 	namespace := netnstest.UniqueName("interop-")
 	meshObjects(t, ctx, env, namespace)
 	// The token Skiff's istioctl asks for: service account default of
