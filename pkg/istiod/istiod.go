@@ -310,22 +310,21 @@ func (d *Istiod) Serve(ctx context.Context) error {
 // when the debouncer is quiet (or always, with EDS debounce off); the
 // rest waits for the debounce.
 func (d *Istiod) changed(deb *xds.Debouncer) {
-	endpoints := func() (handled, sent bool) { return d.push(time.Now(), true) }
+	endpoints := func() bool { return d.push(time.Now(), true) }
 	if d.cfg.EDSDebounce {
 		deb.Lead(endpoints)
 		return
 	}
-	if handled, _ := endpoints(); !handled {
+	if !endpoints() {
 		deb.Notify()
 	}
 }
 
 // push builds a push context from the registry and pushes what changed,
-// reporting whether it handled the change and whether anything changed.
-// With endpointsOnly, it handles only a change that is not a full one; a
-// configuration change is left before the rebuild, which the debounced
-// push will make.
-func (d *Istiod) push(first time.Time, endpointsOnly bool) (handled, sent bool) {
+// reporting whether it handled the change. With endpointsOnly, it handles
+// only a change that is not a full one; a configuration change is left
+// before the rebuild, which the debounced push will make.
+func (d *Istiod) push(first time.Time, endpointsOnly bool) bool {
 	d.pushMu.Lock()
 	defer d.pushMu.Unlock()
 	start := time.Now()
@@ -334,16 +333,16 @@ func (d *Istiod) push(first time.Time, endpointsOnly bool) (handled, sent bool) 
 	in.Mesh = d.mesh.Mesh()
 	in.Domain = d.cfg.Domain
 	if endpointsOnly && (prev == nil || !prev.SameConfig(&in)) {
-		return false, false
+		return false
 	}
 	version := strconv.FormatUint(d.versions.Add(1), 10)
 	pc := model.Rebuild(prev, &in, start.UTC().Format("2006-01-02T15:04:05Z")+"/"+version)
 	change := pc.Diff(prev)
 	if endpointsOnly && change.Full {
-		return false, false
+		return false
 	}
 	if change.Empty() {
-		return true, false
+		return true
 	}
 	if change.Full {
 		d.analysis.Analyze(&in)
@@ -362,7 +361,7 @@ func (d *Istiod) push(first time.Time, endpointsOnly bool) (handled, sent bool) 
 	}
 	d.log.Debug("push", "version", pc.Version, "full", change.Full, "hosts", len(change.Hosts), "build", time.Since(start))
 	d.xds.Push(pc, change)
-	return true, true
+	return true
 }
 
 // ready answers 200 once the registry is read and a push context exists.

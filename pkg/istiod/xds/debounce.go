@@ -56,12 +56,12 @@ func (d *Debouncer) Notify() {
 }
 
 // Lead runs push at once if the debouncer is quiet: no burst pending, no
-// other lead running and nothing pushed within After. push reports whether
-// it handled the change and whether it sent anything (a change that turned
-// out empty sends nothing and leaves the debouncer quiet). A change push
-// did not handle, or that came when the debouncer was not quiet, is
-// notified and waits for the debounce.
-func (d *Debouncer) Lead(push func() (handled, sent bool)) {
+// other lead running and no push within After. push reports whether it
+// handled the change; a handled change counts as a push even when it
+// turned out to send nothing, so that rebuilds stay at most one per After
+// however fast changes come. A change push did not handle, or that came
+// when the debouncer was not quiet, is notified and waits for the debounce.
+func (d *Debouncer) Lead(push func() bool) {
 	d.mu.Lock()
 	quiet := !d.bursting && !d.leading && len(d.ch) == 0 && d.now().Sub(d.last) >= d.cfg.After
 	d.leading = quiet
@@ -70,10 +70,10 @@ func (d *Debouncer) Lead(push func() (handled, sent bool)) {
 		d.Notify()
 		return
 	}
-	handled, sent := push()
+	handled := push()
 	d.mu.Lock()
 	d.leading = false
-	if sent {
+	if handled {
 		d.last = d.now()
 	}
 	d.mu.Unlock()

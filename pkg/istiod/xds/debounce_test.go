@@ -27,10 +27,10 @@ func (c *fakeClock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// lead calls d.Lead with a push answering handled and sent, and reports
-// whether the push ran and whether a notification is pending afterwards.
-func lead(d *Debouncer, handled, sent bool) (ran, notified bool) {
-	d.Lead(func() (bool, bool) { ran = true; return handled, sent })
+// lead calls d.Lead with a push answering handled, and reports whether
+// the push ran and whether a notification is pending afterwards.
+func lead(d *Debouncer, handled bool) (ran, notified bool) {
+	d.Lead(func() bool { ran = true; return handled })
 	return ran, len(d.ch) == 1
 }
 
@@ -48,27 +48,26 @@ func TestDebouncerLead(t *testing.T) {
 	d := NewDebouncer(Debounce{After: after, Max: time.Hour}, func(time.Time) {})
 	d.now = clk.now
 
-	// Each step calls Lead once, its push answering handled and sent.
+	// Each step calls Lead once, its push answering handled.
 	steps := []struct {
 		name          string
 		before        func()
-		handled, sent bool
+		handled       bool
 		ran, notified bool
 	}{
-		{"first change ever goes at once", nil, true, true, true, false},
-		{"a change within After of that push waits", nil, true, true, false, true},
-		{"a change while one is pending waits", nil, true, true, false, true},
-		{"a change After after the last push goes at once", func() { drain(d); clk.add(after) }, true, true, true, false},
-		{"one just short of After waits", func() { drain(d); clk.add(after - time.Nanosecond) }, true, true, false, true},
-		{"a change the push refuses (a full one) is notified", func() { drain(d); clk.add(after) }, false, false, true, true},
-		{"a refused push is no push", func() { drain(d) }, true, false, true, false},
-		{"nor is an empty change: the next goes at once too", nil, true, true, true, false},
+		{"first change ever goes at once", nil, true, true, false},
+		{"a change within After of that push waits", nil, true, false, true},
+		{"a change while one is pending waits", nil, true, false, true},
+		{"a change After after the last push goes at once", func() { drain(d); clk.add(after) }, true, true, false},
+		{"one just short of After waits", func() { drain(d); clk.add(after - time.Nanosecond) }, true, false, true},
+		{"a change the push refuses (a full one) is notified", func() { drain(d); clk.add(after) }, false, true, true},
+		{"a refused push is no push: the next change goes at once", func() { drain(d) }, true, true, false},
 	}
 	for _, s := range steps {
 		if s.before != nil {
 			s.before()
 		}
-		ran, notified := lead(d, s.handled, s.sent)
+		ran, notified := lead(d, s.handled)
 		if ran != s.ran || notified != s.notified {
 			t.Fatalf("%s: push ran %v, notified %v; want %v, %v", s.name, ran, notified, s.ran, s.notified)
 		}
@@ -95,7 +94,7 @@ func TestDebouncerLeadAfterBurst(t *testing.T) {
 
 	d.Notify()
 	<-entered // the burst is pending until fire returns; fire waits for release
-	if ran, _ := lead(d, true, true); ran {
+	if ran, _ := lead(d, true); ran {
 		t.Fatal("a change during a pending burst was pushed at once")
 	}
 	clk.add(time.Hour) // time cannot make a pending burst quiet
@@ -103,13 +102,13 @@ func TestDebouncerLeadAfterBurst(t *testing.T) {
 	<-fired // the first burst, then the one the refused lead notified
 	<-fired
 	polltest.Until(t, "no burst pending", func() bool { return !d.pending() })
-	if ran, _ := lead(d, true, true); ran {
+	if ran, _ := lead(d, true); ran {
 		t.Fatal("a change right after a burst's push was pushed at once")
 	}
 	<-fired
 	polltest.Until(t, "no burst pending", func() bool { return !d.pending() })
 	clk.add(after)
-	if ran, notified := lead(d, true, true); !ran || notified {
+	if ran, notified := lead(d, true); !ran || notified {
 		t.Fatalf("a change After after a burst's push: ran %v, notified %v; want it pushed at once", ran, notified)
 	}
 }

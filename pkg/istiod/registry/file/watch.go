@@ -29,11 +29,11 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 		if err := r.Load(); err != nil {
 			return err
 		}
-	} else {
-		// Files may have changed between Load and the watch starting.
-		r.rescan()
+		changed()
+	} else if r.rescan() {
+		// Files changed between Load and the watch starting.
+		changed()
 	}
-	changed()
 	pending := map[string]bool{}
 	var timer <-chan time.Time
 	for {
