@@ -160,7 +160,8 @@ func BuildPushContext(in *Inputs, version string) *PushContext { return Rebuild(
 // Rebuild is BuildPushContext reusing what in shares with prev's inputs:
 // when every configuration object is the same (registries keep the pointers
 // of unchanged objects), services and configuration are taken from prev, and
-// so are the endpoints of services whose EndpointSlices are the same.
+// so are the endpoints of services whose EndpointSlices are the same and
+// name no pod that changed.
 func Rebuild(prev *PushContext, in *Inputs, version string) *PushContext {
 	pc := &PushContext{
 		Version:         version,
@@ -175,7 +176,6 @@ func Rebuild(prev *PushContext, in *Inputs, version string) *PushContext {
 			// Pods are read by the endpoints and by proxies' labels only.
 			pc.pods = indexPods(in.Pods)
 			pc.Pods = pc.pods.byIP
-			prev = nil
 		}
 	} else {
 		pc.buildConfig(in)
@@ -268,7 +268,11 @@ func (pc *PushContext) buildConfig(in *Inputs) {
 // buildEndpoints computes each service's endpoints, taking from prev (same
 // configuration) those whose EndpointSlices did not change.
 func (pc *PushContext) buildEndpoints(in *Inputs, prev *PushContext) {
-	if prev != nil && samePtrs(prev.inputs.WorkloadEntries, in.WorkloadEntries) && pc.patchEndpoints(in, prev) {
+	var moved podKeys // the pods that changed since prev
+	if prev != nil && pc.pods != prev.pods {
+		moved = changedPodKeys(prev.pods, pc.pods)
+	}
+	if prev != nil && samePtrs(prev.inputs.WorkloadEntries, in.WorkloadEntries) && pc.patchEndpoints(in, prev, moved) {
 		return
 	}
 	pc.Endpoints, pc.EndpointHash = map[string][]Endpoint{}, map[string]uint64{}
@@ -291,7 +295,7 @@ func (pc *PushContext) buildEndpoints(in *Inputs, prev *PushContext) {
 	}
 	for _, svc := range pc.Services {
 		k := pc.kubeByHost[svc.Hostname]
-		if prev != nil && (k == nil || samePtrs(prev.slicesBySvc[nsName{k.Namespace, k.Name}], pc.slicesBySvc[nsName{k.Namespace, k.Name}])) {
+		if prev != nil && (k == nil || pc.sameEndpointInputs(prev, nsName{k.Namespace, k.Name}, moved)) {
 			continue
 		}
 		eps := pc.serviceEndpoints(svc, k, wes)
@@ -307,11 +311,19 @@ func (pc *PushContext) buildEndpoints(in *Inputs, prev *PushContext) {
 // maxPatched bounds the EndpointSlices patchEndpoints handles one by one.
 const maxPatched = 64
 
+// sameEndpointInputs reports whether the Kubernetes service key reads the
+// same EndpointSlices as in prev and none of them names a moved pod.
+func (pc *PushContext) sameEndpointInputs(prev *PushContext, key nsName, moved podKeys) bool {
+	sls := pc.slicesBySvc[key]
+	return samePtrs(prev.slicesBySvc[key], sls) && !moved.readBy(sls)
+}
+
 // patchEndpoints handles the common case cheaply: the same EndpointSlices
-// in the same order (registries keep both), a few of them replaced. It
-// shares prev's indexes and recomputes only the services of the replaced
-// slices, without reading the others; false means it could not.
-func (pc *PushContext) patchEndpoints(in *Inputs, prev *PushContext) bool {
+// in the same order (registries keep both), a few of them replaced, or
+// pods moved. It shares prev's indexes and recomputes only the services of
+// the replaced slices and of the slices naming a moved pod; false means it
+// could not.
+func (pc *PushContext) patchEndpoints(in *Inputs, prev *PushContext, moved podKeys) bool {
 	old := prev.inputs.EndpointSlices
 	if len(old) != len(in.EndpointSlices) {
 		return false
@@ -331,12 +343,19 @@ func (pc *PushContext) patchEndpoints(in *Inputs, prev *PushContext) bool {
 	}
 	pc.WorkloadEntries, pc.slicesBySvc = prev.WorkloadEntries, prev.slicesBySvc
 	pc.Endpoints, pc.EndpointHash = prev.Endpoints, prev.EndpointHash
-	if len(changed) == 0 {
+	if len(changed) == 0 && moved.empty() {
 		return true
 	}
 	pc.slicesBySvc = maps.Clone(prev.slicesBySvc)
 	pc.Endpoints, pc.EndpointHash = maps.Clone(prev.Endpoints), maps.Clone(prev.EndpointHash)
 	touched := map[nsName]bool{}
+	if !moved.empty() {
+		for key, sls := range prev.slicesBySvc {
+			if moved.readBy(sls) {
+				touched[key] = true
+			}
+		}
+	}
 	for _, i := range changed {
 		key := sliceKey(in.EndpointSlices[i])
 		list := slices.Clone(pc.slicesBySvc[key])

@@ -1,0 +1,59 @@
+package model
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+)
+
+// podKeys are the pods that differ between two pod indexes, as endpoints
+// find them: by namespace/name (an endpoint's targetRef) and by address.
+// A pod replaced by a new object counts, whatever changed in it.
+type podKeys struct {
+	names, ips map[string]struct{}
+}
+
+// changedPodKeys returns the keys whose pod differs between a and b.
+func changedPodKeys(a, b *podIndex) podKeys {
+	k := podKeys{names: map[string]struct{}{}, ips: map[string]struct{}{}}
+	diff := func(x, y map[string]*corev1.Pod, out map[string]struct{}) {
+		for key, p := range y {
+			if x[key] != p {
+				out[key] = struct{}{}
+			}
+		}
+		for key := range x {
+			if _, ok := y[key]; !ok {
+				out[key] = struct{}{}
+			}
+		}
+	}
+	diff(a.byName, b.byName, k.names)
+	diff(a.byIP, b.byIP, k.ips)
+	return k
+}
+
+func (k podKeys) empty() bool { return len(k.names) == 0 && len(k.ips) == 0 }
+
+// readBy reports whether an endpoint of slices (of one namespace) may find
+// a changed pod: by its targetRef, or by an address, where sliceEndpoints
+// looks when the targetRef finds none.
+func (k podKeys) readBy(slices []*discoveryv1.EndpointSlice) bool {
+	if k.empty() {
+		return false
+	}
+	for _, sl := range slices {
+		for _, ep := range sl.Endpoints {
+			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
+				if _, ok := k.names[sl.Namespace+"/"+ep.TargetRef.Name]; ok {
+					return true
+				}
+			}
+			for _, a := range ep.Addresses {
+				if _, ok := k.ips[a]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
