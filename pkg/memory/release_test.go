@@ -8,13 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/clocktest"
 )
 
 // fakeClock hands the Releaser timers the test fires, and a time the test sets.
 type fakeClock struct {
+	*clocktest.Clock
 	asked chan timer
-	mu    sync.Mutex
-	now   time.Time
 }
 
 // timer is one After call: its duration, and the channel that fires it.
@@ -24,25 +25,13 @@ type timer struct {
 }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{asked: make(chan timer), now: time.Unix(1000, 0)}
+	return &fakeClock{Clock: clocktest.New(time.Unix(1000, 0)), asked: make(chan timer)}
 }
 
 func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 	tm := timer{d, make(chan time.Time, 1)}
 	c.asked <- tm
 	return tm.ch
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 // TestReleaserSettlesAndRateLimits: updates in a burst share one release
@@ -73,14 +62,14 @@ func TestReleaserSettlesAndRateLimits(t *testing.T) {
 	second <- clk.Now()
 	<-released
 
-	clk.advance(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	r.Updated()
 	fire := want(25 * time.Second) // 30 s since the release
-	clk.advance(25 * time.Second)
+	clk.Advance(25 * time.Second)
 	fire <- clk.Now()
 	<-released
 
-	clk.advance(time.Minute)
+	clk.Advance(time.Minute)
 	r.Updated()
 	want(time.Second) <- clk.Now() // long after the last release: only Settle
 	<-released

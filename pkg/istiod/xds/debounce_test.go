@@ -2,30 +2,12 @@ package xds
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/skiff-mesh/skiff/pkg/clocktest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
-
-// fakeClock is the debouncer's idea of now, moved by the test.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // lead calls d.Lead with a push answering handled, and reports whether
 // the push ran and whether a notification is pending afterwards.
@@ -44,9 +26,9 @@ func drain(d *Debouncer) {
 
 func TestDebouncerLead(t *testing.T) {
 	after := time.Minute
-	clk := &fakeClock{t: time.Unix(1e9, 0)}
+	clk := clocktest.New(time.Unix(1e9, 0))
 	d := NewDebouncer(Debounce{After: after, Max: time.Hour}, func(time.Time) {})
-	d.now = clk.now
+	d.now = clk.Now
 
 	// Each step calls Lead once, its push answering handled.
 	steps := []struct {
@@ -58,9 +40,9 @@ func TestDebouncerLead(t *testing.T) {
 		{"first change ever goes at once", nil, true, true, false},
 		{"a change within After of that push waits", nil, true, false, true},
 		{"a change while one is pending waits", nil, true, false, true},
-		{"a change After after the last push goes at once", func() { drain(d); clk.add(after) }, true, true, false},
-		{"one just short of After waits", func() { drain(d); clk.add(after - time.Nanosecond) }, true, false, true},
-		{"a change the push refuses (a full one) is notified", func() { drain(d); clk.add(after) }, false, true, true},
+		{"a change After after the last push goes at once", func() { drain(d); clk.Advance(after) }, true, true, false},
+		{"one just short of After waits", func() { drain(d); clk.Advance(after - time.Nanosecond) }, true, false, true},
+		{"a change the push refuses (a full one) is notified", func() { drain(d); clk.Advance(after) }, false, true, true},
 		{"a refused push is no push: the next change goes at once", func() { drain(d) }, true, true, false},
 	}
 	for _, s := range steps {
@@ -78,7 +60,7 @@ func TestDebouncerLead(t *testing.T) {
 // a change waits, and the burst's push counts as the last push.
 func TestDebouncerLeadAfterBurst(t *testing.T) {
 	after := 5 * time.Millisecond
-	clk := &fakeClock{t: time.Unix(1e9, 0)}
+	clk := clocktest.New(time.Unix(1e9, 0))
 	entered, fired := make(chan struct{}, 8), make(chan struct{}, 8)
 	release := make(chan struct{})
 	d := NewDebouncer(Debounce{After: after, Max: time.Hour}, func(time.Time) {
@@ -86,7 +68,7 @@ func TestDebouncerLeadAfterBurst(t *testing.T) {
 		<-release
 		fired <- struct{}{}
 	})
-	d.now = clk.now
+	d.now = clk.Now
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
@@ -97,7 +79,7 @@ func TestDebouncerLeadAfterBurst(t *testing.T) {
 	if ran, _ := lead(d, true); ran {
 		t.Fatal("a change during a pending burst was pushed at once")
 	}
-	clk.add(time.Hour) // time cannot make a pending burst quiet
+	clk.Advance(time.Hour) // time cannot make a pending burst quiet
 	close(release)
 	<-fired // the first burst, then the one the refused lead notified
 	<-fired
@@ -107,7 +89,7 @@ func TestDebouncerLeadAfterBurst(t *testing.T) {
 	}
 	<-fired
 	polltest.Until(t, "no burst pending", func() bool { return !d.pending() })
-	clk.add(after)
+	clk.Advance(after)
 	if ran, notified := lead(d, true); !ran || notified {
 		t.Fatalf("a change After after a burst's push: ran %v, notified %v; want it pushed at once", ran, notified)
 	}
