@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,7 +13,9 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
@@ -47,8 +52,11 @@ type client struct {
 	delta      bool
 	subscribed int // how many of types it asks for
 	stream     grpc.ClientStream
-	sendMu     sync.Mutex
-	edsNames   []string
+	open       func() (grpc.ClientStream, error) // a new stream, for retries
+	// refused counts the streams the control plane ended (opened again).
+	refused  atomic.Int64
+	sendMu   sync.Mutex
+	edsNames []string
 	// namesEnc[t] is names(t) encoded (encodeNames), for ACKs.
 	namesEnc [5][]byte
 	// recv[t] is when the latest response of type t arrived, acked[t]
@@ -82,11 +90,18 @@ func dial(ctx context.Context, conn *grpc.ClientConn, id int, edsNames []string,
 	if delta {
 		method = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
 	}
-	s, err := conn.NewStream(ctx, adsDesc, method)
-	if err != nil {
-		return nil, fmt.Errorf("open stream: %w", err)
+	open := func() (grpc.ClientStream, error) {
+		s, err := conn.NewStream(ctx, adsDesc, method)
+		if err != nil {
+			return nil, fmt.Errorf("open stream: %w", err)
+		}
+		return s, nil
 	}
-	c := &client{id: id, delta: delta, stream: s, edsNames: edsNames, subscribed: len(types) - 1}
+	s, err := open()
+	if err != nil {
+		return nil, err
+	}
+	c := &client{id: id, delta: delta, stream: s, open: open, edsNames: edsNames, subscribed: len(types) - 1}
 	for t := range types {
 		c.namesEnc[t] = encodeNames(c.names(t))
 	}
@@ -113,6 +128,42 @@ func (c *client) send(req any) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	return c.stream.SendMsg(req)
+}
+
+// serve runs the client's stream until ctx ends. A stream the control
+// plane ends (Istio's request rate limit refuses with ResourceExhausted or
+// closes it) is opened again after a jittered backoff from 500 ms to 30 s,
+// as Envoy retries its ADS stream; refused counts them. A client's own
+// error (a response it cannot decode) ends it.
+func (c *client) serve(ctx context.Context) error {
+	backoff := 500 * time.Millisecond
+	for {
+		err := c.run()
+		if ctx.Err() != nil || !streamEnded(err) {
+			return err
+		}
+		c.refused.Add(1)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff/2 + rand.N(backoff/2)):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+		if c.stream, err = c.open(); err != nil {
+			return err
+		}
+	}
+}
+
+// streamEnded reports whether err is the control plane ending the stream,
+// not the client failing (gRPC reports a response the client's codec cannot
+// decode as Internal).
+func streamEnded(err error) bool {
+	if errors.Is(err, io.EOF) {
+		return true
+	}
+	s, ok := status.FromError(err)
+	return ok && err != nil && s.Code() != codes.Internal
 }
 
 // run subscribes to CDS, EDS, LDS and RDS and ACKs every response until

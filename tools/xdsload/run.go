@@ -62,6 +62,7 @@ type results struct {
 	rss, peak      int64
 	restRSS        int64 // cfg.rest after the last change
 	bytesPerClient int64
+	refused        int64 // streams the control plane ended during the initial sync
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
@@ -120,7 +121,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 		}
 		clients[i] = c
 		wg.Go(func() {
-			if err := c.run(); err != nil && cctx.Err() == nil {
+			if err := c.serve(cctx); err != nil && cctx.Err() == nil {
 				log.Warn("client ended", "client", c.id, "err", err)
 			}
 		})
@@ -146,7 +147,10 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	}
 	res.bytesPerClient = total / int64(len(clients))
 	res.syncRSS, _, _ = memory(pid)
-	log.Info("clients synced", "clients", cfg.clients, "took", res.connect)
+	for _, c := range clients {
+		res.refused += c.refused.Load()
+	}
+	log.Info("clients synced", "clients", cfg.clients, "took", res.connect, "refused", res.refused)
 	time.Sleep(500 * time.Millisecond)
 
 	full := &phase{name: "full push (new service + endpoint change: CDS, EDS, LDS, RDS to every client), until ACKed", acked: true}
