@@ -53,8 +53,8 @@ type client struct {
 	subscribed int // how many of types it asks for
 	stream     grpc.ClientStream
 	open       func() (grpc.ClientStream, error) // a new stream, for retries
-	// refused counts the streams the control plane ended (opened again).
-	refused  atomic.Int64
+	// reopened counts the streams the control plane ended (opened again).
+	reopened atomic.Int64
 	sendMu   sync.Mutex
 	edsNames []string
 	// namesEnc[t] is names(t) encoded (encodeNames), for ACKs.
@@ -133,7 +133,7 @@ func (c *client) send(req any) error {
 // serve runs the client's stream until ctx ends. A stream the control
 // plane ends (Istio's request rate limit refuses with ResourceExhausted or
 // closes it) is opened again after a jittered backoff from 500 ms to 30 s,
-// as Envoy retries its ADS stream; refused counts them. A client's own
+// as Envoy retries its ADS stream; reopened counts them. A client's own
 // error (a response it cannot decode) ends it.
 func (c *client) serve(ctx context.Context) error {
 	backoff := 500 * time.Millisecond
@@ -142,7 +142,7 @@ func (c *client) serve(ctx context.Context) error {
 		if ctx.Err() != nil || !streamEnded(err) {
 			return err
 		}
-		c.refused.Add(1)
+		c.reopened.Add(1)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -62,7 +62,7 @@ type results struct {
 	rss, peak      int64
 	restRSS        int64 // cfg.rest after the last change
 	bytesPerClient int64
-	refused        int64 // streams the control plane ended during the initial sync
+	reopened       int64 // streams the control plane ended over the whole run
 }
 
 func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
@@ -147,10 +147,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	}
 	res.bytesPerClient = total / int64(len(clients))
 	res.syncRSS, _, _ = memory(pid)
-	for _, c := range clients {
-		res.refused += c.refused.Load()
-	}
-	log.Info("clients synced", "clients", cfg.clients, "took", res.connect, "refused", res.refused)
+	log.Info("clients synced", "clients", cfg.clients, "took", res.connect, "reopened", reopened(clients))
 	time.Sleep(500 * time.Millisecond)
 
 	full := &phase{name: "full push (new service + endpoint change: CDS, EDS, LDS, RDS to every client), until ACKed", acked: true}
@@ -210,6 +207,7 @@ spec:
 	}
 	res.rss, res.peak, _ = memory(pid)
 	res.load = loadAvg()
+	res.reopened = reopened(clients)
 	if cfg.rest > 0 {
 		select {
 		case <-ctx.Done():
@@ -319,4 +317,13 @@ func waitAll(ctx context.Context, clients []*client, t0 time.Time, want []int, t
 		per[i] = time.Duration(last - since)
 	}
 	return per, nil
+}
+
+// reopened is how many streams the control plane has ended so far.
+func reopened(clients []*client) int64 {
+	var n int64
+	for _, c := range clients {
+		n += c.reopened.Load()
+	}
+	return n
 }
