@@ -51,7 +51,7 @@ func listCluster(ctx context.Context, c *cluster.Cluster) (*analysis.Set, error)
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	for i := range pods.Items {
-		s.Pods = append(s.Pods, &pods.Items[i])
+		s.Pods = append(s.Pods, model.PodOf(&pods.Items[i]))
 	}
 	ic, err := istioclient.NewForConfig(c.Config)
 	if err != nil {

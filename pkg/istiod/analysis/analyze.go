@@ -6,19 +6,16 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
-// InjectTemplatesAnnotation lists a pod's injection templates; grpc-agent
-// and grpc-simple make it a proxyless gRPC workload.
-const InjectTemplatesAnnotation = "inject.istio.io/templates"
-
-// ProxyOf returns the proxy type of a pod.
-func ProxyOf(p *corev1.Pod) Proxy {
-	for t := range strings.SplitSeq(p.Annotations[InjectTemplatesAnnotation], ",") {
+// ProxyOf returns the proxy type of a pod: its injection templates
+// (model.InjectTemplatesAnnotation) grpc-agent and grpc-simple make it a
+// proxyless gRPC workload.
+func ProxyOf(p *model.Pod) Proxy {
+	for t := range strings.SplitSeq(p.Templates, ",") {
 		if t = strings.TrimSpace(t); t == "grpc-agent" || t == "grpc-simple" {
 			return Proxyless
 		}
@@ -65,11 +62,11 @@ func Sort(ms []Message) {
 // namespace, for the support table.
 type workloads struct {
 	all  map[Proxy]int
-	byNS map[string][]*corev1.Pod
+	byNS map[string][]*model.Pod
 }
 
 func (s *Set) workloads() *workloads {
-	w := &workloads{all: map[Proxy]int{}, byNS: map[string][]*corev1.Pod{}}
+	w := &workloads{all: map[Proxy]int{}, byNS: map[string][]*model.Pod{}}
 	for _, p := range s.Pods {
 		w.all[ProxyOf(p)]++
 		w.byNS[p.Namespace] = append(w.byNS[p.Namespace], p)

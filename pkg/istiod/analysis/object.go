@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	networking "istio.io/client-go/pkg/apis/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
@@ -29,6 +28,12 @@ func ForObject(in *model.Inputs, raw []byte, ns string) (model.Key, []Message, e
 		return k, nil, err
 	}
 	return k, For(AnalyzeSet(s), k), nil
+}
+
+// named is what objects of every kind have.
+type named interface {
+	GetNamespace() string
+	GetName() string
 }
 
 // remove drops the object with key k (the slices are copied, never
@@ -62,7 +67,7 @@ func (s *Set) remove(k model.Key) {
 	}
 }
 
-func without[T metav1.Object](xs []T, k model.Key) []T {
+func without[T named](xs []T, k model.Key) []T {
 	out := make([]T, 0, len(xs))
 	for _, x := range xs {
 		if x.GetNamespace() != k.Namespace || x.GetName() != k.Name {
@@ -108,7 +113,7 @@ func (s *Set) Merge(o *Set) {
 // keys lists the keys of the objects in s that remove knows.
 func (s *Set) keys() []model.Key {
 	var out []model.Key
-	add := func(kind model.Kind, m metav1.Object) {
+	add := func(kind model.Kind, m named) {
 		out = append(out, model.Key{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()})
 	}
 	for _, o := range s.Services {

@@ -65,7 +65,7 @@ func (s *Set) AddJSON(raw []byte, ns, origin string) (model.Key, error) {
 				return k, fmt.Errorf("%s: %w", k, err)
 			}
 			o.Namespace = k.Namespace
-			s.Pods = append(s.Pods, &o)
+			s.Pods = append(s.Pods, model.PodOf(&o))
 		default:
 			return model.Key{}, nil
 		}

@@ -149,7 +149,7 @@ func sliceEndpoints(svc *Service, k8s *corev1.Service, sl *discoveryv1.EndpointS
 		}
 		for _, ep := range sl.Endpoints {
 			healthy := ep.Conditions.Ready == nil || *ep.Conditions.Ready
-			var pod *corev1.Pod
+			var pod *Pod
 			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
 				pod = pods.byName[k8s.Namespace+"/"+ep.TargetRef.Name]
 			}
@@ -164,7 +164,7 @@ func sliceEndpoints(svc *Service, k8s *corev1.Service, sl *discoveryv1.EndpointS
 				}
 				if p != nil {
 					e.Labels = p.Labels
-					e.ServiceAccount = p.Spec.ServiceAccountName
+					e.ServiceAccount = p.ServiceAccount
 					if r := p.Labels["topology.kubernetes.io/region"]; r != "" {
 						e.Locality.Region = r
 					}
@@ -181,19 +181,16 @@ func sliceEndpoints(svc *Service, k8s *corev1.Service, sl *discoveryv1.EndpointS
 
 // podIndex finds pods by namespace/name and by IP.
 type podIndex struct {
-	byName map[string]*corev1.Pod
-	byIP   map[string]*corev1.Pod
+	byName map[string]*Pod
+	byIP   map[string]*Pod
 }
 
-func indexPods(pods []*corev1.Pod) *podIndex {
-	ix := &podIndex{byName: map[string]*corev1.Pod{}, byIP: map[string]*corev1.Pod{}}
+func indexPods(pods []*Pod) *podIndex {
+	ix := &podIndex{byName: make(map[string]*Pod, len(pods)), byIP: make(map[string]*Pod, len(pods))}
 	for _, p := range pods {
 		ix.byName[p.Namespace+"/"+p.Name] = p
-		for _, ip := range p.Status.PodIPs {
-			ix.byIP[ip.IP] = p
-		}
-		if p.Status.PodIP != "" {
-			ix.byIP[p.Status.PodIP] = p
+		for _, ip := range p.IPs {
+			ix.byIP[ip] = p
 		}
 	}
 	return ix

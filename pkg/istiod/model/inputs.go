@@ -53,7 +53,7 @@ type Inputs struct {
 	Domain           string
 	Services         []*corev1.Service
 	EndpointSlices   []*discoveryv1.EndpointSlice
-	Pods             []*corev1.Pod
+	Pods             []*Pod
 	ServiceEntries   []*networking.ServiceEntry
 	WorkloadEntries  []*networking.WorkloadEntry
 	VirtualServices  []*networking.VirtualService

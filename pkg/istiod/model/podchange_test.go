@@ -17,9 +17,8 @@ import (
 // SANs), which Istio also pushes in full.
 func TestPodChanges(t *testing.T) {
 	const host = "a.shop.svc.cluster.local"
-	pod := func(ip, sa string, labels map[string]string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-" + ip, Namespace: "shop", Labels: labels},
-			Spec: corev1.PodSpec{ServiceAccountName: sa}, Status: corev1.PodStatus{PodIP: ip}}
+	pod := func(ip, sa string, labels map[string]string) *model.Pod {
+		return &model.Pod{Name: "p-" + ip, Namespace: "shop", Labels: labels, ServiceAccount: sa, IPs: []string{ip}}
 	}
 	base := &model.Inputs{
 		Services: []*corev1.Service{{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "shop"},
@@ -30,22 +29,22 @@ func TestPodChanges(t *testing.T) {
 			Ports:       []discoveryv1.EndpointPort{{Name: new("http"), Port: new(int32(80))}},
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.1"}}},
 		}},
-		Pods: []*corev1.Pod{pod("10.1.0.1", "a", map[string]string{"app": "a", "version": "v1"})},
+		Pods: []*model.Pod{pod("10.1.0.1", "a", map[string]string{"app": "a", "version": "v1"})},
 	}
 	for _, c := range []struct {
 		name        string
-		pods        []*corev1.Pod
+		pods        []*model.Pod
 		full        bool
 		hosts, ips  []string
 		wantVersion string
 	}{
-		{name: "same values, new object", pods: []*corev1.Pod{pod("10.1.0.1", "a", map[string]string{"app": "a", "version": "v1"})},
+		{name: "same values, new object", pods: []*model.Pod{pod("10.1.0.1", "a", map[string]string{"app": "a", "version": "v1"})},
 			wantVersion: "v1"},
-		{name: "an endpoint's labels", pods: []*corev1.Pod{pod("10.1.0.1", "a", map[string]string{"app": "a", "version": "v2"})},
+		{name: "an endpoint's labels", pods: []*model.Pod{pod("10.1.0.1", "a", map[string]string{"app": "a", "version": "v2"})},
 			hosts: []string{host}, ips: []string{"10.1.0.1"}, wantVersion: "v2"},
 		{name: "a pod that is no endpoint", pods: append(base.Pods[:1:1], pod("10.1.0.7", "b", map[string]string{"app": "b"})),
 			ips: []string{"10.1.0.7"}, wantVersion: "v1"},
-		{name: "an endpoint's service account", pods: []*corev1.Pod{pod("10.1.0.1", "other", map[string]string{"app": "a", "version": "v1"})},
+		{name: "an endpoint's service account", pods: []*model.Pod{pod("10.1.0.1", "other", map[string]string{"app": "a", "version": "v1"})},
 			full: true, wantVersion: "v1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

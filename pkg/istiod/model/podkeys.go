@@ -1,7 +1,6 @@
 package model
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
@@ -15,7 +14,7 @@ type podKeys struct {
 // changedPodKeys returns the keys whose pod differs between a and b.
 func changedPodKeys(a, b *podIndex) podKeys {
 	k := podKeys{names: map[string]struct{}{}, ips: map[string]struct{}{}}
-	diff := func(x, y map[string]*corev1.Pod, out map[string]struct{}) {
+	diff := func(x, y map[string]*Pod, out map[string]struct{}) {
 		for key, p := range y {
 			if x[key] != p {
 				out[key] = struct{}{}

@@ -19,7 +19,7 @@ import (
 type podMesh struct {
 	services []*corev1.Service
 	slices   []*discoveryv1.EndpointSlice
-	pods     []*corev1.Pod
+	pods     []*model.Pod
 }
 
 const podMeshServices, podMeshPods = 4, 12
@@ -40,10 +40,17 @@ func newPodMesh() *podMesh {
 	return m
 }
 
-func podMeshPod(i int, ip, sa, version string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "shop",
-		Labels: map[string]string{"app": "shop", "version": version}},
-		Spec: corev1.PodSpec{ServiceAccountName: sa}, Status: corev1.PodStatus{PodIP: ip}}
+func podMeshPod(i int, ip, sa, version string) *model.Pod {
+	return &model.Pod{Name: fmt.Sprintf("p%d", i), Namespace: "shop",
+		Labels: map[string]string{"app": "shop", "version": version}, ServiceAccount: sa, IPs: []string{ip}}
+}
+
+// podIP is a pod's first address ("" for none).
+func podIP(p *model.Pod) string {
+	if len(p.IPs) == 0 {
+		return ""
+	}
+	return p.IPs[0]
 }
 
 // slice is service s's EndpointSlice over the pods at indexes eps, with
@@ -78,20 +85,20 @@ func (m *podMesh) mutate(r *rand.Rand) {
 		p := *old
 		m.pods[i] = &p
 	case 1:
-		m.pods[i] = podMeshPod(i, old.Status.PodIP, old.Spec.ServiceAccountName, fmt.Sprintf("v%d", r.IntN(3)))
+		m.pods[i] = podMeshPod(i, podIP(old), old.ServiceAccount, fmt.Sprintf("v%d", r.IntN(3)))
 	case 2:
-		m.pods[i] = podMeshPod(i, old.Status.PodIP, fmt.Sprintf("sa%d", r.IntN(2)), old.Labels["version"])
+		m.pods[i] = podMeshPod(i, podIP(old), fmt.Sprintf("sa%d", r.IntN(2)), old.Labels["version"])
 	case 3: // an address no endpoint has, or back
 		ip := fmt.Sprintf("10.2.0.%d", i+1)
-		if old.Status.PodIP == ip {
+		if podIP(old) == ip {
 			ip = fmt.Sprintf("10.1.0.%d", i+1)
 		}
-		m.pods[i] = podMeshPod(i, ip, old.Spec.ServiceAccountName, old.Labels["version"])
+		m.pods[i] = podMeshPod(i, ip, old.ServiceAccount, old.Labels["version"])
 	case 4: // gone, or back
 		if old.Name == "gone" {
 			m.pods[i] = podMeshPod(i, fmt.Sprintf("10.1.0.%d", i+1), "sa", "v1")
 		} else {
-			m.pods[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: "elsewhere"}}
+			m.pods[i] = &model.Pod{Name: "gone", Namespace: "elsewhere"}
 		}
 	case 5: // a service's slice rewired over other pods
 		s := r.IntN(podMeshServices)
@@ -129,7 +136,7 @@ func TestRebuildAfterPodChangesMatchesBuild(t *testing.T) {
 func TestPodChangeRecomputesItsServicesOnly(t *testing.T) {
 	m := newPodMesh()
 	prev := model.BuildPushContext(m.inputs(), "0")
-	m.pods[4] = podMeshPod(4, m.pods[4].Status.PodIP, "sa", "v2") // an endpoint of s1
+	m.pods[4] = podMeshPod(4, podIP(m.pods[4]), "sa", "v2") // an endpoint of s1
 	pc := model.Rebuild(prev, m.inputs(), "1")
 	for s := range podMeshServices {
 		host := fmt.Sprintf("s%d.shop.svc.cluster.local", s)

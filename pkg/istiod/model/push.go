@@ -38,7 +38,7 @@ type PushContext struct {
 	// Sidecars by namespace, those with a workload selector first.
 	Sidecars map[string][]*networking.Sidecar
 	// Pods indexes pods by IP, for proxy identity.
-	Pods map[string]*corev1.Pod
+	Pods map[string]*Pod
 	// WorkloadEntries indexes workload entries by address, for proxy identity.
 	WorkloadEntries map[string]*networking.WorkloadEntry
 	// Mesh is the mesh configuration (Istio's defaults when the inputs
@@ -118,9 +118,9 @@ func (pc *PushContext) Diff(prev *PushContext) Change {
 
 // changedPods returns the addresses whose pod differs between a and b in
 // what Proxy.WorkloadLabels reads: being there, its namespace, its labels.
-func changedPods(a, b map[string]*corev1.Pod) map[string]struct{} {
+func changedPods(a, b map[string]*Pod) map[string]struct{} {
 	out := map[string]struct{}{}
-	same := func(x, y *corev1.Pod) bool {
+	same := func(x, y *Pod) bool {
 		return x == y || (x != nil && y != nil && x.Namespace == y.Namespace && maps.Equal(x.Labels, y.Labels))
 	}
 	for ip, p := range b {

@@ -174,7 +174,7 @@ func add(in *model.Inputs, o any) {
 	case *discoveryv1.EndpointSlice:
 		in.EndpointSlices = append(in.EndpointSlices, v)
 	case *corev1.Pod:
-		in.Pods = append(in.Pods, v)
+		in.Pods = append(in.Pods, model.PodOf(v))
 	case *networking.ServiceEntry:
 		in.ServiceEntries = append(in.ServiceEntries, v)
 	case *networking.WorkloadEntry:

@@ -128,12 +128,12 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	ls := &listers{
 		services: kf.Core().V1().Services().Lister(),
 		slices:   kf.Discovery().V1().EndpointSlices().Lister(),
-		pods:     kf.Core().V1().Pods().Lister(),
 	}
 	pods := kf.Core().V1().Pods().Informer()
 	if err := pods.SetTransform(trimPod); err != nil {
 		return fmt.Errorf("pod informer: %w", err)
 	}
+	ls.pods = podLister{pods.GetStore()}
 	watched := []watchedKind{
 		{model.KindService, kf.Core().V1().Services().Informer()},
 		{model.KindEndpointSlice, kf.Discovery().V1().EndpointSlices().Informer()},

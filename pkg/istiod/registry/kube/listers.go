@@ -21,7 +21,7 @@ import (
 type listers struct {
 	services         corelisters.ServiceLister
 	slices           discoverylisters.EndpointSliceLister
-	pods             corelisters.PodLister
+	pods             lister[*cachedPod]
 	serviceEntries   netlisters.ServiceEntryLister
 	workloadEntries  netlisters.WorkloadEntryLister
 	virtualServices  netlisters.VirtualServiceLister
@@ -57,23 +57,24 @@ func (l *listers) build(prev *model.Inputs, dirty map[model.Kind]bool, problems 
 	if prev != nil {
 		*in = *prev
 	}
-	relist(model.KindService, l.services, &in.Services, dirty, problems)
-	relist(model.KindEndpointSlice, l.slices, &in.EndpointSlices, dirty, problems)
-	relist(model.KindPod, l.pods, &in.Pods, dirty, problems)
-	relist(model.KindServiceEntry, l.serviceEntries, &in.ServiceEntries, dirty, problems)
-	relist(model.KindWorkloadEntry, l.workloadEntries, &in.WorkloadEntries, dirty, problems)
-	relist(model.KindVirtualService, l.virtualServices, &in.VirtualServices, dirty, problems)
-	relist(model.KindDestinationRule, l.destinationRules, &in.DestinationRules, dirty, problems)
-	relist(model.KindSidecar, l.sidecars, &in.Sidecars, dirty, problems)
-	relist(model.KindPeerAuthentication, l.peerAuthentications, &in.PeerAuthentications, dirty, problems)
-	relist(model.KindAuthorizationPolicy, l.authorizationPolicies, &in.AuthorizationPolicies, dirty, problems)
-	relist(model.KindRequestAuthentication, l.requestAuthentications, &in.RequestAuthentications, dirty, problems)
+	relist(model.KindService, l.services, &in.Services, accepted, dirty, problems)
+	relist(model.KindEndpointSlice, l.slices, &in.EndpointSlices, accepted, dirty, problems)
+	relist(model.KindPod, l.pods, &in.Pods, cachedPodOf, dirty, problems)
+	relist(model.KindServiceEntry, l.serviceEntries, &in.ServiceEntries, accepted, dirty, problems)
+	relist(model.KindWorkloadEntry, l.workloadEntries, &in.WorkloadEntries, accepted, dirty, problems)
+	relist(model.KindVirtualService, l.virtualServices, &in.VirtualServices, accepted, dirty, problems)
+	relist(model.KindDestinationRule, l.destinationRules, &in.DestinationRules, accepted, dirty, problems)
+	relist(model.KindSidecar, l.sidecars, &in.Sidecars, accepted, dirty, problems)
+	relist(model.KindPeerAuthentication, l.peerAuthentications, &in.PeerAuthentications, accepted, dirty, problems)
+	relist(model.KindAuthorizationPolicy, l.authorizationPolicies, &in.AuthorizationPolicies, accepted, dirty, problems)
+	relist(model.KindRequestAuthentication, l.requestAuthentications, &in.RequestAuthentications, accepted, dirty, problems)
 	return in
 }
 
 // relist lists kind into dst when it is dirty: sorted, invalid objects left
-// out and reported. A nil lister (its CRD not installed) lists nothing.
-func relist[T object](kind model.Kind, l lister[T], dst *[]T, dirty map[model.Kind]bool, problems map[model.Kind][]error) {
+// out and reported. A nil lister (its CRD not installed) lists nothing. use
+// checks an object and returns what the inputs keep of it.
+func relist[T object, U any](kind model.Kind, l lister[T], dst *[]U, use func(T) (U, error), dirty map[model.Kind]bool, problems map[model.Kind][]error) {
 	if l == nil || !dirty[kind] {
 		return
 	}
@@ -85,13 +86,21 @@ func relist[T object](kind model.Kind, l lister[T], dst *[]T, dirty map[model.Ki
 		return cmp.Or(strings.Compare(a.GetNamespace(), b.GetNamespace()), strings.Compare(a.GetName(), b.GetName()))
 	})
 	var p []error
-	out := objs[:0:0]
+	out := make([]U, 0, len(objs))
 	for _, o := range objs {
-		if err := validation.Accept(any(o)); err != nil {
+		u, err := use(o)
+		if err != nil {
 			p = append(p, fmt.Errorf("%s %s/%s: %w", kind, o.GetNamespace(), o.GetName(), err))
 			continue
 		}
-		out = append(out, o)
+		out = append(out, u)
 	}
 	*dst, problems[kind] = out, p
 }
+
+// accepted keeps an object whole once validation accepts it.
+func accepted[T object](o T) (T, error) { return o, validation.Accept(any(o)) }
+
+// cachedPodOf keeps what istiod reads of a pod; its validation ran when the
+// informer cached it.
+func cachedPodOf(c *cachedPod) (*model.Pod, error) { return &c.pod, c.invalid }

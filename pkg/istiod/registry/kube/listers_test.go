@@ -25,11 +25,11 @@ func TestBuildKeepsUnchangedKinds(t *testing.T) {
 		add(t, svcs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
 			Spec: corev1.ServiceSpec{ClusterIP: fmt.Sprintf("10.96.0.%d", i+1), Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}})
 		add(t, slices, slice(name, fmt.Sprintf("10.1.0.%d", i+1)))
-		add(t, pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-0", Namespace: "ns"},
-			Status: corev1.PodStatus{PodIP: fmt.Sprintf("10.1.0.%d", i+1)}})
+		add(t, pods, trimmed(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name + "-0", Namespace: "ns"},
+			Status: corev1.PodStatus{PodIP: fmt.Sprintf("10.1.0.%d", i+1)}}))
 	}
 	l := &listers{services: corelisters.NewServiceLister(svcs), slices: discoverylisters.NewEndpointSliceLister(slices),
-		pods: corelisters.NewPodLister(pods)}
+		pods: podLister{pods}}
 	problems := map[model.Kind][]error{}
 	all := map[model.Kind]bool{}
 	for _, k := range kinds {
@@ -92,6 +92,16 @@ func TestSameTrimmedPod(t *testing.T) {
 
 func newIndexer() cache.Indexer {
 	return cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+}
+
+// trimmed is p as the pod informer caches it.
+func trimmed(t *testing.T, p *corev1.Pod) any {
+	t.Helper()
+	o, err := trimPod(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 func add(t *testing.T, ix cache.Indexer, obj any) {

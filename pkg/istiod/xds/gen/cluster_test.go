@@ -89,7 +89,7 @@ func echoInputs(t testing.TB, yaml ...string) *model.Inputs {
 			case *corev1.Service:
 				in.Services = append(in.Services, v)
 			case *corev1.Pod:
-				in.Pods = append(in.Pods, v)
+				in.Pods = append(in.Pods, model.PodOf(v))
 			case *discoveryv1.EndpointSlice:
 				in.EndpointSlices = append(in.EndpointSlices, v)
 			case *networking.DestinationRule:

@@ -8,7 +8,6 @@ import (
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/file"
@@ -30,7 +29,7 @@ func With(t testing.TB, in *model.Inputs, yaml string) *model.Inputs {
 		case *discoveryv1.EndpointSlice:
 			out.EndpointSlices = replace(out.EndpointSlices, v)
 		case *corev1.Pod:
-			out.Pods = replace(out.Pods, v)
+			out.Pods = replace(out.Pods, model.PodOf(v))
 		case *networking.ServiceEntry:
 			out.ServiceEntries = replace(out.ServiceEntries, v)
 		case *networking.WorkloadEntry:
@@ -46,7 +45,10 @@ func With(t testing.TB, in *model.Inputs, yaml string) *model.Inputs {
 	return &out
 }
 
-func replace[T metav1.Object](list []T, o T) []T {
+func replace[T interface {
+	GetNamespace() string
+	GetName() string
+}](list []T, o T) []T {
 	out := slices.Clone(list)
 	for i, x := range out {
 		if x.GetNamespace() == o.GetNamespace() && x.GetName() == o.GetName() {
