@@ -30,12 +30,6 @@ func ForObject(in *model.Inputs, raw []byte, ns string) (model.Key, []Message, e
 	return k, For(AnalyzeSet(s), k), nil
 }
 
-// named is what objects of every kind have.
-type named interface {
-	GetNamespace() string
-	GetName() string
-}
-
 // remove drops the object with key k (the slices are copied, never
 // edited in place: they may be shared with a registry's Inputs).
 func (s *Set) remove(k model.Key) {
@@ -67,7 +61,7 @@ func (s *Set) remove(k model.Key) {
 	}
 }
 
-func without[T named](xs []T, k model.Key) []T {
+func without[T model.Named](xs []T, k model.Key) []T {
 	out := make([]T, 0, len(xs))
 	for _, x := range xs {
 		if x.GetNamespace() != k.Namespace || x.GetName() != k.Name {
@@ -113,7 +107,7 @@ func (s *Set) Merge(o *Set) {
 // keys lists the keys of the objects in s that remove knows.
 func (s *Set) keys() []model.Key {
 	var out []model.Key
-	add := func(kind model.Kind, m named) {
+	add := func(kind model.Kind, m model.Named) {
 		out = append(out, model.Key{Kind: kind, Namespace: m.GetNamespace(), Name: m.GetName()})
 	}
 	for _, o := range s.Services {

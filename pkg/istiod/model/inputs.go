@@ -40,6 +40,13 @@ type Key struct {
 // String returns "Kind ns/name".
 func (k Key) String() string { return fmt.Sprintf("%s %s/%s", k.Kind, k.Namespace, k.Name) }
 
+// Named is what objects of every kind have: Kubernetes and Istio objects,
+// and Pod.
+type Named interface {
+	GetNamespace() string
+	GetName() string
+}
+
 // Inputs is one consistent set of registry and configuration objects. A
 // registry hands over a new Inputs on every change and never mutates one it
 // has handed over; objects that did not change keep their pointers.

@@ -38,13 +38,8 @@ var kinds = []model.Kind{model.KindService, model.KindEndpointSlice, model.KindP
 	model.KindWorkloadEntry, model.KindVirtualService, model.KindDestinationRule, model.KindSidecar,
 	model.KindPeerAuthentication, model.KindAuthorizationPolicy, model.KindRequestAuthentication}
 
-type object interface {
-	GetNamespace() string
-	GetName() string
-}
-
 // lister is what every typed lister has.
-type lister[T object] interface {
+type lister[T model.Named] interface {
 	List(labels.Selector) ([]T, error)
 }
 
@@ -74,7 +69,7 @@ func (l *listers) build(prev *model.Inputs, dirty map[model.Kind]bool, problems 
 // relist lists kind into dst when it is dirty: sorted, invalid objects left
 // out and reported. A nil lister (its CRD not installed) lists nothing. use
 // checks an object and returns what the inputs keep of it.
-func relist[T object, U any](kind model.Kind, l lister[T], dst *[]U, use func(T) (U, error), dirty map[model.Kind]bool, problems map[model.Kind][]error) {
+func relist[T model.Named, U any](kind model.Kind, l lister[T], dst *[]U, use func(T) (U, error), dirty map[model.Kind]bool, problems map[model.Kind][]error) {
 	if l == nil || !dirty[kind] {
 		return
 	}
@@ -99,7 +94,7 @@ func relist[T object, U any](kind model.Kind, l lister[T], dst *[]U, use func(T)
 }
 
 // accepted keeps an object whole once validation accepts it.
-func accepted[T object](o T) (T, error) { return o, validation.Accept(any(o)) }
+func accepted[T model.Named](o T) (T, error) { return o, validation.Accept(any(o)) }
 
 // cachedPodOf keeps what istiod reads of a pod; its validation ran when the
 // informer cached it.

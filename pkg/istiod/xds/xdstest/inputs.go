@@ -45,10 +45,7 @@ func With(t testing.TB, in *model.Inputs, yaml string) *model.Inputs {
 	return &out
 }
 
-func replace[T interface {
-	GetNamespace() string
-	GetName() string
-}](list []T, o T) []T {
+func replace[T model.Named](list []T, o T) []T {
 	out := slices.Clone(list)
 	for i, x := range out {
 		if x.GetNamespace() == o.GetNamespace() && x.GetName() == o.GetName() {
