@@ -1,0 +1,74 @@
+package grpcwire
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+)
+
+// headerLen is the size of the prefix before every message: a compressed
+// flag byte and the message's length as a big-endian uint32.
+const headerLen = 5
+
+// defaultMaxRecvSize bounds a received message when no limit is set.
+const defaultMaxRecvSize = 256 << 20
+
+// putHeader fills hdr with the prefix of an uncompressed message of n bytes.
+func putHeader(hdr *[headerLen]byte, n int) {
+	hdr[0] = 0
+	binary.BigEndian.PutUint32(hdr[1:], uint32(n))
+}
+
+// readFrame reads one length-prefixed message from r into a buffer of
+// exactly its size, using hdr as scratch space for the prefix. It returns
+// io.EOF when r ends cleanly between messages, a *Status for a frame this
+// package will not accept (compressed, larger than max, truncated), and r's
+// own error otherwise, for the caller to map.
+func readFrame(r io.Reader, hdr *[headerLen]byte, max int) ([]byte, error) {
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, Errorf(Internal, "grpcwire: stream ended inside a message prefix")
+		}
+		return nil, err
+	}
+	switch hdr[0] {
+	case 0:
+	case 1:
+		return nil, Errorf(Internal, "grpcwire: received a compressed message, but no compression was negotiated")
+	default:
+		return nil, Errorf(Internal, "grpcwire: malformed message prefix: flag %d", hdr[0])
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if uint64(n) > uint64(max) {
+		return nil, Errorf(ResourceExhausted, "grpcwire: received message larger than max (%d vs. %d)", n, max)
+	}
+	msg := make([]byte, n)
+	if _, err := io.ReadFull(r, msg); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, Errorf(Internal, "grpcwire: stream ended inside a message of %d bytes", n)
+		}
+		return nil, err
+	}
+	return msg, nil
+}
+
+// frameWriter writes length-prefixed messages, reusing one prefix buffer.
+// The message itself is written as given, never copied here.
+type frameWriter struct {
+	hdr [headerLen]byte
+}
+
+func (f *frameWriter) write(w io.Writer, msg []byte) error {
+	if uint64(len(msg)) > 1<<32-1 {
+		return Errorf(ResourceExhausted, "grpcwire: message of %d bytes is too large to frame", len(msg))
+	}
+	putHeader(&f.hdr, len(msg))
+	if _, err := w.Write(f.hdr[:]); err != nil {
+		return err
+	}
+	if len(msg) == 0 {
+		return nil
+	}
+	_, err := w.Write(msg)
+	return err
+}
