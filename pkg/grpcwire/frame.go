@@ -2,7 +2,6 @@ package grpcwire
 
 import (
 	"encoding/binary"
-	"errors"
 	"io"
 )
 
@@ -25,8 +24,8 @@ func putHeader(hdr *[headerLen]byte, n int) {
 // package will not accept (compressed, larger than max, truncated), and r's
 // own error otherwise, for the caller to map.
 func readFrame(r io.Reader, hdr *[headerLen]byte, max int) ([]byte, error) {
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
+	if n, err := readFull(r, hdr[:]); err != nil {
+		if err == io.EOF && n > 0 {
 			return nil, Errorf(Internal, "grpcwire: stream ended inside a message prefix")
 		}
 		return nil, err
@@ -43,13 +42,31 @@ func readFrame(r io.Reader, hdr *[headerLen]byte, max int) ([]byte, error) {
 		return nil, Errorf(ResourceExhausted, "grpcwire: received message larger than max (%d vs. %d)", n, max)
 	}
 	msg := make([]byte, n)
-	if _, err := io.ReadFull(r, msg); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+	if _, err := readFull(r, msg); err != nil {
+		if err == io.EOF {
 			return nil, Errorf(Internal, "grpcwire: stream ended inside a message of %d bytes", n)
 		}
 		return nil, err
 	}
 	return msg, nil
+}
+
+// readFull is io.ReadFull, except that it returns r's errors as they are:
+// io.EOF means r ended cleanly (after n bytes), and an io.ErrUnexpectedEOF
+// is r's own, as net/http reports a lost connection.
+func readFull(r io.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := r.Read(b[n:])
+		n += m
+		if err != nil {
+			if err == io.EOF && n == len(b) {
+				break
+			}
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // frameWriter writes length-prefixed messages, reusing one prefix buffer.
