@@ -28,7 +28,10 @@ const maxTimeoutValue = 99999999
 // earlier than the client's. d must be positive.
 func encodeTimeout(d time.Duration) string {
 	for _, u := range timeoutUnits {
-		v := (d + u.d - 1) / u.d
+		v := d / u.d
+		if d%u.d != 0 {
+			v++
+		}
 		if v <= maxTimeoutValue {
 			return strconv.FormatInt(int64(v), 10) + string(u.unit)
 		}
