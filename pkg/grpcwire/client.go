@@ -93,7 +93,6 @@ func Dial(addr string, o DialOptions) (*Conn, error) {
 		Protocols:          &protocols,
 		DialContext:        c.dialContext,
 		DisableCompression: true, // no Accept-Encoding: gzip on gRPC requests
-		HTTP2:              &http.HTTP2Config{},
 	}
 	if o.TLS != nil {
 		cfg := o.TLS.Clone()

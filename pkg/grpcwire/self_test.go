@@ -154,7 +154,8 @@ func h2cTransport(t *testing.T, path string) *http.Transport {
 
 // TestServerHonoursTimeoutAlone: a grpc-timeout from a client that keeps no
 // deadline itself still ends the handler's Context with DeadlineExceeded,
-// and the response says so; a request that is not gRPC gets HTTP 415.
+// and the response says so; a compressed request gets Unimplemented and a
+// request that is not gRPC gets HTTP 415.
 func TestServerHonoursTimeoutAlone(t *testing.T) {
 	s := newServer(t)
 	ended := make(chan error, 1)
@@ -179,6 +180,23 @@ func TestServerHonoursTimeoutAlone(t *testing.T) {
 	}
 	if got := resp.Header.Get("Grpc-Status"); got != "4" {
 		t.Errorf("grpc-status %q; want 4 (DeadlineExceeded)", got)
+	}
+	for _, k := range []string{"Date", "Content-Length"} {
+		if v, ok := resp.Header[k]; ok {
+			t.Errorf("trailers-only response has %s: %q", k, v)
+		}
+	}
+
+	req, _ = http.NewRequest("POST", "http://localhost/test.Echo/Unary", http.NoBody)
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("Grpc-Encoding", "gzip")
+	resp, err = tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("Grpc-Status"); got != "12" || resp.Header.Get("Grpc-Accept-Encoding") != "identity" {
+		t.Errorf("gzip request: grpc-status %q, accept %q; want 12 (Unimplemented), identity", got, resp.Header.Get("Grpc-Accept-Encoding"))
 	}
 
 	req, _ = http.NewRequest("POST", "http://localhost/test.Echo/Unary", strings.NewReader("x"))

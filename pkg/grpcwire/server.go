@@ -96,7 +96,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:     http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(&hs, w, r) }),
 		Protocols:   &protocols,
-		HTTP2:       &http.HTTP2Config{},
 		BaseContext: func(net.Listener) context.Context { return base },
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
@@ -141,6 +140,11 @@ func (s *Server) serveHTTP(hs *handlers, w http.ResponseWriter, r *http.Request)
 	s.mu.Unlock()
 	if h == nil {
 		writeStatus(w, false, &Status{Code: Unimplemented, Message: "grpcwire: unknown method " + r.URL.Path})
+		return
+	}
+	if enc := r.Header.Get("Grpc-Encoding"); enc != "" && enc != "identity" {
+		w.Header().Set("Grpc-Accept-Encoding", "identity")
+		writeStatus(w, false, &Status{Code: Unimplemented, Message: "grpcwire: grpc-encoding " + enc + " is not supported"})
 		return
 	}
 	ctx := r.Context()
