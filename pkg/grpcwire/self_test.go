@@ -239,3 +239,40 @@ func TestClientHTTPStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestSelfSendUnblocks: a Send held by flow control (the handler never
+// reads) returns Canceled when the caller's context is canceled, and one on
+// another stream returns when the Conn closes.
+func TestSelfSendUnblocks(t *testing.T) {
+	s := newServer(t)
+	started := make(chan struct{}, 2)
+	s.Handle("/test.Slow/Deaf", func(ss grpcwire.ServerStream) error {
+		started <- struct{}{}
+		<-ss.Context().Done()
+		return nil
+	})
+	path, _ := serveUnix(t, s)
+	c := dialUnix(t, path, grpcwire.DialOptions{})
+	huge := make([]byte, 32<<20)
+	send := func(ctx context.Context) <-chan error {
+		cs, err := c.NewStream(ctx, "/test.Slow/Deaf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := make(chan error, 1)
+		go func() { sent <- cs.Send(huge) }()
+		wait(t, started, "the handler")
+		return sent
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sent := send(ctx)
+	cancel()
+	if err := wait(t, sent, "Send after cancel"); grpcwire.CodeOf(err) != grpcwire.Canceled {
+		t.Errorf("Send after cancel: %v; want Canceled", err)
+	}
+	sent = send(context.Background())
+	c.Close()
+	if err := wait(t, sent, "Send after Close"); grpcwire.CodeOf(err) != grpcwire.Canceled {
+		t.Errorf("Send after Close: %v; want Canceled", err)
+	}
+}
