@@ -19,7 +19,9 @@ type field struct {
 }
 
 // rangeFields calls fn for every field of the message b, in the order they
-// appear. Groups are skipped whole. msg names the message in errors.
+// appear; for a group, which no message here has, fn gets the number and wire
+// type only, to reject a known field or ignore an unknown one. msg names the
+// message in errors.
 func rangeFields(msg string, b []byte, fn func(f *field) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
@@ -47,9 +49,6 @@ func rangeFields(msg string, b []byte, fn func(f *field) error) error {
 			return fmt.Errorf("xdswire: decode %s: field %d: %w", msg, num, protowire.ParseError(n))
 		}
 		b = b[n:]
-		if typ == protowire.StartGroupType {
-			continue
-		}
 		if err := fn(&f); err != nil {
 			return err
 		}
