@@ -10,6 +10,7 @@ import (
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/skiff-mesh/skiff/pkg/xdswire"
@@ -134,4 +135,39 @@ func clearDetails(s *status.Status) {
 	if s != nil {
 		s.Details = nil
 	}
+}
+
+// equalKnown reports whether got and want are equal once the unknown fields
+// of both, at every depth, are dropped: this package skips unknown fields,
+// and the generated code keeps as unknown a known field with the wrong wire
+// type.
+func equalKnown(got, want proto.Message) bool {
+	got, want = proto.Clone(got), proto.Clone(want)
+	dropUnknown(got.ProtoReflect())
+	dropUnknown(want.ProtoReflect())
+	return proto.Equal(got, want)
+}
+
+func dropUnknown(m protoreflect.Message) {
+	m.SetUnknown(nil)
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsMap():
+			if fd.MapValue().Message() != nil {
+				v.Map().Range(func(_ protoreflect.MapKey, v protoreflect.Value) bool {
+					dropUnknown(v.Message())
+					return true
+				})
+			}
+		case fd.IsList():
+			if fd.Message() != nil {
+				for i := range v.List().Len() {
+					dropUnknown(v.List().Get(i).Message())
+				}
+			}
+		case fd.Message() != nil:
+			dropUnknown(v.Message())
+		}
+		return true
+	})
 }
