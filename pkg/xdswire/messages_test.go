@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/structpb"
 	security "istio.io/api/security/v1alpha1"
 
@@ -126,5 +127,11 @@ func TestHealth(t *testing.T) {
 	}
 	if got := xdswire.HealthStatusName(7); got != "ServingStatus(7)" {
 		t.Errorf("HealthStatusName(7) = %q", got)
+	}
+}
+
+func TestAny(t *testing.T) {
+	for _, a := range []xdswire.Any{{}, {TypeURL: xdswire.SecretType}, {TypeURL: "t", Value: xdswire.ValidationContextSecret("ROOTCA", []byte("ca"))}} {
+		checkEncoding(t, a.Marshal(), &anypb.Any{TypeUrl: a.TypeURL, Value: a.Value})
 	}
 }
