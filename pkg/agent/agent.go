@@ -325,12 +325,12 @@ func runProxy(ctx context.Context, cfg *config.Config, opts Options, log *slog.L
 		return err
 	}
 	p := &envoy.Proxy{Binary: cfg.Proxy.BinaryPath, Bootstrap: path, AdminPort: int(cfg.Proxy.ProxyAdminPort),
-		DrainTime: cfg.Proxy.DrainDuration.AsDuration(), TerminationDrain: cfg.Proxy.TerminationDrainDuration.AsDuration(),
+		DrainTime: cfg.Proxy.DrainDuration, TerminationDrain: cfg.Proxy.TerminationDrainDuration,
 		ExitOnZeroConnections: cfg.ExitOnZeroConnections, MinDrain: cfg.MinDrain,
 		IgnoreListeners: envoy.IgnoredListeners(config.EnvoyStatusPort, config.EnvoyPrometheusPort),
 		Stdout:          opts.Stdout, Stderr: opts.Stderr}
 	if c := cfg.Proxy.Concurrency; c != nil {
-		p.Concurrency = int(c.GetValue())
+		p.Concurrency = int(*c)
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, log, opts.Signals) }()
