@@ -597,8 +597,10 @@ func durationMessage(t *messageType, d time.Duration) *message {
 	return m
 }
 
-// isZero reports whether a scalar is its kind's zero value (floats: +0
-// only, as protobuf-go compares their bits).
+// isZero reports whether a scalar is its kind's zero value. A float's -0
+// counts as zero: protobuf-go keeps it in the message protojson fills,
+// but proto.Merge (and Clone) copy a float only when it is != 0, so it
+// never reaches the merged config.
 func isZero(v any) bool {
 	switch v := v.(type) {
 	case string:
@@ -610,7 +612,7 @@ func isZero(v any) bool {
 	case uint64:
 		return v == 0
 	case float64:
-		return math.Float64bits(v) == 0
+		return v == 0
 	case []byte:
 		return len(v) == 0
 	case int32:
