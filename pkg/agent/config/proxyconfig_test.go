@@ -494,3 +494,65 @@ func TestProxyConfigDeps(t *testing.T) {
 		}
 	}
 }
+
+// fieldPath is a field of the schema, nested at its place in a document.
+type fieldPath struct {
+	name string
+	// doc is a document with raw (JSON) as the field's value.
+	doc func(raw string) string
+}
+
+// schemaPaths lists every field of t and of its messages, by JSON name or,
+// with snake, by proto name; a map's messages under key "k", a list's as
+// its one element.
+func schemaPaths(t *messageType, prefix string, wrap func(string) string, snake bool) []fieldPath {
+	var out []fieldPath
+	for _, f := range t.Fields {
+		name := f.JSONName
+		if snake {
+			name = f.Name
+		}
+		inner := func(raw string) string { return wrap(`{"` + name + `": ` + raw + `}`) }
+		out = append(out, fieldPath{prefix + name, inner})
+		if f.Kind != kindMessage || f.Message.WellKnown != notWellKnown {
+			continue
+		}
+		elem := inner
+		switch {
+		case f.MapKey != 0:
+			elem = func(raw string) string { return inner(`{"k": ` + raw + `}`) }
+		case f.Repeated:
+			elem = func(raw string) string { return inner(`[` + raw + `]`) }
+		}
+		out = append(out, schemaPaths(f.Message, prefix+name+".", elem, snake)...)
+	}
+	return out
+}
+
+var allSchemaPaths = sync.OnceValue(func() []fieldPath {
+	id := func(s string) string { return s }
+	return append(schemaPaths(proxyConfigSchema, "", id, false), schemaPaths(proxyConfigSchema, "", id, true)...)
+})
+
+// FuzzProxyConfigField puts any value (JSON, or else a JSON string) in any
+// field of the schema, nested where it belongs, and compares with the
+// reference.
+func FuzzProxyConfigField(f *testing.F) {
+	paths := allSchemaPaths()
+	for i, p := range paths {
+		for _, v := range []string{`"1.5s"`, `15`, `"15"`, `1e2`, `true`, `"NONE"`, `{}`, `[]`, `null`, `{"a": "b"}`, `["x"]`, `"NaN"`, `-0.5`} {
+			if i%7 == 0 || strings.Contains(p.name, "Duration") || strings.Contains(p.name, "Port") {
+				f.Add(uint16(i), v)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint16, value string) {
+		p := paths[int(which)%len(paths)]
+		raw := value
+		if !json.Valid([]byte(raw)) {
+			b, _ := json.Marshal(value)
+			raw = string(b)
+		}
+		checkAgainstReference(t, p.doc(raw))
+	})
+}
