@@ -20,8 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/skiff-mesh/skiff/pkg/agent/bootstrap"
 	"github.com/skiff-mesh/skiff/pkg/agent/certs"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
@@ -32,6 +30,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
 	"github.com/skiff-mesh/skiff/pkg/grpcsock"
 	"github.com/skiff-mesh/skiff/pkg/nds"
+	"github.com/skiff-mesh/skiff/pkg/promtext"
 )
 
 // Options are the agent's run-time seams.
@@ -60,7 +59,7 @@ type Options struct {
 func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	reg := prometheus.NewRegistry()
+	reg := promtext.NewRegistry()
 	noProxy := cfg.DisableEnvoy || cfg.GRPCBootstrap != ""
 
 	// The connection to istiod: it presents the workload certificate once
