@@ -20,8 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/skiff-mesh/skiff/pkg/agent/bootstrap"
 	"github.com/skiff-mesh/skiff/pkg/agent/certs"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
@@ -32,6 +30,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
 	"github.com/skiff-mesh/skiff/pkg/grpcsock"
 	"github.com/skiff-mesh/skiff/pkg/nds"
+	"github.com/skiff-mesh/skiff/pkg/promtext"
 )
 
 // Options are the agent's run-time seams.
@@ -60,7 +59,7 @@ type Options struct {
 func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	reg := prometheus.NewRegistry()
+	reg := promtext.NewRegistry()
 	noProxy := cfg.DisableEnvoy || cfg.GRPCBootstrap != ""
 
 	// The connection to istiod: it presents the workload certificate once
@@ -325,12 +324,12 @@ func runProxy(ctx context.Context, cfg *config.Config, opts Options, log *slog.L
 		return err
 	}
 	p := &envoy.Proxy{Binary: cfg.Proxy.BinaryPath, Bootstrap: path, AdminPort: int(cfg.Proxy.ProxyAdminPort),
-		DrainTime: cfg.Proxy.DrainDuration.AsDuration(), TerminationDrain: cfg.Proxy.TerminationDrainDuration.AsDuration(),
+		DrainTime: cfg.Proxy.DrainDuration, TerminationDrain: cfg.Proxy.TerminationDrainDuration,
 		ExitOnZeroConnections: cfg.ExitOnZeroConnections, MinDrain: cfg.MinDrain,
 		IgnoreListeners: envoy.IgnoredListeners(config.EnvoyStatusPort, config.EnvoyPrometheusPort),
 		Stdout:          opts.Stdout, Stderr: opts.Stderr}
 	if c := cfg.Proxy.Concurrency; c != nil {
-		p.Concurrency = int(c.GetValue())
+		p.Concurrency = int(*c)
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx, log, opts.Signals) }()

@@ -27,7 +27,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/skiff-mesh/skiff/pkg/agent"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
@@ -230,7 +229,7 @@ func TestAgentSupervisesTheProxy(t *testing.T) {
 	t.Setenv("FAKEPROXY_ADMIN_PORT", fmt.Sprint(admin))
 	cfg, resolv := podEnv(t, m)
 	cfg.Proxy.BinaryPath, cfg.Proxy.ProxyAdminPort = bin, int32(admin)
-	cfg.Proxy.TerminationDrainDuration = durationpb.New(100 * time.Millisecond)
+	cfg.Proxy.TerminationDrainDuration = 100 * time.Millisecond
 	t.Cleanup(func() { // runs after the agent has stopped
 		ev, _ := os.ReadFile(events)
 		if !strings.Contains(string(ev), "drain POST inboundonly&graceful") || !strings.Contains(string(ev), "signal terminated") {

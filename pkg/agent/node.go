@@ -1,12 +1,10 @@
 package agent
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/bootstrap"
@@ -43,11 +41,8 @@ func bootstrapNode(cfg *config.Config) bootstrap.Node {
 		host, _, _ := strings.Cut(cfg.Proxy.DiscoveryAddress, ":")
 		meta["PILOT_SAN"] = []any{host}
 	}
-	if pc, err := protojson.Marshal(cfg.Proxy); err == nil {
-		var m map[string]any
-		if json.Unmarshal(pc, &m) == nil {
-			meta["PROXY_CONFIG"] = m
-		}
+	if pc, err := cfg.Proxy.AsMap(); err == nil {
+		meta["PROXY_CONFIG"] = pc
 	}
 	cluster := cfg.Proxy.GetServiceCluster()
 	if app := cfg.Labels["app"]; app != "" {

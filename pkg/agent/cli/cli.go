@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/skiff-mesh/skiff/pkg/agent"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
@@ -119,7 +118,8 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 	cfg.ClusterDomain = ClusterDomain(fs.Lookup("domain").Value.String())
 	cfg.Profiling = *a.profiling
 	if *concurrency > 0 {
-		cfg.Proxy.Concurrency = wrapperspb.Int32(int32(*concurrency))
+		c := int32(*concurrency)
+		cfg.Proxy.Concurrency = &c
 	}
 	if err := cfg.ReadPodInfo(); err != nil {
 		log.Warn("pod labels and annotations not read; using the environment's", "err", err)

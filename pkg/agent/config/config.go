@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	meshconfig "istio.io/api/mesh/v1alpha1"
-
 	"github.com/skiff-mesh/skiff/pkg/pki"
 	"github.com/skiff-mesh/skiff/pkg/spiffe"
 )
@@ -50,7 +48,7 @@ const DefaultDNSProxyAddr = "localhost:15053"
 
 // Config is everything the agent needs.
 type Config struct {
-	Proxy *meshconfig.ProxyConfig
+	Proxy *ProxyConfig
 	// Type is "sidecar" or "router".
 	Type string
 
@@ -156,7 +154,7 @@ func Load(environ []string, proxyType string) (*Config, error) {
 			vars[k] = v
 		}
 	}
-	pc, err := ProxyConfig(vars["PROXY_CONFIG"])
+	pc, err := ParseProxyConfig(vars["PROXY_CONFIG"])
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +165,7 @@ func Load(environ []string, proxyType string) (*Config, error) {
 		InstanceIP: e.str("INSTANCE_IP", ""),
 		Cluster:    e.str("ISTIO_META_CLUSTER_ID", "Kubernetes"),
 		CAAddr:     e.str("CA_ADDR", pc.DiscoveryAddress),
-		Plaintext:  pc.ControlPlaneAuthPolicy == meshconfig.AuthenticationPolicy_NONE,
+		Plaintext:  pc.ControlPlaneAuthPolicy == AuthNone,
 
 		SecretTTL:        e.duration("SECRET_TTL", "24h"),
 		GraceRatio:       e.ratio("SECRET_GRACE_PERIOD_RATIO", "0.5"),

@@ -10,10 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"google.golang.org/protobuf/testing/protocmp"
-	"google.golang.org/protobuf/types/known/durationpb"
-	"google.golang.org/protobuf/types/known/wrapperspb"
-	meshconfig "istio.io/api/mesh/v1alpha1"
 
 	"github.com/skiff-mesh/skiff/pkg/pki"
 	"github.com/skiff-mesh/skiff/pkg/spiffe"
@@ -25,16 +21,16 @@ func TestProxyConfigJSONAndYAML(t *testing.T) {
 		"yaml": "discoveryAddress: istiod.x.svc:15010\ncontrolPlaneAuthPolicy: NONE\ndrainDuration: 10s\nstatusPort: 16020\nproxyMetadata:\n  ISTIO_META_DNS_CAPTURE: \"true\"\nconcurrency: 2\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			pc, err := ProxyConfig(in)
+			pc, err := ParseProxyConfig(in)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if pc.DiscoveryAddress != "istiod.x.svc:15010" || pc.ControlPlaneAuthPolicy != meshconfig.AuthenticationPolicy_NONE ||
-				pc.DrainDuration.AsDuration() != 10*time.Second || pc.StatusPort != 16020 || pc.Concurrency.GetValue() != 2 {
+			if pc.DiscoveryAddress != "istiod.x.svc:15010" || pc.ControlPlaneAuthPolicy != AuthNone ||
+				pc.DrainDuration != 10*time.Second || pc.StatusPort != 16020 || pc.Concurrency == nil || *pc.Concurrency != 2 {
 				t.Errorf("parsed %v", pc)
 			}
 			// Defaults survive where the input is silent.
-			if pc.ProxyAdminPort != 15000 || pc.TerminationDrainDuration.AsDuration() != 5*time.Second {
+			if pc.ProxyAdminPort != 15000 || pc.TerminationDrainDuration != 5*time.Second {
 				t.Errorf("defaults lost: %v", pc)
 			}
 		})
@@ -54,7 +50,20 @@ func defaults() *Config {
 	}
 }
 
-var cmpConfig = cmp.Options{protocmp.Transform(), cmpopts.EquateComparable(netip.AddrPort{})}
+var cmpConfig = cmp.Options{
+	cmpopts.EquateComparable(netip.AddrPort{}), cmpopts.IgnoreUnexported(ProxyConfig{}),
+	// A proxy config compares by its typed fields and its whole document.
+	cmp.Transformer("proxyConfig", func(p *ProxyConfig) proxyConfigView {
+		m, err := p.AsMap()
+		return proxyConfigView{Typed: *p, Doc: m, Err: err}
+	}),
+}
+
+type proxyConfigView struct {
+	Typed ProxyConfig
+	Doc   map[string]any
+	Err   error
+}
 
 // TestLoad is the agent's environment matrix: every variable Load reads,
 // in its accepted spellings, against the Config it yields.
@@ -94,8 +103,9 @@ func TestLoad(t *testing.T) {
 			name: "plaintext control plane",
 			env:  []string{`PROXY_CONFIG=discoveryAddress: istiod.x.svc:15010` + "\ncontrolPlaneAuthPolicy: NONE\ndrainDuration: 10s\nconcurrency: 2\n"},
 			want: func(c *Config) {
-				c.Proxy.DiscoveryAddress, c.Proxy.ControlPlaneAuthPolicy = "istiod.x.svc:15010", meshconfig.AuthenticationPolicy_NONE
-				c.Proxy.DrainDuration, c.Proxy.Concurrency = durationpb.New(10*time.Second), wrapperspb.Int32(2)
+				two := int32(2)
+				c.Proxy.DiscoveryAddress, c.Proxy.ControlPlaneAuthPolicy = "istiod.x.svc:15010", AuthNone
+				c.Proxy.DrainDuration, c.Proxy.Concurrency = 10*time.Second, &two
 				c.Plaintext, c.CAAddr = true, "istiod.x.svc:15010"
 			},
 		},

@@ -13,8 +13,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/skiff-mesh/skiff/pkg/promtext"
 )
 
 // upstreamPenalty is how long an upstream that timed out or refused is
@@ -33,10 +34,10 @@ type upstream struct {
 	udp      *udpPool
 	tcp      *tcpPool
 	badUntil atomic.Int64 // server clock, nanoseconds
-	reqUDP   prometheus.Counter
-	reqTCP   prometheus.Counter
-	duration prometheus.Observer
-	failures *prometheus.CounterVec
+	reqUDP   *promtext.Counter
+	reqTCP   *promtext.Counter
+	duration *promtext.Histogram
+	failures *promtext.CounterVec // reason
 }
 
 // forwarder sends questions the proxy cannot answer to the upstreams:
@@ -63,10 +64,10 @@ func newForwarder(cfg Config, m *metrics, now func() time.Duration) *forwarder {
 			addr:     a,
 			udp:      newUDPPool(a),
 			tcp:      newTCPPool(a),
-			reqUDP:   m.upRequests.WithLabelValues(s, "udp"),
-			reqTCP:   m.upRequests.WithLabelValues(s, "tcp"),
-			duration: m.upDuration.WithLabelValues(s),
-			failures: m.upFailures.MustCurryWith(prometheus.Labels{"server": s}),
+			reqUDP:   m.upRequests.With(s, "udp"),
+			reqTCP:   m.upRequests.With(s, "tcp"),
+			duration: m.upDuration.With(s),
+			failures: m.upFailures.Curry(s),
 		})
 	}
 	return f
@@ -265,7 +266,7 @@ func (f *forwarder) settle(ctx context.Context, deadline time.Time, u *upstream,
 	if err != nil {
 		reason := failureReason(err)
 		if reason != "canceled" {
-			u.failures.WithLabelValues(reason).Inc()
+			u.failures.With(reason).Inc()
 			u.badUntil.Store(int64(f.now() + upstreamPenalty))
 		}
 		return nil, err
@@ -273,7 +274,7 @@ func (f *forwarder) settle(ctx context.Context, deadline time.Time, u *upstream,
 	u.duration.Observe(time.Since(start).Seconds())
 	switch rcode := int(r[3] & 0x0f); rcode {
 	case dns.RcodeServerFailure, dns.RcodeRefused, dns.RcodeNotImplemented, dns.RcodeFormatError:
-		u.failures.WithLabelValues("rcode_" + dns.RcodeToString[rcode]).Inc()
+		u.failures.With("rcode_" + dns.RcodeToString[rcode]).Inc()
 		return r, fmt.Errorf("%s: %w %s", u.addr, errRcode, dns.RcodeToString[rcode])
 	}
 	if u.badUntil.Load() != 0 {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -76,7 +75,7 @@ func TestEventPathHoldsNoGoroutinePerQuery(t *testing.T) {
 			}
 			if !polltest.Wait(polltest.Timeout, func() bool { return held() == 64 }) {
 				t.Fatalf("the upstream holds %d of the 64 queries; the proxy dropped %v, got %v", held(),
-					testutil.ToFloat64(s.m.dropped), testutil.ToFloat64(s.m.reqUDP))
+					s.m.dropped.Value(), s.m.reqUDP.Value())
 			}
 			if got := forwardGoroutines(); got != tc.want {
 				t.Errorf("%d goroutines serve 64 waiting queries, want %d", got, tc.want)
@@ -127,7 +126,7 @@ func TestEventPathCutDatagramGoesTCP(t *testing.T) {
 	if !r.Truncated || r.Rcode != dns.RcodeSuccess {
 		t.Fatalf("an 8 KB answer for a 4096-byte client: want TC, got %v", r)
 	}
-	if got := testutil.ToFloat64(s.fwd.ups[0].reqTCP); got != 1 {
+	if got := s.fwd.ups[0].reqTCP.Value(); got != 1 {
 		t.Errorf("upstream TCP requests %v, want 1 (the cut UDP answer is not served)", got)
 	}
 	r = ask(t, "tcp", addr4(s), "cut.example", dns.TypeTXT, 0)

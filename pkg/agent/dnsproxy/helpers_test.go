@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,9 +16,11 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/skiff-mesh/skiff/pkg/nds"
+	"github.com/skiff-mesh/skiff/pkg/promtext"
 )
 
 // testSearch is the search list of a pod in namespace default.
@@ -70,8 +73,30 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// countSeries parses what reg writes with Prometheus' parser and counts
+// the series of the named families (of all families without names), as
+// client_golang's testutil.GatherAndCount does.
+func countSeries(reg *promtext.Registry, names ...string) (int, error) {
+	var b strings.Builder
+	if err := reg.WriteText(&b); err != nil {
+		return 0, err
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(b.String()))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for name, mf := range mfs {
+		if len(names) == 0 || slices.Contains(names, name) {
+			n += len(mf.Metric)
+		}
+	}
+	return n, nil
+}
+
 // startServer starts a proxy with cfg and the test table, stopped at cleanup.
-func startServer(t testing.TB, cfg Config, reg prometheus.Registerer) *Server {
+func startServer(t testing.TB, cfg Config, reg *promtext.Registry) *Server {
 	t.Helper()
 	s, err := New(cfg, testLogger(t), reg)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 )
@@ -61,9 +60,9 @@ func TestSearchWalkDig(t *testing.T) {
 	ns.Do(t, func() error { return s.Start(context.Background()) })
 	t.Cleanup(func() { _ = s.Close() })
 	for _, name := range searchNames {
-		before := testutil.ToFloat64(s.m.reqUDP)
+		before := s.m.reqUDP.Value()
 		out := ns.Exec(t, "dig", "+search", "+time=2", "+tries=1", name, "A")
-		queries := testutil.ToFloat64(s.m.reqUDP) - before
+		queries := s.m.reqUDP.Value() - before
 		if !strings.Contains(out, "status: NOERROR") || !strings.Contains(out, "10.0.0.1") {
 			t.Errorf("dig +search %s:\n%s", name, out)
 		}

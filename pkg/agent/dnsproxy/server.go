@@ -12,9 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/skiff-mesh/skiff/pkg/nds"
+	"github.com/skiff-mesh/skiff/pkg/promtext"
 )
 
 // Server is the DNS proxy. Create it with New, feed it with UpdateTable,
@@ -61,7 +60,7 @@ type Server struct {
 // New validates cfg and returns a Server that answers nothing until Start.
 // Metrics are registered with reg (nil: not registered) and unregistered
 // by Close.
-func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Server, error) {
+func New(cfg Config, log *slog.Logger, reg *promtext.Registry) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("dns proxy config: %w", err)

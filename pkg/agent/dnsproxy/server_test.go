@@ -9,12 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skiff-mesh/skiff/pkg/nds"
+	"github.com/skiff-mesh/skiff/pkg/promtext"
 )
 
 func TestMeshAnswers(t *testing.T) {
@@ -167,7 +166,7 @@ func TestSRVAndPTR(t *testing.T) {
 }
 
 func TestReadinessAndNDSZ(t *testing.T) {
-	reg := prometheus.NewRegistry()
+	reg := promtext.NewRegistry()
 	s, err := New(testConfig(), testLogger(t), reg)
 	if err != nil {
 		t.Fatal(err)
@@ -203,27 +202,27 @@ func TestReadinessAndNDSZ(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
+	reg := promtext.NewRegistry()
 	s := startServer(t, testConfig(), reg)
 	ask(t, "udp", addr4(s), "reviews", dns.TypeA, 0)
 	ask(t, "tcp", addr4(s), "reviews", dns.TypeA, 0)
 	ask(t, "udp", addr4(s), "x.wild.example.org", dns.TypeA, 0)
-	if got := testutil.ToFloat64(s.m.reqUDP); got != 2 {
+	if got := s.m.reqUDP.Value(); got != 2 {
 		t.Errorf("udp requests %v, want 2", got)
 	}
-	if got := testutil.ToFloat64(s.m.reqTCP); got != 1 {
+	if got := s.m.reqTCP.Value(); got != 1 {
 		t.Errorf("tcp requests %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(s.m.mesh); got != 3 {
+	if got := s.m.mesh.Value(); got != 3 {
 		t.Errorf("mesh answers %v, want 3", got)
 	}
-	n, err := testutil.GatherAndCount(reg, "dns_requests_total", "dns_upstream_requests_total",
+	n, err := countSeries(reg, "dns_requests_total", "dns_upstream_requests_total",
 		"dns_upstream_failures_total", "dns_upstream_request_duration_seconds", "dns_upstream_cache_hits_total")
 	if err != nil || n < 3 {
 		t.Errorf("gathered %d series: %v", n, err)
 	}
 	_ = s.Close()
-	if n, _ := testutil.GatherAndCount(reg); n != 0 {
+	if n, _ := countSeries(reg); n != 0 {
 		t.Errorf("%d series still registered after Close", n)
 	}
 }

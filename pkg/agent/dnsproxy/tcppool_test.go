@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -86,7 +85,7 @@ func TestTCPUpstreamReusesConnection(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := testutil.ToFloat64(s.fwd.ups[0].reqTCP); got != 25 {
+	if got := s.fwd.ups[0].reqTCP.Value(); got != 25 {
 		t.Errorf("%v queries over TCP, want 25", got)
 	}
 	if got := l.accepted.Load(); got != 1 {
@@ -103,7 +102,7 @@ func TestTCPUpstreamClosedConnectionReplaced(t *testing.T) {
 	if got := l.accepted.Load(); got != 3 {
 		t.Errorf("the upstream accepted %d TCP connections, want 3 (one per query, as it closes each)", got)
 	}
-	if got := testutil.ToFloat64(s.fwd.ups[0].failures.WithLabelValues("error")); got != 0 {
+	if got := s.fwd.ups[0].failures.With("error").Value(); got != 0 {
 		t.Errorf("%v failures recorded for a connection the upstream closed", got)
 	}
 }

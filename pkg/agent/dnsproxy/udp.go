@@ -55,7 +55,7 @@ func (s *Server) readUDP(conn *net.UDPConn) {
 		}
 		nout := 0
 		now := time.Now()
-		var mesh, hits, bad float64
+		var mesh, hits, bad uint64
 		for i := range n {
 			m := &in[i]
 			if m.N > maxQuerySize {
@@ -83,7 +83,7 @@ func (s *Server) readUDP(conn *net.UDPConn) {
 			nout++
 		}
 		sends.flush()
-		s.m.reqUDP.Add(float64(n))
+		s.m.reqUDP.Add(uint64(n))
 		if mesh > 0 {
 			s.m.mesh.Add(mesh)
 		}

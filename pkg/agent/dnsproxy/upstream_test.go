@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/skiff-mesh/skiff/pkg/promtext"
 )
 
 // bigTXT are the strings of a TXT record of about 1.5 kB.
@@ -33,7 +33,7 @@ func TestForwardLargeAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		maxUDP      string // dnsmasq's --edns-packet-max
-		upstreamTCP float64
+		upstreamTCP uint64
 	}{
 		// dnsmasq answers over UDP up to 1232 bytes by default: the proxy
 		// gets TC and asks again over TCP.
@@ -58,7 +58,7 @@ func TestForwardLargeAnswer(t *testing.T) {
 				}
 			}
 			check(t, ask(t, "udp", addr4(s), "big.test", dns.TypeTXT, 4096))
-			if got := testutil.ToFloat64(s.fwd.ups[0].reqTCP); got != tc.upstreamTCP {
+			if got := s.fwd.ups[0].reqTCP.Value(); got != tc.upstreamTCP {
 				t.Errorf("upstream TCP requests %v, want %v", got, tc.upstreamTCP)
 			}
 			check(t, ask(t, "tcp", addr4(s), "big.test", dns.TypeTXT, 0))
@@ -77,7 +77,7 @@ func TestForwardLargeAnswer(t *testing.T) {
 
 func TestForwardAndCache(t *testing.T) {
 	up := startDnsmasq(t, dnsmasqRecords()...)
-	reg := prometheus.NewRegistry()
+	reg := promtext.NewRegistry()
 	s := startServer(t, testConfig(up.Addr), reg)
 	for _, network := range []string{"udp", "tcp", "udp"} {
 		r := ask(t, network, addr4(s), "ext.test", dns.TypeA, 0)
@@ -88,10 +88,10 @@ func TestForwardAndCache(t *testing.T) {
 			t.Errorf("a forwarded answer must not claim authority")
 		}
 	}
-	if got := testutil.ToFloat64(s.m.cacheHits); got != 2 {
+	if got := s.m.cacheHits.Value(); got != 2 {
 		t.Errorf("cache hits %v, want 2", got)
 	}
-	if got := testutil.ToFloat64(s.fwd.ups[0].reqUDP); got != 1 {
+	if got := s.fwd.ups[0].reqUDP.Value(); got != 1 {
 		t.Errorf("upstream requests %v, want 1", got)
 	}
 	// The cache answers after the upstream is gone.

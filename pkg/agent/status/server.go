@@ -13,12 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skiff-mesh/skiff/pkg/httpserver"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
-
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
+	"github.com/skiff-mesh/skiff/pkg/httpserver"
+	"github.com/skiff-mesh/skiff/pkg/promtext"
 )
 
 // Check is one readiness condition; nil means satisfied.
@@ -39,8 +36,8 @@ type Options struct {
 	Ready []Check
 	// ProxyMetrics and AppMetrics are scraped and merged into /stats/prometheus ("" to skip).
 	ProxyMetrics, AppMetrics string
-	// Registry holds the agent's own metrics.
-	Registry *prometheus.Registry
+	// Registry holds the agent's own metrics (nil: none).
+	Registry *promtext.Registry
 	// Quit is called by POST /quitquitquit; Drain by POST /drain. Both localhost only.
 	Quit, Drain func()
 	// Extra handlers mounted as they are (e.g. /debug/ndsz).
@@ -64,9 +61,6 @@ func New(opts Options, log *slog.Logger) *Server {
 	host := opts.AppHost
 	if host == "" {
 		host = "127.0.0.1"
-	}
-	if opts.Registry == nil {
-		opts.Registry = prometheus.NewRegistry()
 	}
 	return &Server{opts: opts, log: log.With("component", "status"), prober: &prober{host: host, http2: !opts.HTTP1Probes}}
 }
@@ -139,18 +133,12 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, err)
 		}
 	}
-	// The agent's own metrics, in the same text format (never gzip or
-	// protobuf: they follow plain text already written).
-	if mfs, err := s.opts.Registry.Gather(); err == nil {
-		enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-		for _, mf := range mfs {
-			if err := enc.Encode(mf); err != nil {
-				errs = append(errs, err)
-				break
-			}
+	// The agent's own metrics, in the same text format (they follow
+	// plain text already written).
+	if s.opts.Registry != nil {
+		if err := s.opts.Registry.WriteText(w); err != nil {
+			errs = append(errs, err)
 		}
-	} else {
-		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		s.log.Debug("metrics scrape failed", "err", errors.Join(errs...))

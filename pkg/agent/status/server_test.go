@@ -13,13 +13,13 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
+	"github.com/skiff-mesh/skiff/pkg/promtext"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -118,9 +118,11 @@ func TestMetricsMerge(t *testing.T) {
 	defer proxy.Close()
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "app_requests_total 7") }))
 	defer app.Close()
-	reg := prometheus.NewRegistry()
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "istio_agent_test_total", Help: "test"})
-	reg.MustRegister(c)
+	reg := promtext.NewRegistry()
+	c := promtext.NewCounter("istio_agent_test_total", "test")
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
 	c.Inc()
 	s := New(Options{ProxyMetrics: proxy.URL, AppMetrics: app.URL, Registry: reg}, slog.New(slog.DiscardHandler))
 	_, body := get(t, s.Handler(), "/stats/prometheus")
