@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -12,8 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/dnsproxy"
 	"github.com/skiff-mesh/skiff/pkg/nds"
@@ -90,7 +89,7 @@ func tableCost(l *lab.Lab, pod *lab.NS, namespace string, services int) (names i
 	}
 	base := heapNow()
 	nt := &nds.NameTable{}
-	if err := protojson.Unmarshal([]byte(js), nt); err != nil {
+	if err := json.Unmarshal([]byte(js), nt); err != nil {
 		return 0, 0, 0, fmt.Errorf("parse the agent's NameTable: %w", err)
 	}
 	withTable := heapNow()

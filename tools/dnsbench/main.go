@@ -46,7 +46,7 @@ func main() {
 	flag.IntVar(&o.rate, "latency-rate", 0, "offered QPS of the latency runs (default: half of each server's maximum)")
 	flag.StringVar(&o.serve.addr, "serve", "", "run only the proxy on this ip:port (used by the benchmark itself; also for profiling, with pprof on localhost:6060)")
 	flag.StringVar(&o.serve.upstream, "serve-upstream", "", "with -serve: upstream nameserver ip:port")
-	flag.StringVar(&o.serve.table, "serve-table", "", "with -serve: NameTable as JSON (default: the benchmark's mesh names)")
+	flag.StringVar(&o.serve.table, "serve-table", "", "with -serve: NameTable as JSON, as /debug/ndsz writes it (default: the benchmark's mesh names)")
 	flag.IntVar(&o.serve.readers, "serve-readers", 0, "with -serve: UDP readers (default GOMAXPROCS)")
 	flag.BoolVar(&o.serve.pprof, "serve-pprof", false, "with -serve: pprof on localhost:6060")
 	flag.Parse()

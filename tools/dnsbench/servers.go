@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,7 +19,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/dnsproxy"
 	"github.com/skiff-mesh/skiff/pkg/nds"
@@ -151,7 +151,7 @@ func serve(o serveOptions, names int) error {
 			return fmt.Errorf("read table: %w", err)
 		}
 		nt = &nds.NameTable{}
-		if err := protojson.Unmarshal(b, nt); err != nil {
+		if err := json.Unmarshal(b, nt); err != nil {
 			return fmt.Errorf("parse table %s: %w", o.table, err)
 		}
 	}

@@ -1,13 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
@@ -33,7 +32,7 @@ func writeWorkload(dir string, n int) (*workload, error) {
 		fwdQueries:    filepath.Join(dir, "fwd.queries"),
 	}
 	nt := meshTable(n)
-	table, err := protojson.Marshal(nt)
+	table, err := json.Marshal(nt)
 	if err != nil {
 		return nil, fmt.Errorf("marshal table: %w", err)
 	}

@@ -2,6 +2,7 @@ package dnsproxy
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -9,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
@@ -48,7 +47,7 @@ func TestThroughIptablesCapture(t *testing.T) {
 
 	// The proxy, as the proxy user, reading the pod's resolv.conf.
 	tablePath := filepath.Join(filepath.Dir(helper), "table.json")
-	b, err := protojson.Marshal(testTable())
+	b, err := json.Marshal(testTable())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
 package dnsproxy
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
-
-	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // NDSZHandler returns an http.Handler that dumps the current NameTable as
@@ -16,12 +16,16 @@ func (s *Server) NDSZHandler() http.Handler {
 			http.Error(w, "no name table received yet", http.StatusServiceUnavailable)
 			return
 		}
-		b, err := protojson.MarshalOptions{Multiline: true, Indent: "  ", UseProtoNames: true}.Marshal(t.nt)
-		if err != nil {
+		// The JSON tags give protojson's proto field names.
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(t.nt); err != nil {
 			http.Error(w, "marshal name table: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
+		_, _ = w.Write(b.Bytes())
 	})
 }

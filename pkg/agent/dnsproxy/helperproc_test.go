@@ -2,14 +2,13 @@ package dnsproxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
-
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
@@ -46,7 +45,7 @@ func runHelperProxy() int {
 		return 1
 	}
 	nt := &nds.NameTable{}
-	if err := protojson.Unmarshal(b, nt); err != nil {
+	if err := json.Unmarshal(b, nt); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

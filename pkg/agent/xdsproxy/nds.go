@@ -2,6 +2,8 @@ package xdsproxy
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -138,7 +140,7 @@ func (p *Proxy) table(resources []*anypb.Any) *status.Status {
 		return &status.Status{Code: 3, Message: "want exactly one NameTable"}
 	}
 	var table nds.NameTable
-	if err := resources[0].UnmarshalTo(&table); err != nil {
+	if err := unmarshalTable(resources[0], &table); err != nil {
 		p.log.Warn("NameTable rejected", "err", err)
 		return &status.Status{Code: 3, Message: err.Error()}
 	}
@@ -147,6 +149,16 @@ func (p *Proxy) table(resources []*anypb.Any) *status.Status {
 	p.mu.Unlock()
 	p.opts.OnNameTable(&table)
 	return nil
+}
+
+// unmarshalTable decodes a NameTable from a, checking its type as
+// anypb's UnmarshalTo does (by the name after the last "/").
+func unmarshalTable(a *anypb.Any, t *nds.NameTable) error {
+	name := strings.TrimPrefix(nds.TypeURL, "type.googleapis.com/")
+	if url := a.GetTypeUrl(); url != name && !strings.HasSuffix(url, "/"+name) {
+		return fmt.Errorf("mismatched message type: got %q, want %q", url, nds.TypeURL)
+	}
+	return t.Unmarshal(a.GetValue())
 }
 
 // ClusterType is the CDS type URL.

@@ -14,6 +14,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+	"github.com/skiff-mesh/skiff/pkg/nds"
 )
 
 // Handler returns the debug mux.
@@ -72,12 +73,7 @@ func configDump(w http.ResponseWriter, r *http.Request, x *xds.Server) {
 			continue
 		}
 		for _, res := range rs {
-			m, err := res.Any.UnmarshalNew()
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			b, err := protojson.Marshal(m)
+			b, err := resourceJSON(res)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
@@ -86,4 +82,21 @@ func configDump(w http.ResponseWriter, r *http.Request, x *xds.Server) {
 		}
 	}
 	writeJSON(w, map[string]any{"proxy": id, "connection_id": conn.ID(), "version": pc.Version, "config": out})
+}
+
+// resourceJSON renders a resource with protojson; a NameTable, plain Go
+// and not a registered protobuf type, with encoding/json.
+func resourceJSON(res *gen.Resource) ([]byte, error) {
+	if res.Any.GetTypeUrl() == nds.TypeURL {
+		var nt nds.NameTable
+		if err := nt.Unmarshal(res.Any.GetValue()); err != nil {
+			return nil, err
+		}
+		return json.Marshal(&nt)
+	}
+	m, err := res.Any.UnmarshalNew()
+	if err != nil {
+		return nil, err
+	}
+	return protojson.Marshal(m)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/file"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
+	"github.com/skiff-mesh/skiff/pkg/nds"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -152,7 +153,20 @@ func renderJSON(t *testing.T, cfg xdstest.Config) []byte {
 	return out.Bytes()
 }
 
+// anyJSON renders a resource as protojson does; a NameTable, plain Go,
+// with encoding/json, whose tags give protojson's field names.
 func anyJSON(t *testing.T, a *anypb.Any) []byte {
+	if a.GetTypeUrl() == nds.TypeURL {
+		var nt nds.NameTable
+		if err := nt.Unmarshal(a.GetValue()); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(&nt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
 	m, err := a.UnmarshalNew()
 	if err != nil {
 		t.Fatal(err)

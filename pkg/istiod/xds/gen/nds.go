@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
@@ -30,8 +31,13 @@ func nameTable(pc *model.PushContext, sc *model.Scope) *Resource {
 			}
 			nt.Table[svc.Hostname] = ni
 		}
-		r, _ := newResource("", nt) // r holds the error: Generate fails on it
-		return r
+		// As the generated code would refuse to marshal it, a table with a
+		// string that is not UTF-8 is a resource holding the error:
+		// Generate fails on it.
+		if err := nt.Validate(); err != nil {
+			return &Resource{err: &ResourceError{Err: fmt.Errorf("marshal istio.networking.nds.v1.NameTable: %w", err)}}
+		}
+		return encodedResource("", nds.TypeURL, nt.Marshal())
 	})
 }
 

@@ -122,11 +122,16 @@ func newResource(name string, m proto.Message) (*Resource, error) {
 		re := &ResourceError{Name: name, Err: fmt.Errorf("marshal %s: %w", m.ProtoReflect().Descriptor().FullName(), err)}
 		return &Resource{Name: name, err: re}, re
 	}
+	return encodedResource(name, "type.googleapis.com/"+string(m.ProtoReflect().Descriptor().FullName()), b), nil
+}
+
+// encodedResource wraps b, the encoding of a resource of typeURL, in an
+// Any and hashes it.
+func encodedResource(name, typeURL string, b []byte) *Resource {
 	h := fnv.New64a()
 	h.Write(b)
 	sum := h.Sum64()
 	h.Write([]byte(name))
-	typeURL := "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName())
 	// Any: type_url = 1, value = 2; as DiscoveryResponse.resources = 2.
 	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(len(b))
 	entry := make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(anyLen))
@@ -142,7 +147,7 @@ func newResource(name string, m proto.Message) (*Resource, error) {
 		Version: strconv.FormatUint(sum, 36),
 		Hash:    h.Sum64(),
 		entry:   entry,
-	}, nil
+	}
 }
 
 // mustAny packs m for an Any field of another resource. m fails to marshal

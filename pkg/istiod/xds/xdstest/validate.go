@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/skiff-mesh/skiff/pkg/nds"
 )
 
 // Refs are the names one set of resources refers to or defines.
@@ -30,7 +32,17 @@ func newRefs() *Refs {
 
 // Validate unpacks an Any, runs ValidateAll on it and, recursively, on every
 // Any inside it, and records the names it references into refs (may be nil).
-func Validate(a *anypb.Any, refs *Refs) (proto.Message, error) {
+// It returns the unpacked resource: a proto.Message, or for a NameTable
+// (plain Go, not a registered protobuf type) a *nds.NameTable, which is
+// valid when it decodes.
+func Validate(a *anypb.Any, refs *Refs) (any, error) {
+	if a.GetTypeUrl() == nds.TypeURL {
+		nt := &nds.NameTable{}
+		if err := nt.Unmarshal(a.GetValue()); err != nil {
+			return nil, fmt.Errorf("unpack %s: %w", a.GetTypeUrl(), err)
+		}
+		return nt, nil
+	}
 	m, err := anypb.UnmarshalNew(a, proto.UnmarshalOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("unpack %s: %w", a.GetTypeUrl(), err)
@@ -160,8 +172,8 @@ func Check(c Config, clusterType, routeType, endpointType string) error {
 	return errors.Join(errs...)
 }
 
-// resourceName returns the name of an xDS resource.
-func resourceName(m proto.Message) string {
+// resourceName returns the name of an xDS resource ("" for a NameTable).
+func resourceName(m any) string {
 	type named interface{ GetName() string }
 	if n, ok := m.(named); ok {
 		return n.GetName()
@@ -173,5 +185,5 @@ func resourceName(m proto.Message) string {
 }
 
 // Name returns the name of an xDS resource (cluster_name for load
-// assignments).
-func Name(m proto.Message) string { return resourceName(m) }
+// assignments, "" for a NameTable), as Validate returns it.
+func Name(m any) string { return resourceName(m) }
