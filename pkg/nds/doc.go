@@ -1,8 +1,11 @@
-// Package nds holds the NameTable protobuf that istiod pushes to sidecar
-// agents (istio.networking.nds.v1.NameTable) and that the DNS proxy answers
-// mesh names from. The Go code is generated from nds.proto; regenerate it
-// with "go generate ./pkg/nds" (needs protoc and protoc-gen-go v1.36.12 on
-// PATH).
+// Package nds holds the NameTable that istiod pushes to sidecar agents
+// (istio.networking.nds.v1.NameTable, declared in nds.proto) and that the
+// DNS proxy answers mesh names from.
+//
+// The types are plain Go with the names protoc-gen-go gives them, and
+// NameTable has a hand-written codec built only on protowire, so that the
+// agent does not link the protobuf runtime for them. Marshal writes exactly
+// the bytes of a deterministic proto.Marshal of the generated type, and
+// Unmarshal reads what proto.Unmarshal does; the tests hold both to the
+// generated code in internal/ndspb. Field numbers must not change.
 package nds
-
-//go:generate protoc --proto_path=. --go_out=. --go_opt=paths=source_relative nds.proto

@@ -8,7 +8,7 @@
 // 	protoc        v3.21.12
 // source: nds.proto
 
-package nds
+package ndspb
 
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
@@ -171,7 +171,7 @@ const file_nds_proto_rawDesc = "" +
 	"\n" +
 	"TableEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12A\n" +
-	"\x05value\x18\x02 \x01(\v2+.istio.networking.nds.v1.NameTable.NameInfoR\x05value:\x028\x01B%Z#github.com/skiff-mesh/skiff/pkg/ndsb\x06proto3"
+	"\x05value\x18\x02 \x01(\v2+.istio.networking.nds.v1.NameTable.NameInfoR\x05value:\x028\x01B4Z2github.com/skiff-mesh/skiff/pkg/nds/internal/ndspbb\x06proto3"
 
 var (
 	file_nds_proto_rawDescOnce sync.Once
