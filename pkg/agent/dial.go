@@ -7,23 +7,19 @@ import (
 	"os"
 	"strings"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/skiff-mesh/skiff/pkg/agent/certs"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
+	"github.com/skiff-mesh/skiff/pkg/grpcwire"
 )
 
-// dialIstiod connects to the discovery address, asking DNS for no service
-// config (see certs.NewCAClient): plaintext with
+// dialIstiod connects (lazily) to the discovery address: plaintext with
 // controlPlaneAuthPolicy NONE, else TLS verified against the mesh root,
 // presenting the workload certificate once there is one, and the
 // service-account token.
-func dialIstiod(cfg *config.Config, current func() *certs.Cert) (*grpc.ClientConn, error) {
+func dialIstiod(cfg *config.Config, current func() *certs.Cert) (*grpcwire.Conn, error) {
 	addr := cfg.Proxy.DiscoveryAddress
 	if cfg.Plaintext {
-		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableServiceConfig())
+		return grpcwire.Dial(addr, grpcwire.DialOptions{})
 	}
 	host, _, _ := strings.Cut(addr, ":")
 	if cfg.IstiodSAN != "" {
@@ -49,8 +45,7 @@ func dialIstiod(cfg *config.Config, current func() *certs.Cert) (*grpc.ClientCon
 		tlsCfg.RootCAs = pool
 	}
 	// No read buffer: tls.Conn already holds each record it decrypts.
-	return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)), grpc.WithDisableServiceConfig(),
-		grpc.WithReadBufferSize(0), grpc.WithPerRPCCredentials(tokenCreds{path: cfg.Path(cfg.TokenPath)}))
+	return grpcwire.Dial(addr, grpcwire.DialOptions{TLS: tlsCfg, Metadata: tokenCreds{path: cfg.Path(cfg.TokenPath)}.metadata})
 }
 
 // rootsPath is the file of roots (XDS_ROOT_CA, CA_ROOT_CA) under the
@@ -65,7 +60,7 @@ func rootsPath(cfg *config.Config, roots string) string {
 // tokenCreds sends the (rotating) service-account token with every call.
 type tokenCreds struct{ path string }
 
-func (t tokenCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+func (t tokenCreds) metadata(context.Context) (map[string]string, error) {
 	b, err := os.ReadFile(t.path)
 	if err != nil {
 		return nil, nil // no token: the certificate may do

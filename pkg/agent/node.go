@@ -4,11 +4,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	"google.golang.org/protobuf/types/known/structpb"
-
 	"github.com/skiff-mesh/skiff/pkg/agent/bootstrap"
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
+	"github.com/skiff-mesh/skiff/pkg/xdswire"
 )
 
 // bootstrapNode is the node the proxy's bootstrap names: its ID, its
@@ -64,11 +62,10 @@ func anyMap(m map[string]string) map[string]any {
 // metadata says grpc (Istio's grpc-agent template sets ISTIO_META_GENERATOR
 // for the app): the agent asks for every cluster, which istiod's proxyless
 // generator refuses to send without names.
-func xdsNode(cfg *config.Config) *corev3.Node {
+func xdsNode(cfg *config.Config) []byte {
 	n := bootstrapNode(cfg)
 	delete(n.Metadata, "GENERATOR")
-	md, _ := structpb.NewStruct(n.Metadata)
-	return &corev3.Node{Id: n.ID, Cluster: n.Cluster, Metadata: md}
+	return (&xdswire.Node{ID: n.ID, Cluster: n.Cluster, Metadata: n.Metadata}).Marshal()
 }
 
 func writeGRPCBootstrap(cfg *config.Config) error {

@@ -5,8 +5,21 @@ import (
 	"path/filepath"
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
 )
+
+// decodedNode is the agent's own node as Envoy's generated type reads it.
+func decodedNode(t *testing.T, cfg *config.Config) *corev3.Node {
+	t.Helper()
+	var n corev3.Node
+	if err := proto.Unmarshal(xdsNode(cfg), &n); err != nil {
+		t.Fatalf("the agent's node does not decode: %v", err)
+	}
+	return &n
+}
 
 // TestNodeMetadataAsIstios: the metadata Istio's agent reports and its
 // istiod and istioctl read (ISTIO_VERSION, ports, PILOT_SAN, PROXY_CONFIG,
@@ -31,7 +44,7 @@ func TestNodeMetadataAsIstios(t *testing.T) {
 	if err := cfg.ReadPodInfo(); err != nil {
 		t.Fatal(err)
 	}
-	md := xdsNode(cfg).GetMetadata().GetFields()
+	md := decodedNode(t, cfg).GetMetadata().GetFields()
 	for k, want := range map[string]any{
 		"ISTIO_VERSION": config.IstioVersion, "ENVOY_STATUS_PORT": 15021.0, "ENVOY_PROMETHEUS_PORT": 15090.0,
 		"WORKLOAD_IDENTITY_SOCKET_FILE": "sds",

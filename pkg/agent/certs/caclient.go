@@ -9,20 +9,16 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-	securityapi "istio.io/api/security/v1alpha1"
-
+	"github.com/skiff-mesh/skiff/pkg/grpcwire"
 	"github.com/skiff-mesh/skiff/pkg/pki"
+	"github.com/skiff-mesh/skiff/pkg/xdswire"
 )
 
 // CAClient asks istiod's CA (istio.v1.auth.IstioCertificateService) to sign
 // CSRs, authenticating with the pod's service-account token.
 type CAClient struct {
-	conn      *grpc.ClientConn // nil when the connection is someone else's
-	client    securityapi.IstioCertificateServiceClient
+	conn      *grpcwire.Conn
+	own       bool // the connection is the client's to close
 	tokenPath string
 	clusterID string
 }
@@ -31,11 +27,14 @@ type CAClient struct {
 // the caller keeps and closes (the agent's to istiod, when the CA is
 // istiod). Each CSR carries the token at tokenPath, unless it is "" (the
 // connection's own per-RPC credentials send it), and clusterID.
-func NewCAClient(conn *grpc.ClientConn, tokenPath, clusterID string) *CAClient {
-	return &CAClient{client: securityapi.NewIstioCertificateServiceClient(conn), tokenPath: tokenPath, clusterID: clusterID}
+func NewCAClient(conn *grpcwire.Conn, tokenPath, clusterID string) *CAClient {
+	return &CAClient{conn: conn, tokenPath: tokenPath, clusterID: clusterID}
 }
 
 var _ Signer = (*CAClient)(nil)
+
+// createCertificate is the CA's one method.
+const createCertificate = "/istio.v1.auth.IstioCertificateService/CreateCertificate"
 
 // CAOptions say how to reach the CA.
 type CAOptions struct {
@@ -65,12 +64,8 @@ func ReadRoots(path string) (*x509.CertPool, error) {
 
 // DialCA connects lazily (the first RPC dials).
 func DialCA(o CAOptions) (*CAClient, error) {
-	creds := insecure.NewCredentials()
-	opts := []grpc.DialOption{grpc.WithDisableServiceConfig()}
+	var opts grpcwire.DialOptions
 	if !o.Plaintext {
-		// tls.Conn holds each record it decrypts: gRPC's read buffer on
-		// top of it would only be 32 KiB more for the connection's life.
-		opts = append(opts, grpc.WithReadBufferSize(0))
 		var pool *x509.CertPool // nil: the system's roots
 		if o.RootCertPath != "" {
 			var err error
@@ -82,21 +77,18 @@ func DialCA(o CAOptions) (*CAClient, error) {
 		if name == "" {
 			name, _, _ = strings.Cut(o.Addr, ":")
 		}
-		creds = credentials.NewTLS(&tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12})
+		opts.TLS = &tls.Config{RootCAs: pool, ServerName: name, MinVersion: tls.VersionTLS12}
 	}
-	// No service config from DNS: its TXT lookup of istiod's name can wait
-	// out the resolver's timeouts before the first certificate (Istio asks
-	// for none either).
-	conn, err := grpc.NewClient(o.Addr, append(opts, grpc.WithTransportCredentials(creds))...)
+	conn, err := grpcwire.Dial(o.Addr, opts)
 	if err != nil {
 		return nil, fmt.Errorf("CA %s: %w", o.Addr, err)
 	}
-	return &CAClient{conn: conn, client: securityapi.NewIstioCertificateServiceClient(conn), tokenPath: o.TokenPath, clusterID: o.ClusterID}, nil
+	return &CAClient{conn: conn, own: true, tokenPath: o.TokenPath, clusterID: o.ClusterID}, nil
 }
 
 // Close closes the connection DialCA opened; NewCAClient's is the caller's.
 func (c *CAClient) Close() error {
-	if c.conn == nil {
+	if !c.own {
 		return nil
 	}
 	return c.conn.Close()
@@ -104,22 +96,28 @@ func (c *CAClient) Close() error {
 
 // Sign sends the CSR with the current token (re-read each time: it rotates).
 func (c *CAClient) Sign(ctx context.Context, csrPEM []byte, ttl time.Duration) ([]*x509.Certificate, error) {
+	var md []string
 	if c.tokenPath != "" {
 		tok, err := os.ReadFile(c.tokenPath)
 		if err != nil {
 			return nil, fmt.Errorf("service-account token: %w", err)
 		}
-		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		md = append(md, "authorization", "Bearer "+strings.TrimSpace(string(tok)))
 	}
 	if c.clusterID != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, "ClusterID", c.clusterID)
+		md = append(md, "clusterid", c.clusterID)
 	}
-	resp, err := c.client.CreateCertificate(ctx, &securityapi.IstioCertificateRequest{Csr: string(csrPEM), ValidityDuration: int64(ttl / time.Second)})
+	req := &xdswire.CertificateRequest{CSR: string(csrPEM), ValidityDuration: int64(ttl / time.Second)}
+	b, err := c.conn.Invoke(ctx, createCertificate, req.Marshal(), md...)
 	if err != nil {
 		return nil, fmt.Errorf("CreateCertificate: %w", err)
 	}
+	pems, err := xdswire.DecodeCertificateResponse(b)
+	if err != nil {
+		return nil, fmt.Errorf("CreateCertificate response: %w", err)
+	}
 	var chain []*x509.Certificate
-	for i, p := range resp.GetCertChain() {
+	for i, p := range pems {
 		certs, err := pki.ParseCertificates([]byte(p))
 		if err != nil {
 			return nil, fmt.Errorf("CreateCertificate response, cert_chain[%d]: %w", i, err)

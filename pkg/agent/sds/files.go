@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/skiff-mesh/skiff/pkg/xdswire"
 )
 
 // Names of secrets read from mounted files, as Istio's agent serves them
@@ -75,8 +75,9 @@ func (f fileSecret) paths() []string {
 	return []string{f.cert, f.key}
 }
 
-// load reads the secret's files; digest fingerprints their contents.
-func (f fileSecret) load(name string) (sec *tlsv3.Secret, digest []byte, err error) {
+// load reads the secret's files and returns it encoded; digest
+// fingerprints their contents.
+func (f fileSecret) load(name string) (sec []byte, digest []byte, err error) {
 	h := sha256.New()
 	read := func(p string) ([]byte, error) {
 		b, err := os.ReadFile(p)
@@ -89,16 +90,12 @@ func (f fileSecret) load(name string) (sec *tlsv3.Secret, digest []byte, err err
 		h.Write(b)
 		return b, nil
 	}
-	inline := func(b []byte) *corev3.DataSource {
-		return &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: b}}
-	}
 	if f.root != "" {
 		ca, err := read(f.root)
 		if err != nil {
 			return nil, nil, err
 		}
-		return &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
-			TrustedCa: inline(ca)}}}, h.Sum(nil), nil
+		return xdswire.ValidationContextSecret(name, ca), h.Sum(nil), nil
 	}
 	cert, err := read(f.cert)
 	if err != nil {
@@ -108,8 +105,7 @@ func (f fileSecret) load(name string) (sec *tlsv3.Secret, digest []byte, err err
 	if err != nil {
 		return nil, nil, err
 	}
-	return &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
-		CertificateChain: inline(cert), PrivateKey: inline(key)}}}, h.Sum(nil), nil
+	return xdswire.TLSCertificateSecret(name, cert, key), h.Sum(nil), nil
 }
 
 // fileWatch tells of changes to the files of the secrets a stream asked

@@ -11,23 +11,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
 	"strconv"
 	"sync/atomic"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	secretv3 "github.com/envoyproxy/go-control-plane/envoy/service/secret/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/anypb"
-
 	"github.com/skiff-mesh/skiff/pkg/agent/certs"
-	"github.com/skiff-mesh/skiff/pkg/grpcsock"
+	"github.com/skiff-mesh/skiff/pkg/grpcwire"
+	"github.com/skiff-mesh/skiff/pkg/xdswire"
 )
 
 // Resource names, as Istio's agent serves them.
@@ -35,7 +28,14 @@ const (
 	WorkloadCert = "default"
 	RootCert     = "ROOTCA"
 	// SecretType is the SDS type URL.
-	SecretType = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+	SecretType = xdswire.SecretType
+)
+
+// The methods of Envoy's SecretDiscoveryService the server answers
+// (DeltaSecrets is answered Unimplemented, as before).
+const (
+	streamMethod = "/envoy.service.secret.v3.SecretDiscoveryService/StreamSecrets"
+	fetchMethod  = "/envoy.service.secret.v3.SecretDiscoveryService/FetchSecrets"
 )
 
 // Source is where secrets come from.
@@ -46,7 +46,6 @@ type Source interface {
 
 // Server is the SDS server.
 type Server struct {
-	secretv3.UnimplementedSecretDiscoveryServiceServer
 	src   Source
 	log   *slog.Logger
 	nonce atomic.Uint64
@@ -61,49 +60,36 @@ func New(src Source, log *slog.Logger) *Server {
 // (grpcsock.Listen): only the proxy, which runs as the same user, may read
 // keys.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	g := grpc.NewServer()
-	secretv3.RegisterSecretDiscoveryServiceServer(g, s)
+	g := grpcwire.NewServer(s.log)
+	g.Handle(streamMethod, s.streamSecrets)
+	g.Handle(fetchMethod, s.fetchSecrets)
 	s.log.Info("serving SDS", "socket", ln.Addr().String())
-	return grpcsock.Serve(ctx, g, ln)
+	return g.Serve(ctx, ln)
 }
 
-// secret renders one named secret: from the current certificate (c may be
-// nil until the first arrives) or from mounted files. digest fingerprints
-// file contents, for the response's version.
-func secret(name string, c *certs.Cert) (a *anypb.Any, digest []byte, err error) {
-	var sec *tlsv3.Secret
+// secret is the named secret, encoded (envoy Secret); digest fingerprints
+// a file secret's contents.
+func secret(name string, c *certs.Cert) (sec []byte, digest []byte, err error) {
 	switch name {
 	case WorkloadCert, RootCert:
 		if c == nil {
 			return nil, nil, errNoCert
 		}
 		if name == WorkloadCert {
-			sec = &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
-				CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: c.ChainPEM}},
-				PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: c.KeyPEM}},
-			}}}
-		} else {
-			sec = &tlsv3.Secret{Name: name, Type: &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{
-				TrustedCa: &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: c.RootPEM}},
-			}}}
+			return xdswire.TLSCertificateSecret(name, c.ChainPEM, c.KeyPEM), nil, nil
 		}
-	default:
-		f, ok, err := parseFileSecret(name)
-		if !ok {
-			return nil, nil, fmt.Errorf("unknown secret %q (want %s, %s, %s... or %s...)", name, WorkloadCert, RootCert, FileCertPrefix, FileRootPrefix)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if sec, digest, err = f.load(name); err != nil {
-			return nil, nil, err
-		}
+		return xdswire.ValidationContextSecret(name, c.RootPEM), nil, nil
 	}
-	a, err = anypb.New(sec)
-	return a, digest, err
+	f, ok, err := parseFileSecret(name)
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown secret %q (want %s, %s, %s... or %s...)", name, WorkloadCert, RootCert, FileCertPrefix, FileRootPrefix)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.load(name)
 }
 
-// errNoCert: the workload certificate is not there yet.
 var errNoCert = errors.New("no workload certificate yet")
 
 // filePaths lists the files of the file secrets among names.
@@ -121,15 +107,15 @@ func filePaths(names []string) []string {
 // are left out (the proxy keeps waiting for them) and returned as errors.
 // nil when none can. The version changes with the certificate and with
 // the contents of the files.
-func (s *Server) response(names []string, c *certs.Cert) (*discovery.DiscoveryResponse, []error) {
-	resp := &discovery.DiscoveryResponse{TypeUrl: SecretType, Nonce: strconv.FormatUint(s.nonce.Add(1), 10)}
+func (s *Server) response(names []string, c *certs.Cert) (*xdswire.DiscoveryResponse, []error) {
+	resp := &xdswire.DiscoveryResponse{TypeURL: SecretType, Nonce: strconv.FormatUint(s.nonce.Add(1), 10)}
 	h := sha256.New()
 	if c != nil {
 		h.Write([]byte(c.Leaf.SerialNumber.Text(16)))
 	}
 	var errs []error
 	for _, n := range names {
-		a, digest, err := secret(n, c)
+		sec, digest, err := secret(n, c)
 		if err != nil {
 			if !errors.Is(err, errNoCert) {
 				errs = append(errs, err)
@@ -137,7 +123,7 @@ func (s *Server) response(names []string, c *certs.Cert) (*discovery.DiscoveryRe
 			continue
 		}
 		h.Write(digest)
-		resp.Resources = append(resp.Resources, a)
+		resp.Resources = append(resp.Resources, xdswire.Any{TypeURL: SecretType, Value: sec})
 	}
 	if len(resp.Resources) == 0 {
 		return nil, errs
@@ -146,17 +132,22 @@ func (s *Server) response(names []string, c *certs.Cert) (*discovery.DiscoveryRe
 	return resp, errs
 }
 
-// StreamSecrets serves one proxy's SDS stream: the requested secrets as soon
+// streamSecrets serves one proxy's SDS stream: the requested secrets as soon
 // as a certificate exists, and again after every rotation. ACKs are not
 // answered; a NACK is logged and not answered with the same secrets.
-func (s *Server) StreamSecrets(stream secretv3.SecretDiscoveryService_StreamSecretsServer) error {
-	reqs := make(chan *discovery.DiscoveryRequest)
+func (s *Server) streamSecrets(stream grpcwire.ServerStream) error {
+	reqs := make(chan *xdswire.DiscoveryRequest)
 	errc := make(chan error, 1)
 	go func() {
 		for {
-			req, err := stream.Recv()
+			b, err := stream.Recv()
 			if err != nil {
 				errc <- err
+				return
+			}
+			req, err := xdswire.DecodeDiscoveryRequest(b)
+			if err != nil {
+				errc <- grpcwire.Errorf(grpcwire.InvalidArgument, "SDS request: %v", err)
 				return
 			}
 			select {
@@ -170,7 +161,7 @@ func (s *Server) StreamSecrets(stream secretv3.SecretDiscoveryService_StreamSecr
 	defer cancel()
 	files, err := newFileWatch()
 	if err != nil {
-		return status.Error(codes.Internal, err.Error())
+		return grpcwire.Errorf(grpcwire.Internal, "%v", err)
 	}
 	defer files.close()
 	var names []string
@@ -190,12 +181,12 @@ func (s *Server) StreamSecrets(stream secretv3.SecretDiscoveryService_StreamSecr
 			return nil // sent once there is something new
 		}
 		sentNonce, sentVersion = resp.Nonce, resp.VersionInfo
-		return stream.Send(resp)
+		return stream.Send(resp.Marshal())
 	}
 	for {
 		select {
 		case err := <-errc:
-			if errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
+			if errors.Is(err, io.EOF) || grpcwire.CodeOf(err) == grpcwire.Canceled {
 				return nil
 			}
 			return err
@@ -213,18 +204,18 @@ func (s *Server) StreamSecrets(stream secretv3.SecretDiscoveryService_StreamSecr
 		case err := <-files.w.Errors:
 			s.log.Warn("secret files watch", "err", err)
 		case req := <-reqs:
-			if req.GetTypeUrl() != "" && req.GetTypeUrl() != SecretType {
-				return status.Errorf(codes.InvalidArgument, "type %q is not %s", req.GetTypeUrl(), SecretType)
+			if req.TypeURL != "" && req.TypeURL != SecretType {
+				return grpcwire.Errorf(grpcwire.InvalidArgument, "type %q is not %s", req.TypeURL, SecretType)
 			}
-			if req.GetErrorDetail() != nil {
-				s.log.Warn("proxy rejected secrets", "version", req.GetVersionInfo(), "err", req.GetErrorDetail().GetMessage())
+			if req.ErrorDetail != nil {
+				s.log.Warn("proxy rejected secrets", "version", req.VersionInfo, "err", req.ErrorDetail.Message)
 				continue
 			}
-			if req.GetResponseNonce() != "" && req.GetResponseNonce() != sentNonce {
+			if req.ResponseNonce != "" && req.ResponseNonce != sentNonce {
 				continue // stale
 			}
-			requested := slices.Sorted(slices.Values(req.GetResourceNames()))
-			if req.GetResponseNonce() == sentNonce && sentNonce != "" && slices.Equal(requested, names) {
+			requested := slices.Sorted(slices.Values(req.ResourceNames))
+			if req.ResponseNonce == sentNonce && sentNonce != "" && slices.Equal(requested, names) {
 				continue // an ACK
 			}
 			if !slices.Equal(requested, names) {
@@ -238,14 +229,32 @@ func (s *Server) StreamSecrets(stream secretv3.SecretDiscoveryService_StreamSecr
 	}
 }
 
-// FetchSecrets answers a one-shot request.
-func (s *Server) FetchSecrets(_ context.Context, req *discovery.DiscoveryRequest) (*discovery.DiscoveryResponse, error) {
-	resp, errs := s.response(req.GetResourceNames(), s.src.Current())
-	if len(errs) > 0 {
-		return nil, status.Error(codes.InvalidArgument, errors.Join(errs...).Error())
+// fetchSecrets answers a one-shot request (FetchSecrets).
+func (s *Server) fetchSecrets(stream grpcwire.ServerStream) error {
+	b, err := stream.Recv()
+	if err != nil {
+		return err
 	}
-	if resp == nil || len(resp.Resources) < len(req.GetResourceNames()) {
-		return nil, status.Error(codes.Unavailable, "no workload certificate yet")
+	req, err := xdswire.DecodeDiscoveryRequest(b)
+	if err != nil {
+		return grpcwire.Errorf(grpcwire.InvalidArgument, "SDS request: %v", err)
+	}
+	resp, err := s.Fetch(req.ResourceNames)
+	if err != nil {
+		return err
+	}
+	return stream.Send(resp.Marshal())
+}
+
+// Fetch is the answer to a one-shot request for names (FetchSecrets): every
+// one of them, or an InvalidArgument or Unavailable status.
+func (s *Server) Fetch(names []string) (*xdswire.DiscoveryResponse, error) {
+	resp, errs := s.response(names, s.src.Current())
+	if len(errs) > 0 {
+		return nil, grpcwire.Errorf(grpcwire.InvalidArgument, "%v", errors.Join(errs...))
+	}
+	if resp == nil || len(resp.Resources) < len(names) {
+		return nil, grpcwire.Errorf(grpcwire.Unavailable, "no workload certificate yet")
 	}
 	return resp, nil
 }

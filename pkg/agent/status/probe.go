@@ -9,11 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
 	"github.com/skiff-mesh/skiff/pkg/agent/config"
+	"github.com/skiff-mesh/skiff/pkg/grpcwire"
+	"github.com/skiff-mesh/skiff/pkg/xdswire"
 )
 
 // probeSource is the address app probes come from: traffic from it on lo is
@@ -97,25 +95,31 @@ func (p *prober) http(ctx context.Context, h *config.HTTPGetAction) error {
 }
 
 func (p *prober) grpc(ctx context.Context, g *config.GRPCAction) error {
-	conn, err := grpc.NewClient(p.target("", strconv.Itoa(g.Port)),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return p.dialer().DialContext(ctx, "tcp", addr)
-		}))
+	addr := p.target("", strconv.Itoa(g.Port))
+	conn, err := grpcwire.Dial(addr, grpcwire.DialOptions{Dial: func(ctx context.Context) (net.Conn, error) {
+		return p.dialer().DialContext(ctx, "tcp", addr)
+	}})
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	req := &healthpb.HealthCheckRequest{}
+	var service string
 	if g.Service != nil {
-		req.Service = *g.Service
+		service = *g.Service
 	}
-	resp, err := healthpb.NewHealthClient(conn).Check(ctx, req)
+	b, err := conn.Invoke(ctx, healthCheck, xdswire.HealthCheckRequest(service))
 	if err != nil {
 		return err
 	}
-	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("gRPC probe: %s", resp.GetStatus())
+	st, err := xdswire.DecodeHealthCheckResponse(b)
+	if err != nil {
+		return fmt.Errorf("gRPC probe: %w", err)
+	}
+	if st != xdswire.HealthServing {
+		return fmt.Errorf("gRPC probe: %s", xdswire.HealthStatusName(st))
 	}
 	return nil
 }
+
+// healthCheck is the method of gRPC's health checking protocol.
+const healthCheck = "/grpc.health.v1.Health/Check"

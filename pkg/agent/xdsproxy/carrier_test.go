@@ -90,7 +90,7 @@ func TestNameTableRidesEnvoysStream(t *testing.T) {
 			d, stop := runIstiod(t, addr)
 			defer stop()
 			tables := make(chan *nds.NameTable, 16)
-			p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, OwnStreamAfter: time.Hour,
+			p := xdsproxy.New(xdsproxy.Options{Upstream: upstream(t, addr), Node: nodeBytes(t), OwnStreamAfter: time.Hour,
 				OnNameTable: func(nt *nds.NameTable) { tables <- nt }}, slog.New(slog.DiscardHandler))
 			sock, ctx := serve(t, p)
 
@@ -126,7 +126,7 @@ func TestOwnStreamOnlyWithoutEnvoy(t *testing.T) {
 	var mu sync.Mutex
 	n := 0
 	count := func() int { mu.Lock(); defer mu.Unlock(); return n }
-	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, OwnStreamAfter: 10 * time.Millisecond,
+	p := xdsproxy.New(xdsproxy.Options{Upstream: upstream(t, addr), Node: nodeBytes(t), OwnStreamAfter: 10 * time.Millisecond,
 		OnNameTable: func(*nds.NameTable) { mu.Lock(); n++; mu.Unlock() }}, slog.New(slog.DiscardHandler))
 	sock, ctx := serve(t, p)
 
@@ -151,7 +151,7 @@ func TestNoEnvoyKeepsItsOwnStream(t *testing.T) {
 	addr := freeAddr(t)
 	d, stop := runIstiod(t, addr)
 	defer stop()
-	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, NoEnvoy: true,
+	p := xdsproxy.New(xdsproxy.Options{Upstream: upstream(t, addr), Node: nodeBytes(t), NoEnvoy: true,
 		OnNameTable: func(*nds.NameTable) {}}, slog.New(slog.DiscardHandler))
 	sock, ctx := serve(t, p)
 	polltest.Until(t, "the NameTable", p.TableLoaded)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/skiff-mesh/skiff/pkg/xdswire"
 )
 
 // watchesClusters reports whether cluster names are read from the streams
@@ -53,28 +53,36 @@ func (f *clusterFeed) run(ctx context.Context, on func([]string)) {
 
 // sotwNames are the cluster names of a state-of-the-world CDS response:
 // all of the proxy's clusters.
-func sotwNames(resp *discovery.DiscoveryResponse) []string {
-	names := make([]string, 0, len(resp.GetResources()))
-	for _, r := range resp.GetResources() {
-		if n := resourceName(r.GetValue()); n != "" {
+func sotwNames(b []byte) ([]string, error) {
+	resp, err := xdswire.DecodeDiscoveryResponse(b)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(resp.Resources))
+	for _, r := range resp.Resources {
+		if n := resourceName(r.Value); n != "" {
 			names = append(names, n)
 		}
 	}
-	return names
+	return names, nil
 }
 
 // deltaNames applies a delta CDS response to held, the names a stream
 // holds, and returns them all.
-func deltaNames(held map[string]struct{}, resp *discovery.DeltaDiscoveryResponse) []string {
-	for _, r := range resp.GetResources() {
-		held[r.GetName()] = struct{}{}
+func deltaNames(held map[string]struct{}, b []byte) ([]string, error) {
+	resp, err := xdswire.DecodeDeltaDiscoveryResponse(b)
+	if err != nil {
+		return nil, err
 	}
-	for _, n := range resp.GetRemovedResources() {
+	for _, r := range resp.Resources {
+		held[r.Name] = struct{}{}
+	}
+	for _, n := range resp.RemovedResources {
 		delete(held, n)
 	}
 	names := make([]string, 0, len(held))
 	for n := range held {
 		names = append(names, n)
 	}
-	return names
+	return names, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestDeltaNames: a delta stream's held clusters follow its adds and
@@ -24,7 +25,14 @@ func TestDeltaNames(t *testing.T) {
 		for _, n := range step.add {
 			resp.Resources = append(resp.Resources, &discovery.Resource{Name: n})
 		}
-		got := deltaNames(held, resp)
+		b, err := proto.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := deltaNames(held, b)
+		if err != nil {
+			t.Fatal(err)
+		}
 		slices.Sort(got)
 		if !slices.Equal(got, step.want) {
 			t.Errorf("after +%v -%v: %v, want %v", step.add, step.remove, got, step.want)

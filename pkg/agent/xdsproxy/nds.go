@@ -6,12 +6,10 @@ import (
 	"strings"
 	"time"
 
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/skiff-mesh/skiff/pkg/nds"
+	"github.com/skiff-mesh/skiff/pkg/xdswire"
 )
 
 // TableLoaded reports whether a NameTable has arrived (for readiness).
@@ -64,44 +62,49 @@ func (p *Proxy) nameTables(ctx context.Context) {
 func (p *Proxy) nameTableStream(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s, err := discovery.NewAggregatedDiscoveryServiceClient(p.opts.Upstream).StreamAggregatedResources(ctx)
+	s, err := p.opts.Upstream.NewStream(ctx, sotwMethod)
 	if err != nil {
 		return false, err
 	}
 	// With NoEnvoy, clusters first: istiod answers in order, so the
 	// service ports are in place when the first NameTable comes, and the
 	// DNS proxy builds its answers once at start-up rather than twice.
-	reqs := []*discovery.DiscoveryRequest{{TypeUrl: NameTableType}}
+	reqs := []*xdswire.DiscoveryRequest{{TypeURL: NameTableType}}
 	if p.opts.OnClusters != nil && p.opts.NoEnvoy {
-		reqs = append([]*discovery.DiscoveryRequest{{TypeUrl: ClusterType}}, reqs...)
+		reqs = append([]*xdswire.DiscoveryRequest{{TypeURL: ClusterType}}, reqs...)
 	}
 	reqs[0].Node = p.opts.Node // the first request of a stream carries the node
 	for _, r := range reqs {
-		if err := s.Send(r); err != nil {
+		if err := s.Send(r.Marshal()); err != nil {
 			return false, err
 		}
 	}
 	delivered := false
 	for {
-		resp, err := s.Recv()
+		b, err := s.Recv()
 		if err != nil {
 			return delivered, err
 		}
-		var ack *discovery.DiscoveryRequest
-		switch resp.GetTypeUrl() {
+		resp, err := xdswire.DecodeDiscoveryResponse(b)
+		if err != nil {
+			return delivered, err
+		}
+		var ack *xdswire.DiscoveryRequest
+		switch resp.TypeURL {
 		case ClusterType:
 			if p.opts.OnClusters == nil {
 				continue
 			}
-			p.opts.OnClusters(sotwNames(resp))
-			ack = &discovery.DiscoveryRequest{TypeUrl: ClusterType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
+			names, _ := sotwNames(b)
+			p.opts.OnClusters(names)
+			ack = &xdswire.DiscoveryRequest{TypeURL: ClusterType, VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce}
 		case NameTableType:
-			ack = p.sotwTable(resp)
+			ack = p.sotwTable(b)
 			delivered = delivered || ack.ErrorDetail == nil
 		default:
 			continue
 		}
-		if err := s.Send(ack); err != nil {
+		if err := s.Send(ack.Marshal()); err != nil {
 			return delivered, err
 		}
 	}
@@ -109,9 +112,13 @@ func (p *Proxy) nameTableStream(ctx context.Context) (bool, error) {
 
 // sotwTable hands a state-of-the-world NameTable response to OnNameTable
 // and returns its ACK, or its NACK if it holds no single NameTable.
-func (p *Proxy) sotwTable(resp *discovery.DiscoveryResponse) *discovery.DiscoveryRequest {
-	ack := &discovery.DiscoveryRequest{TypeUrl: NameTableType, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
-	if ack.ErrorDetail = p.table(resp.GetResources()); ack.ErrorDetail != nil {
+func (p *Proxy) sotwTable(b []byte) *xdswire.DiscoveryRequest {
+	resp, err := xdswire.DecodeDiscoveryResponse(b)
+	if err != nil {
+		return &xdswire.DiscoveryRequest{TypeURL: NameTableType, ErrorDetail: p.reject(err)}
+	}
+	ack := &xdswire.DiscoveryRequest{TypeURL: NameTableType, VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce}
+	if ack.ErrorDetail = p.table(resp.Resources); ack.ErrorDetail != nil {
 		ack.VersionInfo = ""
 	}
 	return ack
@@ -119,14 +126,22 @@ func (p *Proxy) sotwTable(resp *discovery.DiscoveryResponse) *discovery.Discover
 
 // deltaTable is sotwTable for a delta stream. A response that only removes
 // resources leaves the table as it is.
-func (p *Proxy) deltaTable(resp *discovery.DeltaDiscoveryResponse) *discovery.DeltaDiscoveryRequest {
-	ack := &discovery.DeltaDiscoveryRequest{TypeUrl: NameTableType, ResponseNonce: resp.GetNonce()}
-	if len(resp.GetResources()) == 0 {
+func (p *Proxy) deltaTable(b []byte) *xdswire.DeltaDiscoveryRequest {
+	resp, err := xdswire.DecodeDeltaDiscoveryResponse(b)
+	if err != nil {
+		return &xdswire.DeltaDiscoveryRequest{TypeURL: NameTableType, ErrorDetail: p.reject(err)}
+	}
+	ack := &xdswire.DeltaDiscoveryRequest{TypeURL: NameTableType, ResponseNonce: resp.Nonce}
+	if len(resp.Resources) == 0 {
 		return ack
 	}
-	anys := make([]*anypb.Any, 0, 1)
-	for _, r := range resp.GetResources() {
-		anys = append(anys, r.GetResource())
+	anys := make([]xdswire.Any, 0, 1)
+	for _, r := range resp.Resources {
+		var a xdswire.Any
+		if r.Resource != nil {
+			a = *r.Resource
+		}
+		anys = append(anys, a)
 	}
 	ack.ErrorDetail = p.table(anys)
 	return ack
@@ -134,15 +149,19 @@ func (p *Proxy) deltaTable(resp *discovery.DeltaDiscoveryResponse) *discovery.De
 
 // table decodes the one NameTable in resources and hands it on; the error
 // detail for a NACK otherwise.
-func (p *Proxy) table(resources []*anypb.Any) *status.Status {
+func (p *Proxy) table(resources []xdswire.Any) *xdswire.Status {
 	if len(resources) != 1 {
-		p.log.Warn("NameTable rejected", "err", "want exactly one NameTable", "resources", len(resources))
-		return &status.Status{Code: 3, Message: "want exactly one NameTable"}
+		return p.reject(fmt.Errorf("want exactly one NameTable, got %d resources", len(resources)))
+	}
+	// The type is checked as anypb's UnmarshalTo does: by the name after
+	// the last "/".
+	name := strings.TrimPrefix(NameTableType, "type.googleapis.com/")
+	if t := resources[0].TypeURL; t != name && !strings.HasSuffix(t, "/"+name) {
+		return p.reject(fmt.Errorf("resource of type %q, want %s", t, NameTableType))
 	}
 	var table nds.NameTable
-	if err := unmarshalTable(resources[0], &table); err != nil {
-		p.log.Warn("NameTable rejected", "err", err)
-		return &status.Status{Code: 3, Message: err.Error()}
+	if err := table.Unmarshal(resources[0].Value); err != nil {
+		return p.reject(err)
 	}
 	p.mu.Lock()
 	p.tableSeen = true
@@ -151,14 +170,11 @@ func (p *Proxy) table(resources []*anypb.Any) *status.Status {
 	return nil
 }
 
-// unmarshalTable decodes a NameTable from a, checking its type as
-// anypb's UnmarshalTo does (by the name after the last "/").
-func unmarshalTable(a *anypb.Any, t *nds.NameTable) error {
-	name := strings.TrimPrefix(nds.TypeURL, "type.googleapis.com/")
-	if url := a.GetTypeUrl(); url != name && !strings.HasSuffix(url, "/"+name) {
-		return fmt.Errorf("mismatched message type: got %q, want %q", url, nds.TypeURL)
-	}
-	return t.Unmarshal(a.GetValue())
+// reject logs a NameTable response the agent cannot take and returns the
+// error detail of its NACK (INVALID_ARGUMENT).
+func (p *Proxy) reject(err error) *xdswire.Status {
+	p.log.Warn("NameTable rejected", "err", err)
+	return &xdswire.Status{Code: 3, Message: err.Error()}
 }
 
 // ClusterType is the CDS type URL.

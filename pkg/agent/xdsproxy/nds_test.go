@@ -23,7 +23,7 @@ func TestClustersBeforeTheFirstNameTable(t *testing.T) {
 	defer stop()
 
 	events := make(chan string, 16)
-	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, NoEnvoy: true,
+	p := xdsproxy.New(xdsproxy.Options{Upstream: upstream(t, addr), Node: nodeBytes(t), NoEnvoy: true,
 		OnNameTable: func(*nds.NameTable) { events <- "name table" },
 		OnClusters: func(names []string) {
 			if len(names) > 0 {
@@ -54,7 +54,7 @@ func TestClustersFromTheProxysStream(t *testing.T) {
 	defer stop()
 
 	got := make(chan []string, 16)
-	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, OwnStreamAfter: time.Millisecond,
+	p := xdsproxy.New(xdsproxy.Options{Upstream: upstream(t, addr), Node: nodeBytes(t), OwnStreamAfter: time.Millisecond,
 		OnNameTable: func(*nds.NameTable) {},
 		OnClusters:  func(names []string) { got <- names }}, slog.New(slog.DiscardHandler))
 	sock, ctx := serve(t, p)

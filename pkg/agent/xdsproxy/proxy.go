@@ -8,32 +8,41 @@ package xdsproxy
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"sync"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/skiff-mesh/skiff/pkg/grpcsock"
+	"github.com/skiff-mesh/skiff/pkg/grpcwire"
 	"github.com/skiff-mesh/skiff/pkg/nds"
+	"github.com/skiff-mesh/skiff/pkg/xdswire"
 )
 
 // NameTableType is the NDS type URL.
-const NameTableType = "type.googleapis.com/istio.networking.nds.v1.NameTable"
+const NameTableType = nds.TypeURL
+
+// The ADS methods, as Envoy and gRPC clients call them.
+const (
+	sotwMethod  = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+	deltaMethod = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
+)
+
+// Field numbers the proxy reads or rewrites in messages it otherwise
+// carries byte for byte (envoy.service.discovery.v3).
+const (
+	reqNode, reqTypeURL, reqNonce, reqErrorDetail = 2, 4, 5, 6 // DiscoveryRequest
+	respTypeURL                                   = 4          // DiscoveryResponse and DeltaDiscoveryResponse
+)
 
 // Options configure the proxy.
 type Options struct {
 	// Upstream is the connection to istiod.
-	Upstream *grpc.ClientConn
-	// Node identifies the agent on its own NameTable stream.
-	Node *corev3.Node
+	Upstream *grpcwire.Conn
+	// Node is the encoded node (envoy.config.core.v3.Node) of the agent's
+	// own NameTable stream.
+	Node []byte
 	// OnNameTable receives every NameTable istiod pushes (nil: NDS is not requested).
 	OnNameTable func(*nds.NameTable)
 	// OnClusters, when set, receives the names of every cluster istiod has
@@ -57,7 +66,6 @@ type Options struct {
 
 // Proxy is the xDS proxy.
 type Proxy struct {
-	discovery.UnimplementedAggregatedDiscoveryServiceServer
 	opts Options
 	log  *slog.Logger
 
@@ -96,8 +104,9 @@ func (p *Proxy) setConnected(v bool) {
 // Serve serves the proxy's streams on ln until ctx ends, and keeps the
 // agent's NameTable subscription while it runs.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
-	g := grpc.NewServer()
-	discovery.RegisterAggregatedDiscoveryServiceServer(g, p)
+	s := grpcwire.NewServer(p.log)
+	s.Handle(sotwMethod, p.sotw)
+	s.Handle(deltaMethod, p.delta)
 	if p.opts.OnNameTable != nil {
 		go p.nameTables(ctx)
 	}
@@ -105,7 +114,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener) error {
 		go p.clusters.run(ctx, p.opts.OnClusters)
 	}
 	p.log.Info("serving xDS", "socket", ln.Addr().String())
-	return grpcsock.Serve(ctx, g, ln)
+	return s.Serve(ctx, ln)
 }
 
 // backoff returns the wait before reconnect attempt n: exponential from 100 ms, capped, with ±20% jitter.
@@ -115,19 +124,21 @@ func (p *Proxy) backoff(n int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// StreamAggregatedResources carries one downstream SotW stream to istiod.
-// When the upstream stream breaks, the downstream stays open (the proxy keeps
+// sotw carries one downstream state-of-the-world stream to istiod. When
+// the upstream stream breaks, the downstream stays open (the proxy keeps
 // its config) and the agent reconnects with backoff, replaying the
-// downstream's current subscriptions on the new stream.
-func (p *Proxy) StreamAggregatedResources(down discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+// downstream's current subscriptions on the new stream. Requests and
+// responses are carried as they were encoded; only their type, node and
+// nonce are read.
+func (p *Proxy) sotw(down grpcwire.ServerStream) error {
 	ctx := down.Context()
 	nt := p.claim(new(carried))
 	defer p.carrier.release(nt)
-	q := newQueue[*discovery.DiscoveryRequest]()
+	q := newQueue[[]byte]()
 	downErr := make(chan error, 1)
 	var subsMu sync.Mutex
-	subs := map[string]*discovery.DiscoveryRequest{} // latest request per type, for replay
-	var node *corev3.Node
+	subs := map[string][]byte{} // latest request per type, for replay
+	var node []byte
 	go func() {
 		for {
 			req, err := down.Recv()
@@ -136,11 +147,13 @@ func (p *Proxy) StreamAggregatedResources(down discovery.AggregatedDiscoveryServ
 				q.close()
 				return
 			}
+			typeURL, _, _ := xdswire.FieldString(req, reqTypeURL)
+			n, hasNode, _ := xdswire.FieldString(req, reqNode)
 			subsMu.Lock()
-			if req.GetNode() != nil {
-				node = req.GetNode()
+			if hasNode {
+				node = []byte(n)
 			}
-			subs[req.GetTypeUrl()] = req
+			subs[typeURL] = req
 			subsMu.Unlock()
 			q.push(req)
 		}
@@ -156,19 +169,9 @@ func (p *Proxy) StreamAggregatedResources(down discovery.AggregatedDiscoveryServ
 				return downstreamEnd(err)
 			case <-time.After(wait):
 			}
-			// Replay the subscriptions as fresh requests on the new stream.
 			subsMu.Lock()
-			var replay []*discovery.DiscoveryRequest
-			for _, r := range subs {
-				r2 := proto.Clone(r).(*discovery.DiscoveryRequest)
-				r2.ResponseNonce, r2.ErrorDetail, r2.Node = "", nil, nil
-				if len(replay) == 0 {
-					r2.Node = node // the first message of a stream carries the node
-				}
-				replay = append(replay, r2)
-			}
+			q.replace(replay(subs, node))
 			subsMu.Unlock()
-			q.replace(replay)
 		}
 		err := p.pumpSotW(ctx, down, q, nt)
 		if ctx.Err() != nil || q.closed() {
@@ -186,6 +189,21 @@ func (p *Proxy) StreamAggregatedResources(down discovery.AggregatedDiscoveryServ
 	}
 }
 
+// replay is the downstream's subscriptions as fresh requests for a new
+// upstream stream: without nonce, error detail or node, but for the node
+// on the first (a stream's first message names the node).
+func replay(subs map[string][]byte, node []byte) [][]byte {
+	out := make([][]byte, 0, len(subs))
+	for _, r := range subs {
+		r = xdswire.StripFields(r, reqNode, reqNonce, reqErrorDetail)
+		if len(out) == 0 && node != nil {
+			r = xdswire.PrependField(r, reqNode, node)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // errHealthy marks an upstream that delivered responses before it broke, so
 // the reconnect starts without backoff.
 var errHealthy = errors.New("upstream stream ended after delivering responses")
@@ -193,10 +211,10 @@ var errHealthy = errors.New("upstream stream ended after delivering responses")
 // pumpSotW runs one upstream stream until it or the downstream ends. When
 // the downstream carries the NameTable (nt), the agent asks for it after
 // the stream's first request, and answers it, ACKs and all, itself.
-func (p *Proxy) pumpSotW(ctx context.Context, down discovery.AggregatedDiscoveryService_StreamAggregatedResourcesServer, q *queue[*discovery.DiscoveryRequest], nt *carried) error {
+func (p *Proxy) pumpSotW(ctx context.Context, down grpcwire.ServerStream, q *queue[[]byte], nt *carried) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	up, err := discovery.NewAggregatedDiscoveryServiceClient(p.opts.Upstream).StreamAggregatedResources(ctx)
+	up, err := p.opts.Upstream.NewStream(ctx, sotwMethod)
 	if err != nil {
 		return err
 	}
@@ -213,7 +231,7 @@ func (p *Proxy) pumpSotW(ctx context.Context, down discovery.AggregatedDiscovery
 			}
 			err := up.Send(req)
 			if err == nil && first && nt != nil {
-				err = up.Send(&discovery.DiscoveryRequest{TypeUrl: NameTableType})
+				err = up.Send((&xdswire.DiscoveryRequest{TypeURL: NameTableType}).Marshal())
 			}
 			if err != nil {
 				q.unpop(req)
@@ -238,43 +256,46 @@ func (p *Proxy) pumpSotW(ctx context.Context, down discovery.AggregatedDiscovery
 			p.setConnected(true)
 		}
 		delivered = true
-		if nt != nil && resp.GetTypeUrl() == NameTableType {
+		typeURL, _, _ := xdswire.FieldString(resp, respTypeURL)
+		if nt != nil && typeURL == NameTableType {
 			ack := p.sotwTable(resp)
 			if ack.ErrorDetail == nil {
 				p.carrier.deliver(nt)
 			}
-			q.push(ack) // the sender's to send: a stream has one sender
+			q.push(ack.Marshal()) // the sender's to send: a stream has one sender
 			continue
 		}
 		if err := down.Send(resp); err != nil {
 			return err
 		}
-		if resp.GetTypeUrl() == ClusterType && p.watchesClusters() {
-			p.clusters.seen(sotwNames(resp))
+		if typeURL == ClusterType && p.watchesClusters() {
+			if names, err := sotwNames(resp); err == nil {
+				p.clusters.seen(names)
+			}
 		}
 	}
 }
 
 func downstreamEnd(err error) error {
-	if err == nil || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
+	if err == nil || errors.Is(err, io.EOF) || grpcwire.CodeOf(err) == grpcwire.Canceled {
 		return nil
 	}
 	return err
 }
 
-// DeltaAggregatedResources carries one downstream delta stream to istiod.
-// A delta client states what it has when it reconnects, so when the upstream
-// breaks the downstream is ended with Unavailable and the client reconnects.
-func (p *Proxy) DeltaAggregatedResources(down discovery.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+// delta carries one downstream delta stream to istiod. A delta client
+// states what it has when it reconnects, so when the upstream breaks the
+// downstream is ended with Unavailable and the client reconnects.
+func (p *Proxy) delta(down grpcwire.ServerStream) error {
 	ctx, cancel := context.WithCancel(down.Context())
 	defer cancel()
 	nt := p.claim(new(carried))
 	defer p.carrier.release(nt)
-	up, err := discovery.NewAggregatedDiscoveryServiceClient(p.opts.Upstream).DeltaAggregatedResources(ctx)
+	up, err := p.opts.Upstream.NewStream(ctx, deltaMethod)
 	if err != nil {
-		return status.Errorf(codes.Unavailable, "istiod: %v", err)
+		return grpcwire.Errorf(grpcwire.Unavailable, "istiod: %v", err)
 	}
-	q := newQueue[*discovery.DeltaDiscoveryRequest]()
+	q := newQueue[[]byte]()
 	errc := make(chan error, 3)
 	go func() {
 		for {
@@ -295,10 +316,10 @@ func (p *Proxy) DeltaAggregatedResources(down discovery.AggregatedDiscoveryServi
 			}
 			err := up.Send(req)
 			if err == nil && first && nt != nil {
-				err = up.Send(&discovery.DeltaDiscoveryRequest{TypeUrl: NameTableType})
+				err = up.Send((&xdswire.DeltaDiscoveryRequest{TypeURL: NameTableType}).Marshal())
 			}
 			if err != nil {
-				errc <- status.Errorf(codes.Unavailable, "istiod: %v", err)
+				errc <- grpcwire.Errorf(grpcwire.Unavailable, "istiod: %v", err)
 				return
 			}
 		}
@@ -309,24 +330,27 @@ func (p *Proxy) DeltaAggregatedResources(down discovery.AggregatedDiscoveryServi
 			resp, err := up.Recv()
 			if err != nil {
 				p.setConnected(false)
-				errc <- status.Errorf(codes.Unavailable, "istiod: %v", err)
+				errc <- grpcwire.Errorf(grpcwire.Unavailable, "istiod: %v", err)
 				return
 			}
 			p.setConnected(true)
-			if nt != nil && resp.GetTypeUrl() == NameTableType {
+			typeURL, _, _ := xdswire.FieldString(resp, respTypeURL)
+			if nt != nil && typeURL == NameTableType {
 				ack := p.deltaTable(resp)
 				if ack.ErrorDetail == nil {
 					p.carrier.deliver(nt)
 				}
-				q.push(ack)
+				q.push(ack.Marshal())
 				continue
 			}
 			if err := down.Send(resp); err != nil {
 				errc <- err
 				return
 			}
-			if resp.GetTypeUrl() == ClusterType && p.watchesClusters() {
-				p.clusters.seen(deltaNames(held, resp))
+			if typeURL == ClusterType && p.watchesClusters() {
+				if names, err := deltaNames(held, resp); err == nil {
+					p.clusters.seen(names)
+				}
 			}
 		}
 	}()

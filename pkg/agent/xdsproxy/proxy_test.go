@@ -14,9 +14,11 @@ import (
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
 	"github.com/skiff-mesh/skiff/pkg/grpcsock/grpcsocktest"
+	"github.com/skiff-mesh/skiff/pkg/grpcwire"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
 	"github.com/skiff-mesh/skiff/pkg/nds"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
@@ -82,6 +84,25 @@ func dial(t *testing.T, target string) *grpc.ClientConn {
 	return c
 }
 
+// upstream is the proxy's connection to istiod at addr, closed when t ends.
+func upstream(t *testing.T, addr string) *grpcwire.Conn {
+	c, err := grpcwire.Dial(addr, grpcwire.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// nodeBytes is node, encoded as the agent sends it.
+func nodeBytes(t *testing.T) []byte {
+	b, err := proto.Marshal(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // clusters subscribes to CDS on conn and returns the first response's resource payloads.
 func clusters(t *testing.T, ctx context.Context, conn *grpc.ClientConn) (discovery.AggregatedDiscoveryService_StreamAggregatedResourcesClient, *discovery.DiscoveryResponse) {
 	t.Helper()
@@ -115,7 +136,7 @@ func TestProxyCarriesStreamsAndKeepsTheNameTable(t *testing.T) {
 
 	var mu sync.Mutex
 	var tables []*nds.NameTable
-	p := xdsproxy.New(xdsproxy.Options{Upstream: dial(t, addr), Node: node, MaxBackoff: 200 * time.Millisecond, OwnStreamAfter: time.Millisecond,
+	p := xdsproxy.New(xdsproxy.Options{Upstream: upstream(t, addr), Node: nodeBytes(t), MaxBackoff: 200 * time.Millisecond, OwnStreamAfter: time.Millisecond,
 		OnNameTable: func(nt *nds.NameTable) { mu.Lock(); tables = append(tables, nt); mu.Unlock() }}, slog.New(slog.DiscardHandler))
 	sock, ctx := serve(t, p)
 	polltest.Until(t, "the NameTable from istiod", p.TableLoaded)

@@ -94,7 +94,7 @@ func TestInjectedPodsFitTheirBinaries(t *testing.T) {
 			// Every rewritten probe has its original in ISTIO_KUBE_APP_PROBERS.
 			for _, c := range p.Spec.Containers {
 				for _, pr := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
-					if c.Name == "istio-proxy" || pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Port.IntValue() != int(cfg.Proxy.GetStatusPort()) {
+					if c.Name == "istio-proxy" || pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Port.IntValue() != int(cfg.Proxy.StatusPort) {
 						continue
 					}
 					if cfg.AppProbers[pr.HTTPGet.Path] == nil {

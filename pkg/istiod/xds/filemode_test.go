@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/xdsproxy"
 	"github.com/skiff-mesh/skiff/pkg/grpcsock/grpcsocktest"
+	"github.com/skiff-mesh/skiff/pkg/grpcwire"
 	"github.com/skiff-mesh/skiff/pkg/istiod"
 	"github.com/skiff-mesh/skiff/pkg/istiod/istiodtest"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
@@ -95,14 +95,14 @@ func TestNameTableFollowsHeadlessEndpointsFileMode(t *testing.T) {
 					c.DebounceAfter, c.DebounceMax = time.Hour, time.Hour
 				}
 			})
-			conn, err := grpc.NewClient(d.Addr("grpc"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			conn, err := grpcwire.Dial(d.Addr("grpc"), grpcwire.DialOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { conn.Close() })
 			var mu sync.Mutex
 			var db []string
-			p := xdsproxy.New(xdsproxy.Options{Upstream: conn, Node: xdstest.Node(productpage, nil), NoEnvoy: true,
+			p := xdsproxy.New(xdsproxy.Options{Upstream: conn, Node: marshalNode(t, xdstest.Node(productpage, nil)), NoEnvoy: true,
 				OnNameTable: func(nt *nds.NameTable) {
 					mu.Lock()
 					db = nt.GetTable()[xdstest.DBHost].GetIps()
@@ -134,4 +134,14 @@ func TestNameTableFollowsHeadlessEndpointsFileMode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// marshalNode is n as the agent sends it on its own stream.
+func marshalNode(t *testing.T, n proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 
 	"github.com/skiff-mesh/skiff/pkg/agent/bootstrap"
 	"github.com/skiff-mesh/skiff/pkg/agent/certs"
@@ -96,7 +95,7 @@ func TestClusterSecretsServedByAgent(t *testing.T) {
 			}
 			unserved = append(unserved, name)
 		default:
-			if _, err := srv.FetchSecrets(t.Context(), &discoveryv3.DiscoveryRequest{ResourceNames: []string{name}}); err != nil {
+			if _, err := srv.Fetch([]string{name}); err != nil {
 				t.Errorf("secret %q: the agent's SDS server refuses it: %v", name, err)
 			}
 		}
