@@ -49,6 +49,7 @@ type Conn struct {
 	mu      sync.Mutex
 	closed  bool
 	conns   map[*trackedConn]struct{}
+	dialing chan struct{}  // while an RPC opens the first connection: closed once it has
 	pending sync.WaitGroup // RoundTrip goroutines
 }
 
@@ -145,6 +146,42 @@ func (c *Conn) dialContext(ctx context.Context, _, _ string) (net.Conn, error) {
 	}
 	c.conns[t] = struct{}{}
 	return t, nil
+}
+
+// gate holds an RPC back while another opens the first connection, so RPCs
+// that start together share one HTTP/2 connection instead of each dialing
+// its own (net/http dials per request until one connection is pooled). It
+// returns the release an RPC that became the dialer calls once it has a
+// connection or has failed, and nil for one that may go ahead.
+func (c *Conn) gate(ctx context.Context) func() {
+	for {
+		c.mu.Lock()
+		if c.dialing == nil {
+			if len(c.conns) > 0 {
+				c.mu.Unlock()
+				return nil
+			}
+			ch := make(chan struct{})
+			c.dialing = ch
+			c.mu.Unlock()
+			var once sync.Once
+			return func() {
+				once.Do(func() {
+					c.mu.Lock()
+					c.dialing = nil
+					c.mu.Unlock()
+					close(ch)
+				})
+			}
+		}
+		ch := c.dialing
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }
 
 // Close ends every stream (their Recv returns Canceled) and closes every

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 )
@@ -93,6 +94,12 @@ func (c *Conn) NewStream(ctx context.Context, method string, md ...string) (Clie
 	context.AfterFunc(sctx, func() { pr.CloseWithError(s.ctxStatus()) })
 	go func() {
 		defer c.pending.Done()
+		if release := c.gate(sctx); release != nil {
+			req = req.WithContext(httptrace.WithClientTrace(sctx, &httptrace.ClientTrace{
+				GotConn: func(httptrace.GotConnInfo) { release() },
+			}))
+			defer release()
+		}
 		resp, err := c.tr.RoundTrip(req)
 		s.resp, s.rtErr = resp, err
 		if err != nil {
