@@ -65,6 +65,18 @@ fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzAnswerFromWire -fuzztime 30s
 	$(GO) test ./pkg/agent/config -run XXX -fuzz FuzzParseDownwardAPI -fuzztime 30s
 	$(GO) test ./pkg/agent/config -run XXX -fuzz FuzzLoad -fuzztime 30s
+	$(GO) test ./pkg/agent/config -run XXX -fuzz '^FuzzProxyConfig$$' -fuzztime 30s
+	$(GO) test ./pkg/agent/config -run XXX -fuzz '^FuzzProxyConfigField$$' -fuzztime 30s
+	$(GO) test ./pkg/grpcwire -run XXX -fuzz '^FuzzReadFrame$$' -fuzztime 30s
+	$(GO) test ./pkg/grpcwire -run XXX -fuzz '^FuzzStatusTrailer$$' -fuzztime 30s
+	$(GO) test ./pkg/nds -run XXX -fuzz '^FuzzUnmarshal$$' -fuzztime 30s
+	$(GO) test ./pkg/xdswire -run XXX -fuzz '^FuzzDecodeDiscoveryRequest$$' -fuzztime 30s
+	$(GO) test ./pkg/xdswire -run XXX -fuzz '^FuzzDecodeDiscoveryResponse$$' -fuzztime 30s
+	$(GO) test ./pkg/xdswire -run XXX -fuzz '^FuzzDecodeDeltaDiscoveryRequest$$' -fuzztime 30s
+	$(GO) test ./pkg/xdswire -run XXX -fuzz '^FuzzDecodeDeltaDiscoveryResponse$$' -fuzztime 30s
+	$(GO) test ./pkg/xdswire -run XXX -fuzz '^FuzzDecodeCertificateResponse$$' -fuzztime 30s
+	$(GO) test ./pkg/xdswire -run XXX -fuzz '^FuzzDecodeHealthCheckResponse$$' -fuzztime 30s
+	$(GO) test ./pkg/xdswire -run XXX -fuzz '^FuzzStripFields$$' -fuzztime 30s
 	$(GO) test ./pkg/istiod/mesh -run XXX -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzAdmissionReview -fuzztime 30s -fuzzminimizetime 2s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzCreatePatch -fuzztime 30s -fuzzminimizetime 2s
