@@ -41,15 +41,26 @@ func readFrame(r io.Reader, hdr *[headerLen]byte, max int) ([]byte, error) {
 	if uint64(n) > uint64(max) {
 		return nil, Errorf(ResourceExhausted, "grpcwire: received message larger than max (%d vs. %d)", n, max)
 	}
-	msg := make([]byte, n)
-	if _, err := readFull(r, msg); err != nil {
-		if err == io.EOF {
-			return nil, Errorf(Internal, "grpcwire: stream ended inside a message of %d bytes", n)
+	// The buffer grows as the message arrives (doubling from 1 MiB), so a
+	// prefix that claims a large message reserves no more memory than the
+	// bytes that really came.
+	msg := make([]byte, min(int(n), firstChunk))
+	for read := 0; ; {
+		if _, err := readFull(r, msg[read:]); err != nil {
+			if err == io.EOF {
+				return nil, Errorf(Internal, "grpcwire: stream ended inside a message of %d bytes", n)
+			}
+			return nil, err
 		}
-		return nil, err
+		if read = len(msg); read == int(n) {
+			return msg, nil
+		}
+		msg = append(msg, make([]byte, min(int(n), 2*read)-read)...)
 	}
-	return msg, nil
 }
+
+// firstChunk is the most a message's buffer starts with.
+const firstChunk = 1 << 20
 
 // readFull is io.ReadFull, except that it returns r's errors as they are:
 // io.EOF means r ended cleanly (after n bytes), and an io.ErrUnexpectedEOF
