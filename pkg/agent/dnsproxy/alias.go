@@ -23,24 +23,23 @@ const aliasCNAMELen = 2 + 2 + 2 + 4 + 2
 // the target's wire name without its root label (a prefix of key). It
 // returns nil when the table does not answer.
 func (t *table) lookup(key []byte) (a *answer, target []byte) {
-	if a := t.answers[string(key)]; a != nil {
+	if len(key) < 3 {
+		return nil, nil
+	}
+	name, qtype := splitKey(key)
+	if a := t.find(name, qtype); a != nil {
 		return a, nil
 	}
-	if len(t.search0Wire) == 0 || len(key) < 3 {
+	if len(t.search0Wire) == 0 || (qtype != dns.TypeA && qtype != dns.TypeAAAA) {
 		return nil, nil
 	}
-	qtype := key[len(key)-2:]
-	if binary.BigEndian.Uint16(qtype) != dns.TypeA && binary.BigEndian.Uint16(qtype) != dns.TypeAAAA {
-		return nil, nil
-	}
-	name := key[:len(key)-2]
 	cut := len(name) - len(t.search0Wire)
 	if cut <= 0 || string(name[cut:]) != string(t.search0Wire) || !labelStart(name, cut) {
 		return nil, nil
 	}
-	var kb [maxNameLen + 3]byte
-	tkey := append(append(append(kb[:0], name[:cut]...), 0), qtype...)
-	if a := t.answers[string(tkey)]; a != nil && a.anyName {
+	var nb [maxNameLen + 1]byte
+	tname := append(append(nb[:0], name[:cut]...), 0)
+	if a := t.find(tname, qtype); a != nil && a.anyName {
 		return a, name[:cut:cut]
 	}
 	return nil, nil

@@ -32,6 +32,27 @@ type answer struct {
 	age *aging
 }
 
+// moveTo copies a to dst, which must be unused: every field, the rotation
+// counter by value.
+func (a *answer) moveTo(dst *answer) {
+	dst.wire, dst.qEnd = a.wire, a.qEnd
+	dst.rotOff, dst.rotN, dst.rotSize = a.rotOff, a.rotN, a.rotSize
+	dst.next.Store(a.next.Load())
+	dst.anyName, dst.age = a.anyName, a.age
+}
+
+// dropQuestion removes the question from the wire form of an answer for
+// any name (which serves the client's question, never its own): the
+// records follow the header.
+func (a *answer) dropQuestion() {
+	cut := int32(a.qEnd - headerLen)
+	a.wire = append(a.wire[:headerLen:headerLen], a.wire[a.qEnd:]...)
+	a.qEnd = headerLen
+	if a.rotN > 1 {
+		a.rotOff -= cut
+	}
+}
+
 // aging is what a cached answer needs to age its TTLs.
 type aging struct {
 	ttls   []ttlAt

@@ -30,7 +30,6 @@ type Server struct {
 	wildRotate atomic.Uint32
 
 	buildMu sync.Mutex // serialises table builds
-	nt      *nds.NameTable
 	ports   map[string][]ServicePort
 
 	inflight chan struct{} // slots for queries waiting for an upstream
@@ -108,8 +107,7 @@ func (s *Server) UpdateTable(nt *nds.NameTable) {
 	}
 	s.buildMu.Lock()
 	defer s.buildMu.Unlock()
-	s.nt = nt
-	s.rebuild()
+	s.rebuild(nt)
 }
 
 // UpdateServicePorts replaces the service ports used for SRV answers, keyed
@@ -118,22 +116,31 @@ func (s *Server) UpdateServicePorts(ports map[string][]ServicePort) {
 	s.buildMu.Lock()
 	defer s.buildMu.Unlock()
 	s.ports = ports
-	if s.nt != nil {
-		s.rebuild()
+	cur := s.table.Load()
+	if cur == nil {
+		return
 	}
+	// The table keeps its NameTable encoded: one allocation, not a map
+	// of messages and strings.
+	var nt nds.NameTable
+	if err := nt.Unmarshal(cur.ntWire); err != nil {
+		s.log.Error("decode the current name table", "err", err)
+		return
+	}
+	s.rebuild(&nt)
 }
 
-// rebuild builds and publishes the table; buildMu must be held.
-func (s *Server) rebuild() {
+// rebuild builds the table of nt and publishes it; buildMu must be held.
+func (s *Server) rebuild(nt *nds.NameTable) {
 	start := time.Now()
-	t := buildTable(s.nt, tableOptions{
+	t := buildTable(nt, tableOptions{
 		namespace: s.cfg.Namespace,
 		svcDomain: "svc." + strings.Trim(strings.ToLower(s.cfg.ClusterDomain), "."),
 		search:    s.cfg.SearchDomains,
 		ports:     s.ports,
 	}, s.log)
 	s.table.Store(t)
-	s.log.Info("name table updated", "hosts", t.hosts, "answers", len(t.answers),
+	s.log.Info("name table updated", "hosts", t.hosts, "questions", t.questions,
 		"wildcards", len(t.wildcards), "took", time.Since(start))
 }
 

@@ -42,11 +42,12 @@ type hostRec struct {
 
 // table is an immutable snapshot of everything the proxy answers locally.
 type table struct {
-	nt          *nds.NameTable
-	answers     map[string]*answer  // key: lower wire name + qtype
-	wildcards   map[string]*hostRec // key: "*.example.com."
-	search0     string              // first search domain, canonical, or ""
-	search0Wire []byte              // search0 in wire form, lower case
+	ntWire      []byte                  // the NameTable it was built from, encoded
+	names       map[string]*nameAnswers // key: lower wire name
+	questions   int                     // questions answered (names × types)
+	wildcards   map[string]*hostRec     // key: "*.example.com."
+	search0     string                  // first search domain, canonical, or ""
+	search0Wire []byte                  // search0 in wire form, lower case
 	hosts       int
 }
 
@@ -61,7 +62,14 @@ type tableOptions struct {
 // buildTable precomputes every mesh answer of nt. Bad entries are logged
 // and skipped; they never fail the whole table.
 func buildTable(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
-	t := &table{nt: nt, answers: map[string]*answer{}, wildcards: map[string]*hostRec{}}
+	t := assemble(nt, o, log)
+	t.compact()
+	return t
+}
+
+// assemble makes the table of nt as it is built, before compact.
+func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
+	t := &table{ntWire: nt.Marshal(), names: map[string]*nameAnswers{}, wildcards: map[string]*hostRec{}}
 	if len(o.search) > 0 {
 		t.search0 = canonicalName(o.search[0])
 		if key, err := nameKey(t.search0, 0); err == nil && t.search0 != "." {
@@ -122,7 +130,6 @@ func buildTable(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 		t.addSRV(rec, o.ports[strings.TrimSuffix(rec.fqdn, ".")], log)
 	}
 	t.addPTR(recs, log)
-	t.compact()
 	return t
 }
 
@@ -172,22 +179,24 @@ func ownersPointAtQuestion(a *answer) bool {
 
 // addSRV adds SRV answers for the service name (all ports) and for
 // _port._proto.name per port, for every name of rec. Every name shares the
-// answers (packSRV), so a host stores one per port label, not one per name.
+// answers (packSRV), and so do the labels with the same ports (a service
+// with one port answers the name, _8080._tcp. and _http._tcp. alike).
 func (t *table) addSRV(rec *hostRec, ports []ServicePort, log *slog.Logger) {
 	if len(ports) == 0 {
 		return
 	}
-	shared := map[string]*answer{} // by label prefix: "" for all ports
+	shared := map[string]*answer{} // by the ports answered
 	srv := func(prefix, name string, ps []ServicePort) {
 		qname := prefix + name
-		a := shared[prefix]
+		key := fmt.Sprint(ps)
+		a := shared[key]
 		if a == nil {
 			var err error
 			if a, err = packSRV(qname, ps, rec); err != nil {
 				log.Warn("skipping unanswerable mesh name", "name", qname, "err", err)
 				return
 			}
-			shared[prefix] = a
+			shared[key] = a
 		}
 		t.put(qname, dns.TypeSRV, a, log)
 	}
@@ -238,33 +247,24 @@ func (t *table) addPTR(recs []*hostRec, log *slog.Logger) {
 // already answers that question. It returns the answer stored, or nil.
 func (t *table) add(m *dns.Msg, rotate int, log *slog.Logger) *answer {
 	q := m.Question[0]
-	key, err := nameKey(q.Name, q.Qtype)
-	if err != nil {
-		log.Warn("skipping unanswerable mesh name", "name", q.Name, "err", err)
-		return nil
-	}
-	if _, dup := t.answers[key]; dup {
-		return nil
-	}
 	a, err := packAnswer(m, rotate, false)
+	if err == nil {
+		var stored bool
+		if stored, err = t.set(q.Name, q.Qtype, a); stored {
+			return a
+		}
+	}
 	if err != nil {
 		log.Warn("skipping unanswerable mesh name", "name", q.Name, "err", err)
-		return nil
 	}
-	t.answers[key] = a
-	return a
+	return nil
 }
 
 // put stores a, an answer for any name, under qname, unless something
 // else already answers that question.
 func (t *table) put(qname string, qtype uint16, a *answer, log *slog.Logger) {
-	key, err := nameKey(qname, qtype)
-	if err != nil {
+	if _, err := t.set(qname, qtype, a); err != nil {
 		log.Warn("skipping unanswerable mesh name", "name", qname, "err", err)
-		return
-	}
-	if _, dup := t.answers[key]; !dup {
-		t.answers[key] = a
 	}
 }
 
