@@ -16,7 +16,7 @@ import (
 //     other such host.
 //   - Names with the same answers share one list: every name of a host.
 //   - The answers, their wire forms, the lists, and the names and labels
-//     each move into one array.
+//     each move into one array; reverse lookups share the names.
 func (t *table) compact() {
 	var c compactor
 	c.ids = map[*answer]int{}
@@ -81,6 +81,17 @@ func (t *table) compact() {
 		m[packedNames[i]] = to[t.names[name]]
 	}
 	t.names = m
+	// The hosts of the reverse lookups are names above: share them.
+	packedName := make(map[string]string, len(names))
+	for i, name := range names {
+		packedName[name] = packedNames[i]
+	}
+	t.ptrs = slices.Clone(t.ptrs)
+	for i, e := range t.ptrs {
+		if s, ok := packedName[e.host]; ok {
+			t.ptrs[i].host = s
+		}
+	}
 }
 
 // compactor numbers the distinct answers of a table.

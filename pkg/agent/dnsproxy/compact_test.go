@@ -3,7 +3,9 @@ package dnsproxy
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -42,12 +44,26 @@ func TestCompactAnswersAlike(t *testing.T) {
 			qs = append(qs, question{key: alias, target: target})
 		}
 	}
+	for _, e := range loose.ptrs {
+		rev, err := dns.ReverseAddr(netip.AddrFrom16(e.addr).Unmap().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := nameKey(rev, dns.TypePTR)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, question{key: key})
+	}
 	before, after := map[*answer]bool{}, map[*answer]bool{}
 	for _, q := range qs {
 		la, ltarget := loose.lookup([]byte(q.key))
 		ta, ttarget := tight.lookup([]byte(q.key))
 		if la == nil || ta == nil || string(ltarget) != string(ttarget) {
 			t.Fatalf("%q: answered before compact %v, after %v (targets %q, %q)", q.key, la != nil, ta != nil, ltarget, ttarget)
+		}
+		if q.key[len(q.key)-1] == byte(dns.TypePTR) && ta.wire[7] == 0 {
+			t.Fatalf("%q: answered with no records", q.key)
 		}
 		before[la], after[ta] = true, true
 		// Twice: the rotation goes on alike.
@@ -58,7 +74,7 @@ func TestCompactAnswersAlike(t *testing.T) {
 			}
 		}
 	}
-	if len(qs) < 50 || len(after) >= len(before) {
+	if len(qs) < 60 || len(after) >= len(before) {
 		t.Errorf("%d questions; %d distinct answers after compact, %d before: want fewer", len(qs), len(after), len(before))
 	}
 	t.Logf("%d questions; %d distinct answers after compact, %d before", len(qs), len(after), len(before))
@@ -124,6 +140,43 @@ func TestSRVLabels(t *testing.T) {
 		}
 		if a, _ := tb.lookup([]byte(key)); (a != nil) != want {
 			t.Errorf("SRV %s answered: %v, want %v", name, a != nil, want)
+		}
+	}
+}
+
+// TestReverseAddr: only the name dns.ReverseAddr makes of an address is a
+// reverse lookup of it.
+func TestReverseAddr(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want string // "" for none
+	}{
+		{"1.0.0.10.in-addr.arpa.", "10.0.0.1"},
+		{"255.255.255.255.IN-ADDR.ARPA.", "255.255.255.255"},
+		{"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", "fd00::1"},
+		{"B.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", "fd00::b"},
+		{"01.0.0.10.in-addr.arpa.", ""},
+		{"256.0.0.10.in-addr.arpa.", ""},
+		{"-1.0.0.10.in-addr.arpa.", ""},
+		{"0.0.10.in-addr.arpa.", ""},
+		{"1.1.0.0.10.in-addr.arpa.", ""},
+		{"1.0.0.10.in-addr.arpa.com.", ""},
+		{"10.in-addr.arpa.", ""},
+		{"g.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", ""},
+		{"10.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", ""},
+		{"0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.ip6.arpa.", ""},
+		// ::ffff:10.0.0.1 is IPv4's, asked under in-addr.arpa.
+		{"1.0.0.0.0.0.a.0.f.f.f.f." + strings.Repeat("0.", 20) + "ip6.arpa.", ""},
+		{"reviews.default.", ""},
+		{".", ""},
+	} {
+		key, err := nameKey(tc.name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip, ok := reverseAddr([]byte(key[:len(key)-2]))
+		if got := map[bool]string{true: ip.String(), false: ""}[ok]; got != tc.want {
+			t.Errorf("reverseAddr(%s) = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

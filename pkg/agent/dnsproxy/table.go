@@ -46,6 +46,7 @@ type table struct {
 	names       map[string]*nameAnswers // key: lower wire name
 	questions   int                     // questions answered (names × types)
 	wildcards   map[string]*hostRec     // key: "*.example.com."
+	ptrs        []ptrEntry              // mesh addresses and their hosts (ptr.go)
 	search0     string                  // first search domain, canonical, or ""
 	search0Wire []byte                  // search0 in wire form, lower case
 	hosts       int
@@ -129,7 +130,7 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 		}
 		t.addSRV(rec, o.ports[strings.TrimSuffix(rec.fqdn, ".")], log)
 	}
-	t.addPTR(recs, log)
+	t.addPTR(recs)
 	return t
 }
 
@@ -215,31 +216,6 @@ func (t *table) addSRV(rec *hostRec, ports []ServicePort, log *slog.Logger) {
 				srv("_"+l+"._"+proto+".", name, []ServicePort{p})
 			}
 		}
-	}
-}
-
-// addPTR adds reverse answers for every mesh address, naming each host
-// that has it.
-func (t *table) addPTR(recs []*hostRec, log *slog.Logger) {
-	byIP := map[netip.Addr][]string{}
-	for _, rec := range recs {
-		for _, ip := range slices.Concat(rec.v4, rec.v6) {
-			if !slices.Contains(byIP[ip], rec.fqdn) {
-				byIP[ip] = append(byIP[ip], rec.fqdn)
-			}
-		}
-	}
-	for ip, names := range byIP {
-		rev, err := dns.ReverseAddr(ip.String())
-		if err != nil {
-			continue
-		}
-		m := meshMsg(rev, dns.TypePTR)
-		slices.Sort(names)
-		for _, n := range names {
-			m.Answer = append(m.Answer, &dns.PTR{Hdr: meshHdr(rev, dns.TypePTR), Ptr: n})
-		}
-		t.add(m, 0, log)
 	}
 }
 
