@@ -30,8 +30,11 @@ func (t *table) lookup(key []byte) (a *answer, target []byte) {
 	if a := t.find(name, qtype); a != nil {
 		return a, nil
 	}
-	if qtype == dns.TypePTR {
+	switch qtype {
+	case dns.TypePTR:
 		return t.ptr(name), nil
+	case dns.TypeSRV:
+		return t.srv(name), nil
 	}
 	if len(t.search0Wire) == 0 || (qtype != dns.TypeA && qtype != dns.TypeAAAA) {
 		return nil, nil

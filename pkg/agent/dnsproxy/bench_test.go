@@ -20,6 +20,7 @@ func BenchmarkFast(b *testing.B) {
 	}
 	defer s.Close()
 	s.UpdateTable(testTable())
+	s.UpdateServicePorts(map[string][]ServicePort{"reviews.default.svc.cluster.local": {{Name: "http", Port: 9080}, {Name: "grpc", Port: 9090}}})
 	for _, tc := range []struct {
 		name string
 		pkt  []byte
@@ -28,6 +29,7 @@ func BenchmarkFast(b *testing.B) {
 		{"mesh-A-edns", rawQuery(b, "productpage.default.svc.cluster.local.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false) })},
 		{"mesh-cname", rawQuery(b, "reviews.default.default.svc.cluster.local.", dns.TypeA, nil)},
 		{"mesh-PTR", rawQuery(b, "10.0.1.10.in-addr.arpa.", dns.TypePTR, nil)},
+		{"mesh-SRV", rawQuery(b, "_http._tcp.reviews.default.svc.cluster.local.", dns.TypeSRV, nil)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			out := make([]byte, 0, 2048)
@@ -77,7 +79,7 @@ func benchTable(n int) *nds.NameTable {
 	return nt
 }
 
-// BenchmarkTableMemory reports the live heap the precomputed answers of a
+// BenchmarkTableMemory reports the live heap the table (and port index) of a
 // 1000-service table take, per service, for a pod in another namespace
 // (as the agent's benchmark runs), with and without service ports (SRV).
 func BenchmarkTableMemory(b *testing.B) {
@@ -95,7 +97,11 @@ func BenchmarkTableMemory(b *testing.B) {
 			var bytes, inuse uint64
 			for b.Loop() {
 				before, beforeInuse := liveHeap()
-				tb := buildTable(nt, tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: tc.ports}, slog.New(slog.DiscardHandler))
+				var idx *portIndex
+				if tc.ports != nil {
+					idx = newPortIndex(tc.ports)
+				}
+				tb := buildTable(nt, tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: idx}, slog.New(slog.DiscardHandler))
 				after, afterInuse := liveHeap()
 				bytes += after - before
 				inuse += afterInuse - beforeInuse

@@ -14,16 +14,17 @@ import (
 //   - Answers that serve any name drop their question, and those left the
 //     same are one answer: a host without IPv6 answers AAAA like every
 //     other such host.
-//   - Names with the same answers share one list: every name of a host.
-//   - The answers, their wire forms, the lists, and the names and labels
-//     each move into one array; reverse lookups share the names.
+//   - Names with the same answers and host share one list: every name of a
+//     host.
+//   - The answers, their wire forms, the lists and the names each move into
+//     one array; hosts and reverse lookups share the names.
 func (t *table) compact() {
 	var c compactor
 	c.ids = map[*answer]int{}
 	c.same = map[string]*answer{}
 	lists := map[string]*nameAnswers{}
 	var order []*nameAnswers
-	var labels, names []string
+	var names []string
 	for name, n := range t.names {
 		sig := c.signature(n)
 		if m := lists[string(sig)]; m != nil {
@@ -31,9 +32,6 @@ func (t *table) compact() {
 		} else {
 			lists[string(sig)] = n
 			order = append(order, n)
-			for _, l := range n.srv {
-				labels = append(labels, l.labels)
-			}
 		}
 		names = append(names, name)
 	}
@@ -50,30 +48,33 @@ func (t *table) compact() {
 		wires = append(wires, a.wire...)
 		answers[i].wire = wires[off:len(wires):len(wires)] // full: an append copies
 	}
-	moved := func(a *answer) *answer { return &answers[c.ids[a]] }
 
-	strs := oneString(slices.Concat(labels, names))
-	labels, packedNames := strs[:len(labels)], strs[len(labels):]
-	nTypes, nSRV := 0, 0
+	packedNames := oneString(slices.Clone(names))
+	packedName := make(map[string]string, len(names))
+	for i, name := range names {
+		packedName[name] = packedNames[i]
+	}
+	shared := func(name string) string {
+		if s, ok := packedName[name]; ok {
+			return s
+		}
+		return name
+	}
+
+	nTypes := 0
 	for _, n := range order {
-		nTypes, nSRV = nTypes+len(n.types), nSRV+len(n.srv)
+		nTypes += len(n.types)
 	}
 	types := make([]typedAnswer, 0, nTypes)
-	srv := make([]labelledAnswer, 0, nSRV)
 	packed := make([]nameAnswers, len(order))
 	to := make(map[*nameAnswers]*nameAnswers, len(order))
 	for i, n := range order {
 		start := len(types)
 		for _, ta := range n.types {
-			types = append(types, typedAnswer{qtype: ta.qtype, a: moved(ta.a)})
+			types = append(types, typedAnswer{qtype: ta.qtype, a: &answers[c.ids[ta.a]]})
 		}
 		packed[i].types = types[start:len(types):len(types)]
-		start = len(srv)
-		for _, la := range n.srv {
-			srv = append(srv, labelledAnswer{labels: labels[0], a: moved(la.a)})
-			labels = labels[1:]
-		}
-		packed[i].srv = srv[start:len(srv):len(srv)]
+		packed[i].host = shared(n.host)
 		to[n] = &packed[i]
 	}
 	m := make(map[string]*nameAnswers, len(names))
@@ -81,16 +82,9 @@ func (t *table) compact() {
 		m[packedNames[i]] = to[t.names[name]]
 	}
 	t.names = m
-	// The hosts of the reverse lookups are names above: share them.
-	packedName := make(map[string]string, len(names))
-	for i, name := range names {
-		packedName[name] = packedNames[i]
-	}
 	t.ptrs = slices.Clone(t.ptrs)
 	for i, e := range t.ptrs {
-		if s, ok := packedName[e.host]; ok {
-			t.ptrs[i].host = s
-		}
+		t.ptrs[i].host = shared(e.host)
 	}
 }
 
@@ -103,19 +97,14 @@ type compactor struct {
 }
 
 // signature replaces n's answers by their distinct ones and returns what
-// identifies the list: its types, labels and answer numbers.
+// identifies the list: its host, types and answer numbers.
 func (c *compactor) signature(n *nameAnswers) []byte {
-	sig := binary.AppendUvarint(c.sig[:0], uint64(len(n.types)))
+	sig := binary.AppendUvarint(c.sig[:0], uint64(len(n.host)))
+	sig = append(sig, n.host...)
 	for i := range n.types {
 		n.types[i].a = c.intern(n.types[i].a)
 		sig = binary.BigEndian.AppendUint16(sig, n.types[i].qtype)
 		sig = binary.AppendUvarint(sig, uint64(c.ids[n.types[i].a]))
-	}
-	for i := range n.srv {
-		n.srv[i].a = c.intern(n.srv[i].a)
-		sig = binary.AppendUvarint(sig, uint64(len(n.srv[i].labels)))
-		sig = append(sig, n.srv[i].labels...)
-		sig = binary.AppendUvarint(sig, uint64(c.ids[n.srv[i].a]))
 	}
 	c.sig = sig
 	return sig

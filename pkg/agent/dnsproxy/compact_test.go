@@ -20,7 +20,7 @@ func TestCompactAnswersAlike(t *testing.T) {
 		"api.example.com":                   {{Port: 443}},
 		"db.default.svc.cluster.local":      {{Name: "pg", Port: 5432, Protocol: "TCP"}, {Name: "dns", Port: 53, Protocol: "UDP"}},
 	}
-	o := tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: ports}
+	o := tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: newPortIndex(ports)}
 	log := slog.New(slog.DiscardHandler)
 	loose, tight := assemble(nt, o, log), buildTable(nt, o, log)
 	if loose.questions != tight.questions {
@@ -35,8 +35,10 @@ func TestCompactAnswersAlike(t *testing.T) {
 		for _, ta := range n.types {
 			qs = append(qs, question{key: name + string([]byte{byte(ta.qtype >> 8), byte(ta.qtype)})})
 		}
-		for _, l := range n.srv {
-			qs = append(qs, question{key: l.labels + name + "\x00\x21"})
+		for _, labels := range []string{"", "\x05_http\x04_tcp", "\x05_9090\x04_tcp", "\x04_dns\x04_udp", "\x04_443\x04_tcp"} {
+			if a, _ := loose.lookup([]byte(labels + name + "\x00\x21")); a != nil {
+				qs = append(qs, question{key: labels + name + "\x00\x21"})
+			}
 		}
 		// The name with the first search domain appended: an alias.
 		alias := name[:len(name)-1] + string(loose.search0Wire) + "\x00\x01"
@@ -123,7 +125,7 @@ func TestSRVLabels(t *testing.T) {
 		}
 	}
 	ports := map[string][]ServicePort{"reviews.default.svc.cluster.local": {{Name: "http", Port: 9080}}}
-	tb := buildTable(testTable(), tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: ports}, slog.New(slog.DiscardHandler))
+	tb := buildTable(testTable(), tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: newPortIndex(ports)}, slog.New(slog.DiscardHandler))
 	for name, want := range map[string]bool{
 		"_http._tcp.reviews.default.svc.cluster.local.": true,
 		"_9080._tcp.reviews.":                           true,

@@ -30,7 +30,7 @@ type Server struct {
 	wildRotate atomic.Uint32
 
 	buildMu sync.Mutex // serialises table builds
-	ports   map[string][]ServicePort
+	ports   *portIndex // the latest service ports; nil before any
 
 	inflight chan struct{} // slots for queries waiting for an upstream
 
@@ -112,22 +112,18 @@ func (s *Server) UpdateTable(nt *nds.NameTable) {
 
 // UpdateServicePorts replaces the service ports used for SRV answers, keyed
 // by host name as in the NameTable ("reviews.default.svc.cluster.local").
+// The table is not rebuilt: SRV answers are made when asked.
 func (s *Server) UpdateServicePorts(ports map[string][]ServicePort) {
+	idx := newPortIndex(ports)
 	s.buildMu.Lock()
 	defer s.buildMu.Unlock()
-	s.ports = ports
-	cur := s.table.Load()
-	if cur == nil {
-		return
+	s.ports = idx
+	if cur := s.table.Load(); cur != nil {
+		t := *cur
+		t.ports = idx
+		s.table.Store(&t)
 	}
-	// The table keeps its NameTable encoded: one allocation, not a map
-	// of messages and strings.
-	var nt nds.NameTable
-	if err := nt.Unmarshal(cur.ntWire); err != nil {
-		s.log.Error("decode the current name table", "err", err)
-		return
-	}
-	s.rebuild(&nt)
+	s.log.Debug("service ports updated", "hosts", len(idx.byHost))
 }
 
 // rebuild builds the table of nt and publishes it; buildMu must be held.

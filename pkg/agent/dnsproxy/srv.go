@@ -1,65 +1,142 @@
 package dnsproxy
 
 import (
-	"bytes"
 	"encoding/binary"
-	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/miekg/dns"
 )
 
-// packSRV packs the SRV answer for qname: one SRV record per port, all
-// targeting rec's name, with rec's addresses as additional records. It is
-// laid out to serve any name (anyName): the SRV records' owner is a
-// pointer to the question and no other name is compressed, so the
-// records do not depend on where the question ends.
-func packSRV(qname string, ps []ServicePort, rec *hostRec) (*answer, error) {
-	extra := append(addrRRs(rec.fqdn, rec.v4), addrRRs(rec.fqdn, rec.v6)...)
-	if len(ps)+len(extra) > 0xffff {
-		return nil, fmt.Errorf("%d records do not fit one message", len(ps)+len(extra))
+// SRV answers are made when asked, from the service ports of the host a
+// name belongs to: the bare name is answered with every port, and
+// _port._proto.name or _portname._proto.name with the first port that
+// matches. Ports change with every cluster update and SRV questions are
+// rare, so the ports are kept apart from the table (ports.go) and no
+// answer is stored for them.
+
+// srvLabels returns the length of the two leading labels of the wire name
+// when both start with an underscore (as in _http._tcp.) and a name
+// follows them, or 0.
+func srvLabels(name []byte) int {
+	off := 0
+	for range 2 {
+		if off >= len(name) || name[off] == 0 || off+1 >= len(name) || name[off+1] != '_' {
+			return 0
+		}
+		off += 1 + int(name[off])
 	}
-	wire := make([]byte, headerLen, 512)
+	if off >= len(name) || name[off] == 0 {
+		return 0
+	}
+	return off
+}
+
+// srv returns the SRV answer for the wire name (lower case, with its root
+// label), or nil when the table does not answer it.
+func (t *table) srv(name []byte) *answer {
+	if t.ports == nil {
+		return nil
+	}
+	n := t.names[string(name)]
+	var labels []byte
+	if n == nil {
+		p := srvLabels(name)
+		if p == 0 {
+			return nil
+		}
+		labels, n = name[:p], t.names[string(name[p:])]
+		if n == nil {
+			return nil
+		}
+	}
+	ps := t.ports.byHost[n.host]
+	if labels != nil {
+		ps = matchPort(ps, labels)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return packSRV(name, ps, n)
+}
+
+// matchPort returns the first of ps that labels (wire form, lower case:
+// _port or _portname, then _proto) name, as a one-port slice, or nil.
+func matchPort(ps []ServicePort, labels []byte) []ServicePort {
+	second := 1 + int(labels[0])
+	first := labels[2:second]
+	proto := string(labels[second+2 : second+1+int(labels[second])])
+	for i, p := range ps {
+		pproto := strings.ToLower(p.Protocol)
+		if pproto == "" {
+			pproto = "tcp"
+		}
+		if proto != pproto {
+			continue
+		}
+		var num [5]byte
+		if string(first) == string(strconv.AppendUint(num[:0], uint64(p.Port), 10)) || (p.Name != "" && string(first) == strings.ToLower(p.Name)) {
+			return ps[i : i+1]
+		}
+	}
+	return nil
+}
+
+// packSRV packs the SRV answer for the wire name: one SRV record per port,
+// all targeting n's host, with the host's addresses (the records of n's A
+// and AAAA answers) as additional records owned by the target through a
+// pointer.
+func packSRV(name []byte, ps []ServicePort, n *nameAnswers) *answer {
+	var addrs [2]*answer
+	nExtra, extraLen := 0, 0
+	for i, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		if a := n.get(qt); a != nil && a.anyName {
+			addrs[i] = a
+			nExtra += int(binary.BigEndian.Uint16(a.wire[6:]))
+			extraLen += len(a.wire) - a.qEnd
+		}
+	}
+	host := n.host
+	if len(ps) > 0xffff || nExtra > 0xffff {
+		return nil
+	}
+	wire := make([]byte, headerLen, headerLen+len(name)+4+len(ps)*(18+len(host))+extraLen)
 	binary.BigEndian.PutUint16(wire[2:], flagQR|flagAA|flagRA)
 	binary.BigEndian.PutUint16(wire[4:], 1)
 	binary.BigEndian.PutUint16(wire[6:], uint16(len(ps)))
-	binary.BigEndian.PutUint16(wire[10:], uint16(len(extra)))
-	wire, err := appendWireName(wire, qname)
-	if err != nil {
-		return nil, err
-	}
-	wire = binary.BigEndian.AppendUint16(wire, dns.TypeSRV)
-	wire = binary.BigEndian.AppendUint16(wire, dns.ClassINET)
+	binary.BigEndian.PutUint16(wire[10:], uint16(nExtra))
+	wire = append(wire, name...)
+	wire = append(wire, 0, byte(dns.TypeSRV), 0, classINET)
 	qEnd := len(wire)
-	var rrs []dns.RR
+	targetOff := 0
 	for _, p := range ps {
-		// Owner "." packs as the root label alone; the pointer replaces it.
-		rrs = append(rrs, &dns.SRV{Hdr: meshHdr(".", dns.TypeSRV), Weight: 100, Port: p.Port, Target: rec.fqdn})
-	}
-	rrs = append(rrs, extra...)
-	buf := make([]byte, 512) // one SRV or address record at most (272 bytes)
-	for i, rr := range rrs {
-		n, err := dns.PackRR(rr, buf, 0, nil, false)
-		if err != nil {
-			return nil, fmt.Errorf("pack %v: %w", rr, err)
+		wire = append(wire, 0xc0, headerLen, 0, byte(dns.TypeSRV), 0, classINET, 0, 0, 0, meshTTL)
+		wire = binary.BigEndian.AppendUint16(wire, uint16(6+len(host)))
+		wire = append(wire, 0, 0, 0, 100) // priority 0, weight 100
+		wire = binary.BigEndian.AppendUint16(wire, p.Port)
+		if targetOff == 0 {
+			targetOff = len(wire)
 		}
-		if i < len(ps) {
-			wire = append(wire, 0xc0, headerLen)
-			wire = append(wire, buf[1:n]...)
-		} else {
-			wire = append(wire, buf[:n]...)
+		wire = append(wire, host...)
+	}
+	if targetOff > 0x3fff {
+		return nil
+	}
+	// The address records are owned through a pointer to the question;
+	// here, to the target.
+	ptr := 0xc000 | uint16(targetOff)
+	for _, a := range addrs {
+		if a == nil {
+			continue
 		}
-		if len(wire) > dns.MaxMsgSize {
-			return nil, fmt.Errorf("SRV answer for %s exceeds %d bytes", qname, dns.MaxMsgSize)
+		start := len(wire)
+		wire = append(wire, a.wire[a.qEnd:]...)
+		for off := start; off+12 <= len(wire); off += 12 + int(binary.BigEndian.Uint16(wire[off+10:])) {
+			binary.BigEndian.PutUint16(wire[off:], ptr)
 		}
 	}
-	return &answer{wire: bytes.Clone(wire), qEnd: qEnd, anyName: true}, nil // to size: tables hold thousands
-}
-
-// appendWireName appends name, uncompressed and in lower case, to b.
-func appendWireName(b []byte, name string) ([]byte, error) {
-	key, err := nameKey(name, 0)
-	if err != nil {
-		return nil, err
+	if len(wire) > dns.MaxMsgSize {
+		return nil
 	}
-	return append(b, key[:len(key)-2]...), nil
+	return &answer{wire: wire, qEnd: qEnd}
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -47,6 +46,7 @@ type table struct {
 	questions   int                     // questions answered (names × types)
 	wildcards   map[string]*hostRec     // key: "*.example.com."
 	ptrs        []ptrEntry              // mesh addresses and their hosts (ptr.go)
+	ports       *portIndex              // service ports, for SRV (srv.go); nil: none
 	search0     string                  // first search domain, canonical, or ""
 	search0Wire []byte                  // search0 in wire form, lower case
 	hosts       int
@@ -57,7 +57,7 @@ type tableOptions struct {
 	namespace string
 	svcDomain string // "svc.cluster.local"
 	search    []string
-	ports     map[string][]ServicePort
+	ports     *portIndex // for SRV; nil: none
 }
 
 // buildTable precomputes every mesh answer of nt. Bad entries are logged
@@ -70,7 +70,7 @@ func buildTable(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 
 // assemble makes the table of nt as it is built, before compact.
 func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
-	t := &table{ntWire: nt.Marshal(), names: map[string]*nameAnswers{}, wildcards: map[string]*hostRec{}}
+	t := &table{ntWire: nt.Marshal(), names: map[string]*nameAnswers{}, wildcards: map[string]*hostRec{}, ports: o.ports}
 	if len(o.search) > 0 {
 		t.search0 = canonicalName(o.search[0])
 		if key, err := nameKey(t.search0, 0); err == nil && t.search0 != "." {
@@ -127,8 +127,8 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 		// too, made when asked (lookup).
 		for _, name := range rec.names {
 			t.addAddrs(name, "", rec, log)
+			t.own(name, rec.fqdn)
 		}
-		t.addSRV(rec, o.ports[strings.TrimSuffix(rec.fqdn, ".")], log)
 	}
 	t.addPTR(recs)
 	return t
@@ -176,47 +176,6 @@ func ownersPointAtQuestion(a *answer) bool {
 		}
 	}
 	return true
-}
-
-// addSRV adds SRV answers for the service name (all ports) and for
-// _port._proto.name per port, for every name of rec. Every name shares the
-// answers (packSRV), and so do the labels with the same ports (a service
-// with one port answers the name, _8080._tcp. and _http._tcp. alike).
-func (t *table) addSRV(rec *hostRec, ports []ServicePort, log *slog.Logger) {
-	if len(ports) == 0 {
-		return
-	}
-	shared := map[string]*answer{} // by the ports answered
-	srv := func(prefix, name string, ps []ServicePort) {
-		qname := prefix + name
-		key := fmt.Sprint(ps)
-		a := shared[key]
-		if a == nil {
-			var err error
-			if a, err = packSRV(qname, ps, rec); err != nil {
-				log.Warn("skipping unanswerable mesh name", "name", qname, "err", err)
-				return
-			}
-			shared[key] = a
-		}
-		t.put(qname, dns.TypeSRV, a, log)
-	}
-	for _, name := range rec.names {
-		srv("", name, ports)
-		for _, p := range ports {
-			proto := strings.ToLower(p.Protocol)
-			if proto == "" {
-				proto = "tcp"
-			}
-			labels := []string{strconv.Itoa(int(p.Port))}
-			if p.Name != "" {
-				labels = append(labels, strings.ToLower(p.Name))
-			}
-			for _, l := range labels {
-				srv("_"+l+"._"+proto+".", name, []ServicePort{p})
-			}
-		}
-	}
 }
 
 // add packs m and stores it under its question, unless something else
