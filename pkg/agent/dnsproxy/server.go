@@ -123,7 +123,7 @@ func (s *Server) UpdateServicePorts(ports map[string][]ServicePort) {
 		t.ports = idx
 		s.table.Store(&t)
 	}
-	s.log.Debug("service ports updated", "hosts", len(idx.byHost))
+	s.log.Debug("service ports updated", "hosts", len(idx.hosts))
 }
 
 // rebuild builds the table of nt and publishes it; buildMu must be held.

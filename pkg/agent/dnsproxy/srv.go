@@ -50,7 +50,7 @@ func (t *table) srv(name []byte) *answer {
 			return nil
 		}
 	}
-	ps := t.ports.byHost[n.host]
+	ps := t.ports.of(n.host)
 	if labels != nil {
 		ps = matchPort(ps, labels)
 	}
