@@ -28,6 +28,7 @@ func BenchmarkFast(b *testing.B) {
 		{"mesh-A", rawQuery(b, "productpage.default.svc.cluster.local.", dns.TypeA, nil)},
 		{"mesh-A-edns", rawQuery(b, "productpage.default.svc.cluster.local.", dns.TypeA, func(m *dns.Msg) { m.SetEdns0(1232, false) })},
 		{"mesh-cname", rawQuery(b, "reviews.default.default.svc.cluster.local.", dns.TypeA, nil)},
+		{"mesh-short", rawQuery(b, "reviews.default.", dns.TypeA, nil)},
 		{"mesh-PTR", rawQuery(b, "10.0.1.10.in-addr.arpa.", dns.TypePTR, nil)},
 		{"mesh-SRV", rawQuery(b, "_http._tcp.reviews.default.svc.cluster.local.", dns.TypeSRV, nil)},
 	} {

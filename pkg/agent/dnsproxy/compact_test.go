@@ -3,83 +3,157 @@ package dnsproxy
 import (
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/skiff-mesh/skiff/pkg/nds"
 )
+
+// testPorts are service ports for testTable's hosts.
+var testPorts = map[string][]ServicePort{
+	"reviews.default.svc.cluster.local": {{Name: "http", Port: 9080}, {Name: "grpc", Port: 9090}},
+	"api.example.com":                   {{Port: 443}},
+	"db.default.svc.cluster.local":      {{Name: "pg", Port: 5432, Protocol: "TCP"}, {Name: "dns", Port: 53, Protocol: "UDP"}},
+	"ratings.other.svc.cluster.local":   {{Name: "http", Port: 9080}},
+}
+
+// questionKeys are lookup keys for every name of nt's hosts (their own,
+// alt_hosts and Kubernetes short forms, and every run of their leading
+// labels, each also with the first search domain appended) and type, SRV
+// with port labels, and PTR of every address.
+func questionKeys(t *testing.T, nt *nds.NameTable, o tableOptions) []string {
+	var names []string
+	for h, ni := range nt.Table {
+		names = append(names, canonicalName(h))
+		names = append(names, altHosts(canonicalName(h), ni, o)...)
+		// Every run of leading labels, which may or may not be a name.
+		labels := dns.SplitDomainName(canonicalName(h))
+		for i := range labels {
+			names = append(names, strings.Join(labels[:i+1], ".")+".")
+		}
+		for _, ip := range ni.Ips {
+			if rev, err := dns.ReverseAddr(ip); err == nil {
+				names = append(names, rev)
+			}
+		}
+	}
+	var keys []string
+	for _, name := range slices.Sorted(slices.Values(names)) {
+		for _, prefix := range []string{"", "_http._tcp.", "_9090._tcp.", "_dns._udp.", "_443._tcp.", "_pg._udp."} {
+			for _, q := range []struct {
+				name  string
+				qtype uint16
+			}{
+				{prefix + name, dns.TypeA}, {prefix + name, dns.TypeAAAA}, {prefix + name, dns.TypeSRV}, {prefix + name, dns.TypePTR},
+				{prefix + name + o.search[0] + ".", dns.TypeA}, {prefix + name + o.search[0] + ".", dns.TypeAAAA},
+			} {
+				key, err := nameKey(q.name, q.qtype)
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys = append(keys, key)
+			}
+		}
+	}
+	return keys
+}
+
+// sameAnswers checks that tables a and b answer every key alike, each key
+// twice (the rotation goes on alike), and returns the distinct answers of
+// each.
+func sameAnswers(t *testing.T, a, b *table, keys []string) (answered int, aAnswers, bAnswers map[*answer]bool) {
+	t.Helper()
+	aAnswers, bAnswers = map[*answer]bool{}, map[*answer]bool{}
+	for _, key := range keys {
+		for range 2 {
+			aa, atarget := a.lookup([]byte(key))
+			ba, btarget := b.lookup([]byte(key))
+			if (aa == nil) != (ba == nil) || string(atarget) != string(btarget) {
+				t.Fatalf("%q: answered %v and %v (targets %q, %q)", key, aa != nil, ba != nil, atarget, btarget)
+			}
+			if aa == nil {
+				break
+			}
+			aAnswers[aa], bAnswers[ba] = true, true
+			if want, got := aa.msg(0, key, atarget).String(), ba.msg(0, key, btarget).String(); got != want {
+				t.Errorf("%q answered\n%s\nand\n%s", key, got, want)
+			}
+		}
+		if aa, _ := a.lookup([]byte(key)); aa != nil {
+			answered++
+		}
+	}
+	return answered, aAnswers, bAnswers
+}
 
 // TestCompactAnswersAlike: every question the built table answers gets
 // the same answer after compact, which shares what it can.
 func TestCompactAnswersAlike(t *testing.T) {
 	nt := testTable()
-	ports := map[string][]ServicePort{
-		"reviews.default.svc.cluster.local": {{Name: "http", Port: 9080}, {Name: "grpc", Port: 9090}},
-		"api.example.com":                   {{Port: 443}},
-		"db.default.svc.cluster.local":      {{Name: "pg", Port: 5432, Protocol: "TCP"}, {Name: "dns", Port: 53, Protocol: "UDP"}},
-	}
-	o := tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: newPortIndex(ports)}
+	o := tableOptions{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: newPortIndex(testPorts)}
 	log := slog.New(slog.DiscardHandler)
 	loose, tight := assemble(nt, o, log), buildTable(nt, o, log)
 	if loose.questions != tight.questions {
 		t.Errorf("%d questions after compact, %d before", tight.questions, loose.questions)
 	}
-	type question struct {
-		key    string
-		target []byte
+	answered, before, after := sameAnswers(t, loose, tight, questionKeys(t, nt, o))
+	if answered < 150 || len(after) >= len(before) {
+		t.Errorf("%d questions answered; %d distinct answers after compact, %d before: want fewer", answered, len(after), len(before))
 	}
-	var qs []question
-	for name, n := range loose.names {
-		for _, ta := range n.types {
-			qs = append(qs, question{key: name + string([]byte{byte(ta.qtype >> 8), byte(ta.qtype)})})
+	t.Logf("%d questions answered; %d distinct answers after compact, %d before", answered, len(after), len(before))
+}
+
+// TestDeriveAnswersAsStored: the Kubernetes short forms answered when
+// asked are answered as they were when stored, conflicts included.
+func TestDeriveAnswersAsStored(t *testing.T) {
+	k8s := func(short, ns string, ips ...string) *nds.NameTable_NameInfo {
+		return &nds.NameTable_NameInfo{Ips: ips, Registry: "Kubernetes", Shortname: short, Namespace: ns}
+	}
+	conflicts := testTable()
+	for h, ni := range map[string]*nds.NameTable_NameInfo{
+		// db-0.db. is the headless pod's short form (same namespace) and
+		// service db-0's in namespace db: the first in name order wins.
+		"db-0.db.svc.cluster.local": k8s("db-0", "db", "10.7.0.1"),
+		// An alt_hosts entry before the service in name order takes its
+		// short form; one after it does not.
+		"aaa.example.com": {Ips: []string{"10.7.0.2"}, AltHosts: []string{"ratings.other."}},
+		"zzz.example.com": {Ips: []string{"10.7.0.3"}, AltHosts: []string{"reviews.default.svc."}},
+		// A short name that does not make the host's name: its forms are
+		// stored.
+		"odd.default.svc.cluster.local": k8s("even", "default", "10.7.0.4"),
+		// A host's own name that is another's short form.
+		"productpage.default": {Ips: []string{"10.7.0.5"}},
+		// Without IPv4 or IPv6, a service still derives.
+		"v6svc.default.svc.cluster.local": k8s("v6svc", "default", "fd00::7"),
+		"Upper.Default.svc.cluster.local": k8s("Upper", "Default", "10.7.0.6"),
+		// A namespace of two labels: a.b. is no short form in namespace c.
+		"a.b.c.svc.cluster.local": k8s("a", "b.c", "10.7.0.8"),
+	} {
+		conflicts.Table[h] = ni
+	}
+	log := slog.New(slog.DiscardHandler)
+	for _, o := range []tableOptions{
+		{namespace: "default", svcDomain: "svc.cluster.local", search: testSearch, ports: newPortIndex(testPorts)},
+		{namespace: "db", svcDomain: "svc.cluster.local", search: []string{"db.svc.cluster.local"}},
+		{namespace: "c", svcDomain: "svc.cluster.local", search: []string{"c.svc.cluster.local"}},
+		{namespace: "default", svcDomain: "svc.corp.example", search: testSearch},
+		{namespace: "default", search: testSearch},
+	} {
+		stored := o
+		stored.storeDerived = true
+		got, want := buildTable(conflicts, o, log), buildTable(conflicts, stored, log)
+		answered, _, _ := sameAnswers(t, got, want, questionKeys(t, conflicts, o))
+		if answered < 60 {
+			t.Errorf("%+v: %d questions answered, want more", o, answered)
 		}
-		for _, labels := range []string{"", "\x05_http\x04_tcp", "\x05_9090\x04_tcp", "\x04_dns\x04_udp", "\x04_443\x04_tcp"} {
-			if a, _ := loose.lookup([]byte(labels + name + "\x00\x21")); a != nil {
-				qs = append(qs, question{key: labels + name + "\x00\x21"})
-			}
-		}
-		// The name with the first search domain appended: an alias.
-		alias := name[:len(name)-1] + string(loose.search0Wire) + "\x00\x01"
-		if a, target := loose.lookup([]byte(alias)); a != nil {
-			qs = append(qs, question{key: alias, target: target})
+		if o.svcDomain == "svc.cluster.local" && len(got.names) >= len(want.names) {
+			t.Errorf("%+v: %d names stored, %d when short forms are stored: want fewer", o, len(got.names), len(want.names))
 		}
 	}
-	for _, e := range loose.ptrs {
-		rev, err := dns.ReverseAddr(netip.AddrFrom16(e.addr).Unmap().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, err := nameKey(rev, dns.TypePTR)
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, question{key: key})
-	}
-	before, after := map[*answer]bool{}, map[*answer]bool{}
-	for _, q := range qs {
-		la, ltarget := loose.lookup([]byte(q.key))
-		ta, ttarget := tight.lookup([]byte(q.key))
-		if la == nil || ta == nil || string(ltarget) != string(ttarget) {
-			t.Fatalf("%q: answered before compact %v, after %v (targets %q, %q)", q.key, la != nil, ta != nil, ltarget, ttarget)
-		}
-		if q.key[len(q.key)-1] == byte(dns.TypePTR) && ta.wire[7] == 0 {
-			t.Fatalf("%q: answered with no records", q.key)
-		}
-		before[la], after[ta] = true, true
-		// Twice: the rotation goes on alike.
-		for range 2 {
-			want, got := la.msg(0, q.key, ltarget).String(), ta.msg(0, q.key, ttarget).String()
-			if got != want {
-				t.Errorf("%q after compact:\n%s\nbefore:\n%s", q.key, got, want)
-			}
-		}
-	}
-	if len(qs) < 60 || len(after) >= len(before) {
-		t.Errorf("%d questions; %d distinct answers after compact, %d before: want fewer", len(qs), len(after), len(before))
-	}
-	t.Logf("%d questions; %d distinct answers after compact, %d before", len(qs), len(after), len(before))
 }
 
 // TestMoveToCopiesEveryField: moveTo must learn of every new field.

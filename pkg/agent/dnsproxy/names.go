@@ -9,6 +9,8 @@ import "encoding/binary"
 type nameAnswers struct {
 	types []typedAnswer
 	host  string // the host's name, wire form, lower case; "" for none
+	base  uint8  // the host's hostRec.base: its short forms are derived
+	rank  uint32 // the host's place in name order
 }
 
 // typedAnswer is the answer to one question type.
@@ -30,10 +32,19 @@ func (n *nameAnswers) get(qtype uint16) *answer {
 // find returns the answer for a question of qtype for the wire name (lower
 // case, with its root label), or nil.
 func (t *table) find(name []byte, qtype uint16) *answer {
-	if n := t.names[string(name)]; n != nil {
+	if n := t.entryOf(name); n != nil {
 		return n.get(qtype)
 	}
 	return nil
+}
+
+// entryOf returns the answers of the wire name (lower case, with its root
+// label), stored or derived, or nil.
+func (t *table) entryOf(name []byte) *nameAnswers {
+	if n := t.names[string(name)]; n != nil {
+		return n
+	}
+	return t.derive(name)
 }
 
 // set stores a under the question (qname, qtype) unless the table already
@@ -53,17 +64,18 @@ func (t *table) set(qname string, qtype uint16, a *answer) (bool, error) {
 	return true, nil
 }
 
-// own records that name belongs to host, whose ports answer SRV for it.
-func (t *table) own(name, host string) {
+// own records that name belongs to rec, whose ports answer SRV for it.
+func (t *table) own(name string, rec *hostRec) {
 	nk, err := nameKey(name, 0)
 	if err != nil {
 		return
 	}
-	hk, err := nameKey(host, 0)
+	hk, err := nameKey(rec.fqdn, 0)
 	if err != nil {
 		return
 	}
-	t.entry(nk[:len(nk)-2]).host = hk[:len(hk)-2]
+	n := t.entry(nk[:len(nk)-2])
+	n.host, n.base, n.rank = hk[:len(hk)-2], rec.base, rec.rank
 }
 
 // entry returns the answers of the wire name, adding them if new.

@@ -38,14 +38,14 @@ func (t *table) srv(name []byte) *answer {
 	if t.ports == nil {
 		return nil
 	}
-	n := t.names[string(name)]
+	n := t.entryOf(name)
 	var labels []byte
 	if n == nil {
 		p := srvLabels(name)
 		if p == 0 {
 			return nil
 		}
-		labels, n = name[:p], t.names[string(name[p:])]
+		labels, n = name[:p], t.entryOf(name[p:])
 		if n == nil {
 			return nil
 		}

@@ -37,6 +37,15 @@ type hostRec struct {
 	names  []string // every name answered for it (fqdn first)
 
 	plain [2]*answer // the A and AAAA answers every name of it shares
+
+	// derived are the Kubernetes short forms of the name (derivedAlts);
+	// when base > 0 they are answered when asked (derive.go) rather than
+	// stored: base is the length of name.ns. in wire form, and rank the
+	// host's place in name order, which settles a short form two hosts
+	// claim.
+	derived []string
+	base    uint8
+	rank    uint32
 }
 
 // table is an immutable snapshot of everything the proxy answers locally.
@@ -47,6 +56,8 @@ type table struct {
 	wildcards   map[string]*hostRec     // key: "*.example.com."
 	ptrs        []ptrEntry              // mesh addresses and their hosts (ptr.go)
 	ports       *portIndex              // service ports, for SRV (srv.go); nil: none
+	svcWire     []byte                  // the service domain in wire form, no root label (derive.go)
+	nsSvcWire   []byte                  // the pod's namespace and the service domain, the same
 	search0     string                  // first search domain, canonical, or ""
 	search0Wire []byte                  // search0 in wire form, lower case
 	hosts       int
@@ -58,6 +69,11 @@ type tableOptions struct {
 	svcDomain string // "svc.cluster.local"
 	search    []string
 	ports     *portIndex // for SRV; nil: none
+
+	// storeDerived stores the Kubernetes short forms like any other name
+	// instead of deriving them when asked (derive.go): the table as it
+	// was, which tests compare with.
+	storeDerived bool
 }
 
 // buildTable precomputes every mesh answer of nt. Bad entries are logged
@@ -77,6 +93,7 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 			t.search0Wire = []byte(key[:len(key)-2])
 		}
 	}
+	t.setDomains(o)
 	owner := map[string]*hostRec{}
 	var recs []*hostRec
 	var infos []*nds.NameTable_NameInfo
@@ -115,6 +132,11 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 	// Alternative names never override a host's own name; among themselves
 	// the first host in name order wins, so the table is deterministic.
 	for i, rec := range recs {
+		rec.rank = uint32(i)
+		rec.derived = derivedAlts(rec.fqdn, infos[i], o)
+		if !o.storeDerived {
+			rec.base = t.derivable(rec.fqdn, infos[i], o)
+		}
 		for _, alt := range altHosts(rec.fqdn, infos[i], o) {
 			if _, taken := owner[alt]; !taken {
 				owner[alt] = rec
@@ -124,10 +146,19 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 	}
 	for _, rec := range recs {
 		// Each name with the first search domain appended is answered
-		// too, made when asked (lookup).
-		for _, name := range rec.names {
+		// too, made when asked (lookup), and so are the short forms of a
+		// host that serves them all from its shared answers.
+		t.addAddrs(rec.fqdn, "", rec, log)
+		if rec.plain[0] == nil || rec.plain[1] == nil {
+			rec.base = 0
+		}
+		t.own(rec.fqdn, rec)
+		for _, name := range rec.names[1:] {
+			if rec.base > 0 && slices.Contains(rec.derived, name) {
+				continue
+			}
 			t.addAddrs(name, "", rec, log)
-			t.own(name, rec.fqdn)
+			t.own(name, rec)
 		}
 	}
 	t.addPTR(recs)
@@ -217,21 +248,27 @@ func (t *table) wildcard(qname string) *hostRec {
 	}
 }
 
-// altHosts lists the other names of a host: the NameTable's alt_hosts and,
-// for a Kubernetes service in this cluster's domain, name.ns., name. (same
-// namespace only) and name.ns.svc., name.ns.svc.cluster. and so on.
+// altHosts lists the other names of a host: the NameTable's alt_hosts and
+// its Kubernetes short forms (derivedAlts).
 func altHosts(fqdn string, ni *nds.NameTable_NameInfo, o tableOptions) []string {
 	var out []string
 	for _, h := range ni.GetAltHosts() {
 		out = append(out, canonicalName(h))
 	}
+	return append(out, derivedAlts(fqdn, ni, o)...)
+}
+
+// derivedAlts lists the short forms of a Kubernetes service in this
+// cluster's domain: name.ns., name. (same namespace only) and name.ns.svc.,
+// name.ns.svc.cluster. and so on.
+func derivedAlts(fqdn string, ni *nds.NameTable_NameInfo, o tableOptions) []string {
 	short, ns := strings.ToLower(ni.GetShortname()), strings.ToLower(ni.GetNamespace())
 	if !strings.EqualFold(ni.GetRegistry(), registryKubernetes) || short == "" || ns == "" ||
 		o.svcDomain == "" || !strings.HasSuffix(fqdn, "."+o.svcDomain+".") {
-		return out
+		return nil
 	}
 	base := short + "." + ns
-	out = append(out, base+".")
+	out := []string{base + "."}
 	if ns == strings.ToLower(o.namespace) {
 		out = append(out, short+".")
 	}
