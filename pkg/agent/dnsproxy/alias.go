@@ -27,16 +27,19 @@ func (t *table) lookup(key []byte) (a *answer, target []byte) {
 		return nil, nil
 	}
 	name, qtype := splitKey(key)
-	if a := t.find(name, qtype); a != nil {
-		return a, nil
-	}
 	switch qtype {
+	case dns.TypeA, dns.TypeAAAA:
 	case dns.TypePTR:
 		return t.ptr(name), nil
 	case dns.TypeSRV:
 		return t.srv(name), nil
+	default:
+		return nil, nil // the table holds addresses only
 	}
-	if len(t.search0Wire) == 0 || (qtype != dns.TypeA && qtype != dns.TypeAAAA) {
+	if a := t.find(name, qtype); a != nil {
+		return a, nil
+	}
+	if len(t.search0Wire) == 0 {
 		return nil, nil
 	}
 	cut := len(name) - len(t.search0Wire)

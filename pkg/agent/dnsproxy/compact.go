@@ -74,7 +74,7 @@ func (t *table) compact() {
 			types = append(types, typedAnswer{qtype: ta.qtype, a: &answers[c.ids[ta.a]]})
 		}
 		packed[i].types = types[start:len(types):len(types)]
-		packed[i].host, packed[i].base, packed[i].rank = shared(n.host), n.base, n.rank
+		packed[i].host, packed[i].base = shared(n.host), n.base
 		to[n] = &packed[i]
 	}
 	m := make(map[string]*nameAnswers, len(names))
@@ -102,7 +102,6 @@ func (c *compactor) signature(n *nameAnswers) []byte {
 	sig := binary.AppendUvarint(c.sig[:0], uint64(len(n.host)))
 	sig = append(sig, n.host...)
 	sig = append(sig, n.base)
-	sig = binary.AppendUvarint(sig, uint64(n.rank))
 	for i := range n.types {
 		n.types[i].a = c.intern(n.types[i].a)
 		sig = binary.BigEndian.AppendUint16(sig, n.types[i].qtype)

@@ -1,6 +1,7 @@
 package dnsproxy
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -15,24 +16,34 @@ import (
 // does not hold is completed with each tail of the cluster's service
 // domain (and, for one in the pod's namespace, with the namespace too),
 // and answered as the service it then names, if that service's short
-// forms are derived. A form two services claim goes to the first in name
-// order, as when they were stored; a host's own name or an alt_hosts entry
-// that took a form first is stored and found before any of this.
+// forms are derived. Only one service can be found so: a form that two
+// claim is stored for the first in name order (as all were before), and a
+// host's own name or an alt_hosts entry that took a form first is stored
+// too, and found before any of this.
 
 // derivable returns the length of name.ns. in wire form when every short
 // form of the host is what derive makes of it (its name is exactly
-// name.ns.<service domain>. and ns is one label), or 0.
+// name.ns.<service domain>. and ns is one label), or 0. It records what
+// derive's filters need of the host.
 func (t *table) derivable(fqdn string, ni *nds.NameTable_NameInfo, o tableOptions) uint8 {
-	if len(t.svcWire) == 0 || len(derivedAlts(fqdn, ni, o)) == 0 || strings.Contains(ni.GetNamespace(), ".") {
+	ns := strings.ToLower(ni.GetNamespace())
+	if len(t.svcWire) == 0 || len(derivedAlts(fqdn, ni, o)) == 0 || strings.Contains(ns, ".") {
 		return 0
 	}
-	stem := strings.ToLower(ni.GetShortname()) + "." + strings.ToLower(ni.GetNamespace()) + "."
-	if fqdn != stem+o.svcDomain+"." {
+	short := strings.ToLower(ni.GetShortname())
+	if fqdn != short+"."+ns+"."+o.svcDomain+"." {
 		return 0
 	}
-	key, err := nameKey(stem, 0)
+	key, err := nameKey(short+"."+ns+".", 0)
 	if err != nil || len(key)-3 > 0xff {
 		return 0
+	}
+	nsLabel := string(append([]byte{byte(len(ns))}, ns...))
+	if _, ok := t.namespaces[nsLabel]; !ok {
+		t.namespaces[nsLabel] = struct{}{}
+	}
+	if ns == strings.ToLower(o.namespace) {
+		t.shortLabels = max(t.shortLabels, strings.Count(short, ".")+1)
 	}
 	return uint8(len(key) - 3) // no root label, no type
 }
@@ -56,35 +67,52 @@ func (t *table) setDomains(o tableOptions) {
 }
 
 // derive returns the answers of the service the wire name (lower case,
-// with its root label) is a short form of, or nil.
+// with its root label) is a short form of, or nil. A completion is looked
+// up only when the name could be one: name.ns. must end in a namespace of
+// a derived service, name.ns.svc. in svc., and name. have no more labels
+// than the short names in the pod's namespace (no Kubernetes name starts
+// with an underscore, as SRV's _port._proto. labels do).
 func (t *table) derive(name []byte) *nameAnswers {
-	if len(t.svcWire) == 0 || len(name) < 2 {
+	if len(t.svcWire) == 0 || len(name) < 2 || name[1] == '_' {
 		return nil
 	}
 	stem := name[:len(name)-1]
-	var best *nameAnswers
+	labels, last := 0, 0
+	for off := 0; off < len(stem); off += 1 + int(stem[off]) {
+		labels, last = labels+1, off
+	}
+	var buf [maxNameLen + 1]byte
+	prev := 0 // where the label before off starts
 	for off := 0; off < len(t.svcWire); off += 1 + int(t.svcWire[off]) {
-		if n := t.completion(stem, t.svcWire[off:]); n != nil && len(stem) >= int(n.base) && (best == nil || n.rank < best.rank) {
-			best = n
+		could := bytes.HasSuffix(stem, t.svcWire[prev:off])
+		if off == 0 {
+			_, could = t.namespaces[string(stem[last:])]
+		}
+		prev = off
+		if !could {
+			continue
+		}
+		if n := t.completion(buf[:0], stem, t.svcWire[off:]); n != nil && len(stem) >= int(n.base) {
+			return n
 		}
 	}
-	if len(t.nsSvcWire) > 0 {
+	if len(t.nsSvcWire) > 0 && labels <= t.shortLabels {
 		nsLen := len(t.nsSvcWire) - len(t.svcWire)
-		if n := t.completion(stem, t.nsSvcWire); n != nil && len(stem)+nsLen == int(n.base) && (best == nil || n.rank < best.rank) {
-			best = n
+		if n := t.completion(buf[:0], stem, t.nsSvcWire); n != nil && len(stem)+nsLen == int(n.base) {
+			return n
 		}
 	}
-	return best
+	return nil
 }
 
 // completion returns the answers of the host named stem+suffix (wire
-// forms without the root label) when its short forms are derived.
-func (t *table) completion(stem, suffix []byte) *nameAnswers {
+// forms without the root label) when its short forms are derived; buf
+// has room for the name.
+func (t *table) completion(buf, stem, suffix []byte) *nameAnswers {
 	if len(stem)+len(suffix)+1 > maxNameLen {
 		return nil
 	}
-	var buf [maxNameLen]byte
-	c := append(append(append(buf[:0], stem...), suffix...), 0)
+	c := append(append(append(buf, stem...), suffix...), 0)
 	n := t.names[string(c)]
 	if n == nil || n.base == 0 || n.host != string(c) {
 		return nil

@@ -10,7 +10,6 @@ type nameAnswers struct {
 	types []typedAnswer
 	host  string // the host's name, wire form, lower case; "" for none
 	base  uint8  // the host's hostRec.base: its short forms are derived
-	rank  uint32 // the host's place in name order
 }
 
 // typedAnswer is the answer to one question type.
@@ -75,7 +74,7 @@ func (t *table) own(name string, rec *hostRec) {
 		return
 	}
 	n := t.entry(nk[:len(nk)-2])
-	n.host, n.base, n.rank = hk[:len(hk)-2], rec.base, rec.rank
+	n.host, n.base = hk[:len(hk)-2], rec.base
 }
 
 // entry returns the answers of the wire name, adding them if new.

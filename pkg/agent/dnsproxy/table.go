@@ -40,12 +40,9 @@ type hostRec struct {
 
 	// derived are the Kubernetes short forms of the name (derivedAlts);
 	// when base > 0 they are answered when asked (derive.go) rather than
-	// stored: base is the length of name.ns. in wire form, and rank the
-	// host's place in name order, which settles a short form two hosts
-	// claim.
+	// stored: base is the length of name.ns. in wire form.
 	derived []string
 	base    uint8
-	rank    uint32
 }
 
 // table is an immutable snapshot of everything the proxy answers locally.
@@ -58,6 +55,8 @@ type table struct {
 	ports       *portIndex              // service ports, for SRV (srv.go); nil: none
 	svcWire     []byte                  // the service domain in wire form, no root label (derive.go)
 	nsSvcWire   []byte                  // the pod's namespace and the service domain, the same
+	namespaces  map[string]struct{}     // namespace labels (wire) of derived services
+	shortLabels int                     // most labels of a derived short name in the pod's namespace
 	search0     string                  // first search domain, canonical, or ""
 	search0Wire []byte                  // search0 in wire form, lower case
 	hosts       int
@@ -86,7 +85,8 @@ func buildTable(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 
 // assemble makes the table of nt as it is built, before compact.
 func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
-	t := &table{ntWire: nt.Marshal(), names: map[string]*nameAnswers{}, wildcards: map[string]*hostRec{}, ports: o.ports}
+	t := &table{ntWire: nt.Marshal(), names: map[string]*nameAnswers{}, wildcards: map[string]*hostRec{},
+		namespaces: map[string]struct{}{}, ports: o.ports}
 	if len(o.search) > 0 {
 		t.search0 = canonicalName(o.search[0])
 		if key, err := nameKey(t.search0, 0); err == nil && t.search0 != "." {
@@ -130,9 +130,11 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 	}
 	t.hosts = len(recs)
 	// Alternative names never override a host's own name; among themselves
-	// the first host in name order wins, so the table is deterministic.
+	// the first host in name order wins, so the table is deterministic. A
+	// short form more than one host claims is stored for the winner, so
+	// that deriving it never has to choose.
+	contested := map[string]bool{}
 	for i, rec := range recs {
-		rec.rank = uint32(i)
 		rec.derived = derivedAlts(rec.fqdn, infos[i], o)
 		if !o.storeDerived {
 			rec.base = t.derivable(rec.fqdn, infos[i], o)
@@ -141,6 +143,8 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 			if _, taken := owner[alt]; !taken {
 				owner[alt] = rec
 				rec.names = append(rec.names, alt)
+			} else {
+				contested[alt] = true
 			}
 		}
 	}
@@ -154,7 +158,7 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 		}
 		t.own(rec.fqdn, rec)
 		for _, name := range rec.names[1:] {
-			if rec.base > 0 && slices.Contains(rec.derived, name) {
+			if rec.base > 0 && slices.Contains(rec.derived, name) && !contested[name] {
 				continue
 			}
 			t.addAddrs(name, "", rec, log)
