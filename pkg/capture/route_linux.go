@@ -1,12 +1,12 @@
 package capture
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,93 +22,137 @@ var _ Routing = netlinkRouting{}
 // Setup adds ::6 to lo for IPv6, and sets up TPROXY policy routing (or
 // removes it in REDIRECT mode).
 func (netlinkRouting) Setup(p *Policy) error {
-	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	r, err := dialRtnl()
 	if err != nil {
-		return fmt.Errorf("open rtnetlink: %w", err)
+		return err
 	}
-	defer h.Close()
+	defer r.close()
 	if p.EnableIPv6 {
-		if err := addPassthroughV6(h); err != nil {
+		if err := addPassthroughV6(r); err != nil {
 			return err
 		}
 	}
 	if p.InboundMode == TProxy {
-		families := []bool{false}
+		families := []uint8{unix.AF_INET}
 		if p.EnableIPv6 {
-			families = append(families, true)
+			families = append(families, unix.AF_INET6)
 		}
-		return setupRouting(h, p, families)
+		return setupRouting(r, p, families)
 	}
-	return cleanupRouting(h, p)
+	return cleanupRouting(r, p)
 }
 
 // Remove deletes the TPROXY routing of both families and ::6.
 func (netlinkRouting) Remove(p *Policy) error {
-	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	r, err := dialRtnl()
 	if err != nil {
-		return fmt.Errorf("open rtnetlink: %w", err)
+		return err
 	}
-	defer h.Close()
-	return errors.Join(cleanupRouting(h, p), removePassthroughV6(h))
+	defer r.close()
+	return errors.Join(cleanupRouting(r, p), removePassthroughV6(r))
 }
 
-func nlFamily(v6 bool) int {
-	if v6 {
-		return netlink.FAMILY_V6
+// loIndex is the index of lo in the calling thread's namespace.
+func loIndex() (uint32, error) {
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		return 0, fmt.Errorf("find lo: %w", err)
 	}
-	return netlink.FAMILY_V4
+	return uint32(lo.Index), nil
 }
 
-// tproxyRoute is the route that delivers every fwmarked packet locally.
-func tproxyRoute(cfg *Policy, lo netlink.Link, v6 bool) *netlink.Route {
-	dst := &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
-	if v6 {
-		dst = &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
+// fibHeader is the 12-byte header of rule and route messages (struct
+// fib_rule_hdr and struct rtmsg share its layout): family, destination
+// and source lengths, TOS, table (tables past 255 go in an attribute),
+// protocol, scope, type (a rule's action), flags.
+func fibHeader(family uint8, table uint32, protocol, scope, typ uint8) []byte {
+	t := uint8(unix.RT_TABLE_UNSPEC)
+	if table < 256 {
+		t = uint8(table)
 	}
-	return &netlink.Route{
-		LinkIndex: lo.Attrs().Index, Dst: dst, Table: int(cfg.TProxyRouteTable),
-		Type: unix.RTN_LOCAL, Scope: netlink.SCOPE_HOST, Family: nlFamily(v6),
-	}
+	return []byte{family, 0, 0, 0, t, protocol, scope, typ, 0, 0, 0, 0}
 }
 
-// tproxyRule is "fwmark MARK lookup TABLE"; family FAMILY_ALL matches
-// both families in a dump.
-func tproxyRule(cfg *Policy, family int) *netlink.Rule {
-	r := netlink.NewRule()
-	r.Family = family
-	r.Mark = cfg.TProxyMark
-	r.Table = int(cfg.TProxyRouteTable)
-	return r
+// tproxyRule is "fwmark MARK lookup TABLE" for family.
+func tproxyRule(cfg *Policy, family uint8) []byte {
+	b := fibHeader(family, cfg.TProxyRouteTable, unix.RTPROT_BOOT, unix.RT_SCOPE_UNIVERSE, unix.FR_ACT_TO_TBL)
+	b = appendAttrU32(b, unix.FRA_FWMARK, cfg.TProxyMark)
+	if cfg.TProxyRouteTable >= 256 {
+		b = appendAttrU32(b, unix.FRA_TABLE, cfg.TProxyRouteTable)
+	}
+	return b
 }
 
-// tproxyRules lists the TPROXY rules of family (FAMILY_ALL: both).
-func tproxyRules(h *netlink.Handle, cfg *Policy, family int) ([]netlink.Rule, error) {
-	rules, err := h.RuleListFiltered(family, tproxyRule(cfg, family), netlink.RT_FILTER_MARK|netlink.RT_FILTER_TABLE)
+// tproxyRoute is "local default dev lo table TABLE" for family.
+func tproxyRoute(cfg *Policy, family uint8, lo uint32) []byte {
+	b := fibHeader(family, cfg.TProxyRouteTable, unix.RTPROT_BOOT, unix.RT_SCOPE_HOST, unix.RTN_LOCAL)
+	zero := make([]byte, 4)
+	if family == unix.AF_INET6 {
+		zero = make([]byte, 16)
+	}
+	b = appendAttr(b, unix.RTA_DST, zero)
+	if cfg.TProxyRouteTable >= 256 {
+		b = appendAttrU32(b, unix.RTA_TABLE, cfg.TProxyRouteTable)
+	}
+	return appendAttrU32(b, unix.RTA_OIF, lo)
+}
+
+// tproxyRules lists the TPROXY rules of family (AF_UNSPEC: both), each as
+// the message that deletes it: its header and what identifies it.
+func tproxyRules(r *rtnl, cfg *Policy, family uint8) ([][]byte, error) {
+	var found [][]byte
+	err := r.dump(unix.RTM_GETRULE, fibHeader(family, 0, 0, 0, 0), func(body []byte) {
+		if len(body) < 12 {
+			return
+		}
+		table, mark, hasMark := uint32(body[4]), uint32(0), false
+		del := append([]byte(nil), body[:12]...)
+		attrs(body[12:], func(typ uint16, data []byte) {
+			switch typ {
+			case unix.FRA_TABLE:
+				if len(data) == 4 {
+					table = binary.NativeEndian.Uint32(data)
+				}
+			case unix.FRA_FWMARK:
+				if len(data) == 4 {
+					mark, hasMark = binary.NativeEndian.Uint32(data), true
+				}
+			default:
+				if typ != unix.FRA_PRIORITY && typ != unix.FRA_FWMASK {
+					return
+				}
+			}
+			del = appendAttr(del, typ, data)
+		})
+		if hasMark && mark == cfg.TProxyMark && table == cfg.TProxyRouteTable {
+			found = append(found, del)
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list ip rules: %w", err)
 	}
-	return rules, nil
+	return found, nil
 }
 
-// setupRouting installs what TPROXY needs, through netlink and idempotently:
-// "ip rule add fwmark MARK lookup TABLE" and "ip route add local default dev
-// lo table TABLE" per family.
-func setupRouting(h *netlink.Handle, cfg *Policy, families []bool) error {
-	lo, err := h.LinkByName("lo")
+// setupRouting installs what TPROXY needs, idempotently: "ip rule add
+// fwmark MARK lookup TABLE" and "ip route add local default dev lo table
+// TABLE" per family.
+func setupRouting(r *rtnl, cfg *Policy, families []uint8) error {
+	lo, err := loIndex()
 	if err != nil {
-		return fmt.Errorf("find lo: %w", err)
+		return err
 	}
-	for _, v6 := range families {
-		rules, err := tproxyRules(h, cfg, nlFamily(v6))
+	for _, family := range families {
+		rules, err := tproxyRules(r, cfg, family)
 		if err != nil {
 			return err
 		}
 		if len(rules) == 0 {
-			if err := h.RuleAdd(tproxyRule(cfg, nlFamily(v6))); err != nil {
+			if err := r.do(unix.RTM_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, tproxyRule(cfg, family)); err != nil {
 				return fmt.Errorf("add ip rule fwmark %d lookup %d: %w", cfg.TProxyMark, cfg.TProxyRouteTable, err)
 			}
 		}
-		if err := h.RouteReplace(tproxyRoute(cfg, lo, v6)); err != nil {
+		if err := r.do(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, tproxyRoute(cfg, family, lo)); err != nil {
 			return fmt.Errorf("add local default route to table %d: %w", cfg.TProxyRouteTable, err)
 		}
 	}
@@ -116,60 +160,84 @@ func setupRouting(h *netlink.Handle, cfg *Policy, families []bool) error {
 }
 
 // cleanupRouting removes the TPROXY rules and routes of both families, if
-// present: one dump of the rules and one of the table's routes, then a
-// delete for each found (a fresh pod's namespace has none).
-func cleanupRouting(h *netlink.Handle, cfg *Policy) error {
-	rules, err := tproxyRules(h, cfg, netlink.FAMILY_ALL)
+// present: one dump of the rules and one of the routes, then a delete for
+// each found (a fresh pod's namespace has none).
+func cleanupRouting(r *rtnl, cfg *Policy) error {
+	rules, err := tproxyRules(r, cfg, unix.AF_UNSPEC)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, r := range rules {
-		if err := h.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
+	for _, rule := range rules {
+		if err := r.do(unix.RTM_DELRULE, 0, rule); err != nil && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("delete ip rule: %w", err))
 		}
 	}
-	routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: int(cfg.TProxyRouteTable), Type: unix.RTN_LOCAL},
-		netlink.RT_FILTER_TABLE|netlink.RT_FILTER_TYPE)
+	var routes [][]byte
+	err = r.dump(unix.RTM_GETROUTE, fibHeader(unix.AF_UNSPEC, 0, 0, 0, 0), func(body []byte) {
+		if len(body) < 12 || body[1] != 0 || body[7] != unix.RTN_LOCAL {
+			return // not a local default route
+		}
+		table := uint32(body[4])
+		del := append([]byte(nil), body[:12]...)
+		attrs(body[12:], func(typ uint16, data []byte) {
+			switch typ {
+			case unix.RTA_TABLE:
+				if len(data) == 4 {
+					table = binary.NativeEndian.Uint32(data)
+				}
+			case unix.RTA_DST, unix.RTA_OIF, unix.RTA_PRIORITY:
+			default:
+				return
+			}
+			del = appendAttr(del, typ, data)
+		})
+		if table == cfg.TProxyRouteTable {
+			routes = append(routes, del)
+		}
+	})
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("list routes of table %d: %w", cfg.TProxyRouteTable, err))...)
 	}
-	for _, r := range routes {
-		if r.Dst != nil {
-			if ones, _ := r.Dst.Mask.Size(); ones != 0 {
-				continue // not the local default route
-			}
-		}
-		if err := h.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
+	for _, route := range routes {
+		if err := r.do(unix.RTM_DELROUTE, 0, route); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("delete local default route from table %d: %w", cfg.TProxyRouteTable, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// passthroughAddr is ::6/128 as a netlink address.
-func passthroughAddr() *netlink.Addr {
-	return &netlink.Addr{IPNet: &net.IPNet{IP: passthroughV6.Addr().AsSlice(), Mask: net.CIDRMask(128, 128)}}
+// passthroughAddr is the message for ::6/128 on lo.
+func passthroughAddr() ([]byte, error) {
+	lo, err := loIndex()
+	if err != nil {
+		return nil, err
+	}
+	b := []byte{unix.AF_INET6, 128, 0, unix.RT_SCOPE_UNIVERSE}
+	b = binary.NativeEndian.AppendUint32(b, lo)
+	ip := passthroughV6.Addr().AsSlice()
+	b = appendAttr(b, unix.IFA_LOCAL, ip)
+	return appendAttr(b, unix.IFA_ADDRESS, ip), nil
 }
 
 // addPassthroughV6 puts ::6/128 on lo so the proxy can use it as a source.
-func addPassthroughV6(h *netlink.Handle) error {
-	lo, err := h.LinkByName("lo")
+func addPassthroughV6(r *rtnl) error {
+	addr, err := passthroughAddr()
 	if err != nil {
-		return fmt.Errorf("find lo: %w", err)
+		return err
 	}
-	if err := h.AddrReplace(lo, passthroughAddr()); err != nil {
+	if err := r.do(unix.RTM_NEWADDR, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, addr); err != nil {
 		return fmt.Errorf("add %s to lo: %w", passthroughV6, err)
 	}
 	return nil
 }
 
-func removePassthroughV6(h *netlink.Handle) error {
-	lo, err := h.LinkByName("lo")
+func removePassthroughV6(r *rtnl) error {
+	addr, err := passthroughAddr()
 	if err != nil {
-		return fmt.Errorf("find lo: %w", err)
+		return err
 	}
-	if err := h.AddrDel(lo, passthroughAddr()); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENOENT) {
+	if err := r.do(unix.RTM_DELADDR, 0, addr); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove %s from lo: %w", passthroughV6, err)
 	}
 	return nil
