@@ -1,9 +1,6 @@
 package dnsproxy
 
-import (
-	"slices"
-	"strings"
-)
+import "sort"
 
 // portIndex holds the service ports of the mesh hosts. The agent reads
 // them from the proxy's cluster names, which change far more often than
@@ -37,7 +34,7 @@ func newPortIndex(ports map[string][]ServicePort) *portIndex {
 		idx.hosts = append(idx.hosts, hostPorts{host: key[:len(key)-2], ports: ps})
 		n += len(ps)
 	}
-	slices.SortFunc(idx.hosts, func(a, b hostPorts) int { return strings.Compare(a.host, b.host) })
+	sort.Slice(idx.hosts, func(i, j int) bool { return idx.hosts[i].host < idx.hosts[j].host }) // not generic: see addPTR
 	all := make([]ServicePort, 0, n)
 	for _, h := range idx.hosts {
 		names = append(names, h.host)
@@ -53,8 +50,8 @@ func newPortIndex(ports map[string][]ServicePort) *portIndex {
 
 // of returns the ports of the host (wire name, lower case), or nil.
 func (idx *portIndex) of(host string) []ServicePort {
-	i, ok := slices.BinarySearchFunc(idx.hosts, host, func(h hostPorts, name string) int { return strings.Compare(h.host, name) })
-	if !ok {
+	i := sort.Search(len(idx.hosts), func(i int) bool { return idx.hosts[i].host >= host })
+	if i == len(idx.hosts) || idx.hosts[i].host != host {
 		return nil
 	}
 	return idx.hosts[i].ports

@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"slices"
+	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/miekg/dns"
 )
@@ -33,11 +33,14 @@ func (t *table) addPTR(recs []*hostRec) {
 			t.ptrs = append(t.ptrs, ptrEntry{addr: ip.As16(), host: host[:len(host)-2]})
 		}
 	}
-	slices.SortFunc(t.ptrs, func(a, b ptrEntry) int {
+	// sort.Slice, not slices.SortFunc: a generic sort is 12 kB of code per
+	// element type, and this one runs once per table.
+	sort.Slice(t.ptrs, func(i, j int) bool {
+		a, b := &t.ptrs[i], &t.ptrs[j]
 		if c := bytes.Compare(a.addr[:], b.addr[:]); c != 0 {
-			return c
+			return c < 0
 		}
-		return strings.Compare(hostOrder(a.host), hostOrder(b.host))
+		return hostOrder(a.host) < hostOrder(b.host)
 	})
 	t.ptrs = slices.Compact(t.ptrs)
 	for i := range t.ptrs {
@@ -65,8 +68,8 @@ func (t *table) ptr(name []byte) *answer {
 		return nil
 	}
 	a16 := ip.As16()
-	i, found := slices.BinarySearchFunc(t.ptrs, a16, func(e ptrEntry, k [16]byte) int { return bytes.Compare(e.addr[:], k[:]) })
-	if !found {
+	i := sort.Search(len(t.ptrs), func(i int) bool { return bytes.Compare(t.ptrs[i].addr[:], a16[:]) >= 0 })
+	if i == len(t.ptrs) || t.ptrs[i].addr != a16 {
 		return nil
 	}
 	j := i
