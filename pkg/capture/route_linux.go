@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -97,35 +98,49 @@ func tproxyRoute(cfg *Policy, family uint8, lo uint32) []byte {
 	return appendAttrU32(b, unix.RTA_OIF, lo)
 }
 
+// fibEntry is a rule or route from a dump: the message that deletes it
+// (its header and the attributes that identify it), its table and, for a
+// rule, its fwmark.
+type fibEntry struct {
+	del     []byte
+	table   uint32
+	mark    uint32
+	hasMark bool
+}
+
+// parseFib reads a rule or route message of a dump, keeping the attributes
+// of types keep. Rules and routes share the header's layout and the table
+// attribute's number (FRA_TABLE is RTA_TABLE).
+func parseFib(body []byte, keep ...uint16) (fibEntry, bool) {
+	if len(body) < 12 {
+		return fibEntry{}, false
+	}
+	e := fibEntry{del: append([]byte(nil), body[:12]...), table: uint32(body[4])}
+	attrs(body[12:], func(typ uint16, data []byte) {
+		if !slices.Contains(keep, typ) {
+			return
+		}
+		if len(data) == 4 {
+			switch typ {
+			case unix.FRA_TABLE:
+				e.table = binary.NativeEndian.Uint32(data)
+			case unix.FRA_FWMARK:
+				e.mark, e.hasMark = binary.NativeEndian.Uint32(data), true
+			}
+		}
+		e.del = appendAttr(e.del, typ, data)
+	})
+	return e, true
+}
+
 // tproxyRules lists the TPROXY rules of family (AF_UNSPEC: both), each as
-// the message that deletes it: its header and what identifies it.
+// the message that deletes it.
 func tproxyRules(r *rtnl, cfg *Policy, family uint8) ([][]byte, error) {
 	var found [][]byte
 	err := r.dump(unix.RTM_GETRULE, fibHeader(family, 0, 0, 0, 0), func(body []byte) {
-		if len(body) < 12 {
-			return
-		}
-		table, mark, hasMark := uint32(body[4]), uint32(0), false
-		del := append([]byte(nil), body[:12]...)
-		attrs(body[12:], func(typ uint16, data []byte) {
-			switch typ {
-			case unix.FRA_TABLE:
-				if len(data) == 4 {
-					table = binary.NativeEndian.Uint32(data)
-				}
-			case unix.FRA_FWMARK:
-				if len(data) == 4 {
-					mark, hasMark = binary.NativeEndian.Uint32(data), true
-				}
-			default:
-				if typ != unix.FRA_PRIORITY && typ != unix.FRA_FWMASK {
-					return
-				}
-			}
-			del = appendAttr(del, typ, data)
-		})
-		if hasMark && mark == cfg.TProxyMark && table == cfg.TProxyRouteTable {
-			found = append(found, del)
+		e, ok := parseFib(body, unix.FRA_TABLE, unix.FRA_FWMARK, unix.FRA_FWMASK, unix.FRA_PRIORITY)
+		if ok && e.hasMark && e.mark == cfg.TProxyMark && e.table == cfg.TProxyRouteTable {
+			found = append(found, e.del)
 		}
 	})
 	if err != nil {
@@ -178,22 +193,8 @@ func cleanupRouting(r *rtnl, cfg *Policy) error {
 		if len(body) < 12 || body[1] != 0 || body[7] != unix.RTN_LOCAL {
 			return // not a local default route
 		}
-		table := uint32(body[4])
-		del := append([]byte(nil), body[:12]...)
-		attrs(body[12:], func(typ uint16, data []byte) {
-			switch typ {
-			case unix.RTA_TABLE:
-				if len(data) == 4 {
-					table = binary.NativeEndian.Uint32(data)
-				}
-			case unix.RTA_DST, unix.RTA_OIF, unix.RTA_PRIORITY:
-			default:
-				return
-			}
-			del = appendAttr(del, typ, data)
-		})
-		if table == cfg.TProxyRouteTable {
-			routes = append(routes, del)
+		if e, ok := parseFib(body, unix.RTA_TABLE, unix.RTA_DST, unix.RTA_OIF, unix.RTA_PRIORITY); ok && e.table == cfg.TProxyRouteTable {
+			routes = append(routes, e.del)
 		}
 	})
 	if err != nil {
