@@ -80,9 +80,7 @@ func (a *answer) appendAliasTo(dst []byte, q *query, msg, target []byte, limit i
 	start := len(dst)
 	dst = append(dst, a.wire[:headerLen]...)
 	dst = append(dst, msg[headerLen:q.qEnd]...)
-	dst = append(dst, 0xc0, headerLen, 0, byte(dns.TypeCNAME), 0, classINET, 0, 0, 0, meshTTL,
-		byte(tlen>>8), byte(tlen))
-	dst = append(append(dst, target...), 0)
+	dst = append(append(appendMeshRR(dst, dns.TypeCNAME, tlen), target...), 0)
 	recs := len(dst) - start
 	dst = a.appendRecords(dst)
 	out := dst[start:]

@@ -32,6 +32,30 @@ type answer struct {
 	age *aging
 }
 
+// meshAnswer starts the wire form of an authoritative mesh answer to the
+// question (a wire name and qtype) with an answer and ar additional
+// records, with room for size bytes in all. It returns the wire form and
+// where the question ends.
+func meshAnswer(name []byte, qtype uint16, an, ar, size int) ([]byte, int) {
+	wire := make([]byte, headerLen, max(size, headerLen+len(name)+4))
+	binary.BigEndian.PutUint16(wire[2:], flagQR|flagAA|flagRA)
+	binary.BigEndian.PutUint16(wire[4:], 1)
+	binary.BigEndian.PutUint16(wire[6:], uint16(an))
+	binary.BigEndian.PutUint16(wire[10:], uint16(ar))
+	wire = append(wire, name...)
+	wire = binary.BigEndian.AppendUint16(wire, qtype)
+	wire = append(wire, 0, classINET)
+	return wire, len(wire)
+}
+
+// appendMeshRR appends the head of a mesh record of rrtype owned by the
+// question (a pointer to it) with TTL meshTTL and rdlen bytes of data,
+// which follow.
+func appendMeshRR(b []byte, rrtype uint16, rdlen int) []byte {
+	b = append(b, 0xc0, headerLen, byte(rrtype>>8), byte(rrtype), 0, classINET, 0, 0, 0, meshTTL)
+	return binary.BigEndian.AppendUint16(b, uint16(rdlen))
+}
+
 // moveTo copies a to dst, which must be unused: every field, the rotation
 // counter by value.
 func (a *answer) moveTo(dst *answer) {

@@ -34,18 +34,15 @@ func (t *table) derivable(fqdn string, ni *nds.NameTable_NameInfo, o tableOption
 	if fqdn != short+"."+ns+"."+o.svcDomain+"." {
 		return 0
 	}
-	key, err := nameKey(short+"."+ns+".", 0)
-	if err != nil || len(key)-3 > 0xff {
+	stemWire, err := packName(short + "." + ns + ".")
+	if err != nil || len(stemWire)-1 > 0xff {
 		return 0
 	}
-	nsLabel := string(append([]byte{byte(len(ns))}, ns...))
-	if _, ok := t.namespaces[nsLabel]; !ok {
-		t.namespaces[nsLabel] = struct{}{}
-	}
+	t.namespaces[string(append([]byte{byte(len(ns))}, ns...))] = struct{}{}
 	if ns == strings.ToLower(o.namespace) {
 		t.shortLabels = max(t.shortLabels, strings.Count(short, ".")+1)
 	}
-	return uint8(len(key) - 3) // no root label, no type
+	return uint8(len(stemWire) - 1) // no root label
 }
 
 // setDomains records the wire forms derive completes names with.
@@ -53,16 +50,16 @@ func (t *table) setDomains(o tableOptions) {
 	if o.svcDomain == "" {
 		return
 	}
-	key, err := nameKey(o.svcDomain+".", 0)
+	w, err := packName(o.svcDomain + ".")
 	if err != nil {
 		return
 	}
-	t.svcWire = []byte(key[:len(key)-3])
+	t.svcWire = []byte(w[:len(w)-1]) // no root label
 	if _, ok := dns.IsDomainName(o.namespace); o.namespace == "" || !ok || strings.Contains(o.namespace, ".") {
 		return
 	}
-	if key, err = nameKey(strings.ToLower(o.namespace)+"."+o.svcDomain+".", 0); err == nil {
-		t.nsSvcWire = []byte(key[:len(key)-3])
+	if w, err = packName(strings.ToLower(o.namespace) + "." + o.svcDomain + "."); err == nil {
+		t.nsSvcWire = []byte(w[:len(w)-1])
 	}
 }
 

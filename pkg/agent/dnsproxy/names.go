@@ -50,11 +50,11 @@ func (t *table) entryOf(name []byte) *nameAnswers {
 // answers it, and reports whether it did. Names are kept in wire form,
 // lower case (nameKey).
 func (t *table) set(qname string, qtype uint16, a *answer) (bool, error) {
-	key, err := nameKey(qname, 0)
+	w, err := packName(qname)
 	if err != nil {
 		return false, err
 	}
-	n := t.entry(key[:len(key)-2])
+	n := t.entry(w)
 	if n.get(qtype) != nil {
 		return false, nil
 	}
@@ -65,16 +65,16 @@ func (t *table) set(qname string, qtype uint16, a *answer) (bool, error) {
 
 // own records that name belongs to rec, whose ports answer SRV for it.
 func (t *table) own(name string, rec *hostRec) {
-	nk, err := nameKey(name, 0)
+	nw, err := packName(name)
 	if err != nil {
 		return
 	}
-	hk, err := nameKey(rec.fqdn, 0)
+	hw, err := packName(rec.fqdn)
 	if err != nil {
 		return
 	}
-	n := t.entry(nk[:len(nk)-2])
-	n.host, n.base = hk[:len(hk)-2], rec.base
+	n := t.entry(nw)
+	n.host, n.base = hw, rec.base
 }
 
 // entry returns the answers of the wire name, adding them if new.

@@ -27,11 +27,11 @@ func newPortIndex(ports map[string][]ServicePort) *portIndex {
 	var names []string
 	n := 0
 	for host, ps := range ports {
-		key, err := nameKey(canonicalName(host), 0)
+		w, err := packName(canonicalName(host))
 		if err != nil || len(ps) == 0 {
 			continue
 		}
-		idx.hosts = append(idx.hosts, hostPorts{host: key[:len(key)-2], ports: ps})
+		idx.hosts = append(idx.hosts, hostPorts{host: w, ports: ps})
 		n += len(ps)
 	}
 	sort.Slice(idx.hosts, func(i, j int) bool { return idx.hosts[i].host < idx.hosts[j].host }) // not generic: see addPTR

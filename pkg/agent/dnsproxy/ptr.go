@@ -2,7 +2,6 @@ package dnsproxy
 
 import (
 	"bytes"
-	"encoding/binary"
 	"net/netip"
 	"slices"
 	"sort"
@@ -25,12 +24,12 @@ type ptrEntry struct {
 // sorted by address and then name (the order of the PTR records).
 func (t *table) addPTR(recs []*hostRec) {
 	for _, rec := range recs {
-		host, err := nameKey(rec.fqdn, 0)
+		host, err := packName(rec.fqdn)
 		if err != nil {
 			continue // not a name the table answers either
 		}
 		for _, ip := range slices.Concat(rec.v4, rec.v6) {
-			t.ptrs = append(t.ptrs, ptrEntry{addr: ip.As16(), host: host[:len(host)-2]})
+			t.ptrs = append(t.ptrs, ptrEntry{addr: ip.As16(), host: host})
 		}
 	}
 	// sort.Slice, not slices.SortFunc: a generic sort is 12 kB of code per
@@ -40,7 +39,7 @@ func (t *table) addPTR(recs []*hostRec) {
 		if c := bytes.Compare(a.addr[:], b.addr[:]); c != 0 {
 			return c < 0
 		}
-		return hostOrder(a.host) < hostOrder(b.host)
+		return wireName([]byte(a.host)) < wireName([]byte(b.host)) // name order
 	})
 	t.ptrs = slices.Compact(t.ptrs)
 	for i := range t.ptrs {
@@ -48,16 +47,6 @@ func (t *table) addPTR(recs []*hostRec) {
 			t.questions++
 		}
 	}
-}
-
-// hostOrder is the presentation form of a wire name, by which the hosts of
-// one address are ordered.
-func hostOrder(wire string) string {
-	var b []byte
-	for off := 0; off < len(wire) && wire[off] != 0; off += 1 + int(wire[off]) {
-		b = append(append(b, wire[off+1:off+1+int(wire[off])]...), '.')
-	}
-	return string(b)
 }
 
 // ptr returns the answer to a PTR question for the wire name (lower
@@ -77,17 +66,9 @@ func (t *table) ptr(name []byte) *answer {
 	for ; j < len(t.ptrs) && t.ptrs[j].addr == a16; j++ {
 		size += 12 + len(t.ptrs[j].host)
 	}
-	wire := make([]byte, headerLen, size)
-	binary.BigEndian.PutUint16(wire[2:], flagQR|flagAA|flagRA)
-	binary.BigEndian.PutUint16(wire[4:], 1)
-	binary.BigEndian.PutUint16(wire[6:], uint16(j-i))
-	wire = append(wire, name...)
-	wire = append(wire, 0, byte(dns.TypePTR), 0, classINET)
-	qEnd := len(wire)
+	wire, qEnd := meshAnswer(name, dns.TypePTR, j-i, 0, size)
 	for _, e := range t.ptrs[i:j] {
-		wire = append(wire, 0xc0, headerLen, 0, byte(dns.TypePTR), 0, classINET, 0, 0, 0, meshTTL)
-		wire = binary.BigEndian.AppendUint16(wire, uint16(len(e.host)))
-		wire = append(wire, e.host...)
+		wire = append(appendMeshRR(wire, dns.TypePTR, len(e.host)), e.host...)
 	}
 	return &answer{wire: wire, qEnd: qEnd}
 }

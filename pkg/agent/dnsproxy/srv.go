@@ -100,18 +100,10 @@ func packSRV(name []byte, ps []ServicePort, n *nameAnswers) *answer {
 	if len(ps) > 0xffff || nExtra > 0xffff {
 		return nil
 	}
-	wire := make([]byte, headerLen, headerLen+len(name)+4+len(ps)*(18+len(host))+extraLen)
-	binary.BigEndian.PutUint16(wire[2:], flagQR|flagAA|flagRA)
-	binary.BigEndian.PutUint16(wire[4:], 1)
-	binary.BigEndian.PutUint16(wire[6:], uint16(len(ps)))
-	binary.BigEndian.PutUint16(wire[10:], uint16(nExtra))
-	wire = append(wire, name...)
-	wire = append(wire, 0, byte(dns.TypeSRV), 0, classINET)
-	qEnd := len(wire)
+	wire, qEnd := meshAnswer(name, dns.TypeSRV, len(ps), nExtra, headerLen+len(name)+4+len(ps)*(18+len(host))+extraLen)
 	targetOff := 0
 	for _, p := range ps {
-		wire = append(wire, 0xc0, headerLen, 0, byte(dns.TypeSRV), 0, classINET, 0, 0, 0, meshTTL)
-		wire = binary.BigEndian.AppendUint16(wire, uint16(6+len(host)))
+		wire = appendMeshRR(wire, dns.TypeSRV, 6+len(host))
 		wire = append(wire, 0, 0, 0, 100) // priority 0, weight 100
 		wire = binary.BigEndian.AppendUint16(wire, p.Port)
 		if targetOff == 0 {

@@ -89,8 +89,8 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 		namespaces: map[string]struct{}{}, ports: o.ports}
 	if len(o.search) > 0 {
 		t.search0 = canonicalName(o.search[0])
-		if key, err := nameKey(t.search0, 0); err == nil && t.search0 != "." {
-			t.search0Wire = []byte(key[:len(key)-2])
+		if w, err := packName(t.search0); err == nil && t.search0 != "." {
+			t.search0Wire = []byte(w)
 		}
 	}
 	t.setDomains(o)
@@ -313,6 +313,16 @@ func addrRRs(owner string, addrs []netip.Addr) []dns.RR {
 // canonicalName lower-cases name and adds the trailing dot.
 func canonicalName(name string) string {
 	return dns.Fqdn(strings.ToLower(strings.TrimSpace(name)))
+}
+
+// packName is name in wire form, lower case, with its root label: a
+// lookup key without its type.
+func packName(name string) (string, error) {
+	key, err := nameKey(name, 0)
+	if err != nil {
+		return "", err
+	}
+	return key[:len(key)-2], nil
 }
 
 // nameKey is the lookup key of a question: its wire-format name in lower
