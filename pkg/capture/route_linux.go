@@ -28,8 +28,15 @@ func (netlinkRouting) Setup(p *Policy) error {
 		return err
 	}
 	defer r.close()
+	if !p.EnableIPv6 && p.InboundMode != TProxy {
+		return cleanupRouting(r, p)
+	}
+	lo, err := loIndex()
+	if err != nil {
+		return err
+	}
 	if p.EnableIPv6 {
-		if err := addPassthroughV6(r); err != nil {
+		if err := addPassthroughV6(r, lo); err != nil {
 			return err
 		}
 	}
@@ -38,7 +45,7 @@ func (netlinkRouting) Setup(p *Policy) error {
 		if p.EnableIPv6 {
 			families = append(families, unix.AF_INET6)
 		}
-		return setupRouting(r, p, families)
+		return setupRouting(r, p, families, lo)
 	}
 	return cleanupRouting(r, p)
 }
@@ -50,7 +57,11 @@ func (netlinkRouting) Remove(p *Policy) error {
 		return err
 	}
 	defer r.close()
-	return errors.Join(cleanupRouting(r, p), removePassthroughV6(r))
+	lo, err := loIndex()
+	if err != nil {
+		return errors.Join(cleanupRouting(r, p), err)
+	}
+	return errors.Join(cleanupRouting(r, p), removePassthroughV6(r, lo))
 }
 
 // loIndex is the index of lo in the calling thread's namespace.
@@ -152,11 +163,7 @@ func tproxyRules(r *rtnl, cfg *Policy, family uint8) ([][]byte, error) {
 // setupRouting installs what TPROXY needs, idempotently: "ip rule add
 // fwmark MARK lookup TABLE" and "ip route add local default dev lo table
 // TABLE" per family.
-func setupRouting(r *rtnl, cfg *Policy, families []uint8) error {
-	lo, err := loIndex()
-	if err != nil {
-		return err
-	}
+func setupRouting(r *rtnl, cfg *Policy, families []uint8, lo uint32) error {
 	for _, family := range families {
 		rules, err := tproxyRules(r, cfg, family)
 		if err != nil {
@@ -208,37 +215,25 @@ func cleanupRouting(r *rtnl, cfg *Policy) error {
 	return errors.Join(errs...)
 }
 
-// passthroughAddr is the message for ::6/128 on lo.
-func passthroughAddr() ([]byte, error) {
-	lo, err := loIndex()
-	if err != nil {
-		return nil, err
-	}
+// passthroughAddr is the message for ::6/128 on lo (index lo).
+func passthroughAddr(lo uint32) []byte {
 	b := []byte{unix.AF_INET6, 128, 0, unix.RT_SCOPE_UNIVERSE}
 	b = binary.NativeEndian.AppendUint32(b, lo)
 	ip := passthroughV6.Addr().AsSlice()
 	b = appendAttr(b, unix.IFA_LOCAL, ip)
-	return appendAttr(b, unix.IFA_ADDRESS, ip), nil
+	return appendAttr(b, unix.IFA_ADDRESS, ip)
 }
 
 // addPassthroughV6 puts ::6/128 on lo so the proxy can use it as a source.
-func addPassthroughV6(r *rtnl) error {
-	addr, err := passthroughAddr()
-	if err != nil {
-		return err
-	}
-	if err := r.do(unix.RTM_NEWADDR, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, addr); err != nil {
+func addPassthroughV6(r *rtnl, lo uint32) error {
+	if err := r.do(unix.RTM_NEWADDR, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, passthroughAddr(lo)); err != nil {
 		return fmt.Errorf("add %s to lo: %w", passthroughV6, err)
 	}
 	return nil
 }
 
-func removePassthroughV6(r *rtnl) error {
-	addr, err := passthroughAddr()
-	if err != nil {
-		return err
-	}
-	if err := r.do(unix.RTM_DELADDR, 0, addr); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENOENT) {
+func removePassthroughV6(r *rtnl, lo uint32) error {
+	if err := r.do(unix.RTM_DELADDR, 0, passthroughAddr(lo)); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("remove %s from lo: %w", passthroughV6, err)
 	}
 	return nil
