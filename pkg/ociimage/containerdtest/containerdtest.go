@@ -37,7 +37,15 @@ type Containerd struct {
 	Address string
 	cmd     *exec.Cmd
 	exited  chan struct{}
+	// mntNS names containerd's mount namespace ("mnt:[inode]"); mntHold
+	// keeps that namespace alive until stop has looked for leftovers. A
+	// namespace's inode number is reused by the next namespace made once
+	// the last holder is gone, which is as soon as containerd and its
+	// shims exit: without the hold, the scan would find and kill
+	// processes of a namespace made since, such as another test's
+	// `ip netns exec`.
 	mntNS   string
+	mntHold *os.File
 	runs    atomic.Int64
 }
 
@@ -133,7 +141,10 @@ func Start(t testing.TB) *Containerd {
 	if !ready {
 		t.Fatalf("containerd not serving %s after %v:\n%s", c.Address, polltest.Timeout, c.Log())
 	}
-	if c.mntNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", c.cmd.Process.Pid)); err != nil {
+	if c.mntHold, err = os.Open(fmt.Sprintf("/proc/%d/ns/mnt", c.cmd.Process.Pid)); err != nil {
+		t.Fatalf("containerd's mount namespace: %v", err)
+	}
+	if c.mntNS, err = os.Readlink(fmt.Sprintf("/proc/self/fd/%d", c.mntHold.Fd())); err != nil {
 		t.Fatalf("containerd's mount namespace: %v", err)
 	}
 	return c
@@ -237,6 +248,9 @@ func (c *Containerd) remove(id string) {
 func (c *Containerd) stop(t testing.TB) {
 	if c.exited == nil {
 		return
+	}
+	if c.mntHold != nil {
+		defer c.mntHold.Close()
 	}
 	if c.mntNS != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
