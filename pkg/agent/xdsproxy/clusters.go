@@ -60,7 +60,9 @@ func sotwNames(b []byte) ([]string, error) {
 	}
 	names := make([]string, 0, len(resp.Resources))
 	for _, r := range resp.Resources {
-		if n := resourceName(r.Value); n != "" {
+		// Field 1 is the name, read without decoding the rest or linking
+		// the Cluster type.
+		if n, ok, err := xdswire.FieldString(r.Value, 1); err == nil && ok && n != "" {
 			names = append(names, n)
 		}
 	}

@@ -5,9 +5,37 @@ import (
 	"slices"
 	"testing"
 
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 )
+
+// TestSotWNames: the names of a state-of-the-world CDS response are read
+// from Envoy's own Cluster encoding, whatever else a cluster holds.
+func TestSotWNames(t *testing.T) {
+	resp := &discovery.DiscoveryResponse{TypeUrl: ClusterType}
+	want := []string{"outbound|80||a.ns.svc.cluster.local", "BlackHoleCluster", "inbound|8080||"}
+	for _, n := range want {
+		a, err := anypb.New(&cluster.Cluster{
+			AltStatName:          "stat-" + n,
+			ClusterDiscoveryType: &cluster.Cluster_Type{Type: cluster.Cluster_EDS},
+			Name:                 n,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Resources = append(resp.Resources, a)
+	}
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sotwNames(b)
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("sotwNames = %v, %v; want %v", got, err, want)
+	}
+}
 
 // TestDeltaNames: a delta stream's held clusters follow its adds and
 // removals.

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
-
 	"github.com/skiff-mesh/skiff/pkg/nds"
 	"github.com/skiff-mesh/skiff/pkg/xdswire"
 )
@@ -179,28 +177,3 @@ func (p *Proxy) reject(err error) *xdswire.Status {
 
 // ClusterType is the CDS type URL.
 const ClusterType = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
-
-// resourceName reads field 1 (the name, as in Cluster and Listener) from an
-// encoded resource without decoding the rest or linking its message type.
-func resourceName(b []byte) string {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return ""
-		}
-		b = b[n:]
-		if num == 1 && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return ""
-			}
-			return string(v)
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			return ""
-		}
-		b = b[m:]
-	}
-	return ""
-}
