@@ -119,7 +119,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		// decrypts, and gRPC's 32 KiB buffer on top of it would stay with
 		// every sidecar's connection for its life (gRPC pools its read
 		// buffers only on plain sockets).
-		opts := append([]grpc.ServerOption{grpc.Creds(o.secureCreds), grpc.ReadBufferSize(0)}, o.secureOpts...)
+		//
+		// A write buffer of one TLS record (16 KiB, not gRPC's 32): what
+		// gRPC writes leaves in records of at most 16 KiB, one system call
+		// each, whatever the buffer; but during a push every connection's
+		// writer holds a filled buffer, so at 1000 sidecars the larger one
+		// holds about 16 MiB more at the peak (docs/benchmarks.md, istiod xDS).
+		opts := append([]grpc.ServerOption{grpc.Creds(o.secureCreds), grpc.ReadBufferSize(0),
+			grpc.WriteBufferSize(16 << 10)}, o.secureOpts...)
 		if err := d.addGRPC("grpc-tls", o.secureAddr, o.registerGRPC, opts...); err != nil {
 			d.closeListeners()
 			return nil, err
