@@ -80,6 +80,7 @@ fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/istiod/mesh -run XXX -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzAdmissionReview -fuzztime 30s -fuzzminimizetime 2s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzCreatePatch -fuzztime 30s -fuzzminimizetime 2s
+	$(GO) test ./pkg/tlsrecord -run XXX -fuzz '^FuzzConn$$' -fuzztime 30s
 
 bench: bench-iptables bench-cni bench-agent bench-dns bench-ca bench-istiod bench-pods ## every benchmark; figures go to docs/benchmarks.md
 	bash tools/hostcheck/check.sh "after the benchmarks"
@@ -122,6 +123,7 @@ bench-dns: deps ## DNS proxy vs dnsmasq with dnsperf, 10 s runs (as root); figur
 
 .PHONY: bench-istiod
 bench-istiod: k8s-assets ## istiod xDS: 1000 services x 5 endpoints, 250/1000/4000 sidecar clients on the TLS port, as sidecars connect (the scaling curve), then beside Istio's own pilot-discovery on a kube-apiserver, without and with the pod behind each endpoint; figures go to docs/benchmarks.md
+	$(GO) test -run XXX -bench HeldPerConn -benchtime 5x ./pkg/tlsrecord/
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/istiod ./cmd/istiod
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 250,1000 --full-pushes 5 --eds-changes 50

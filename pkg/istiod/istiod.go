@@ -29,6 +29,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
 	"github.com/skiff-mesh/skiff/pkg/memory"
+	"github.com/skiff-mesh/skiff/pkg/tlsrecord"
 )
 
 // Istiod is a configured istiod with its listeners open.
@@ -125,7 +126,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		// each, whatever the buffer; but during a push every connection's
 		// writer holds a filled buffer, so at 1000 sidecars the larger one
 		// holds about 16 MiB more at the peak (docs/benchmarks.md, istiod xDS).
-		opts := append([]grpc.ServerOption{grpc.Creds(o.secureCreds), grpc.ReadBufferSize(0),
+		//
+		// Reads that stop at each record's end (tlsrecord): tls.Conn's own
+		// buffer then holds one record, not the 30 KiB a sidecar's burst of
+		// subscriptions grew it to.
+		opts := append([]grpc.ServerOption{grpc.Creds(tlsrecord.ServerCredentials(o.secureCreds)), grpc.ReadBufferSize(0),
 			grpc.WriteBufferSize(16 << 10)}, o.secureOpts...)
 		if err := d.addGRPC("grpc-tls", o.secureAddr, o.registerGRPC, opts...); err != nil {
 			d.closeListeners()

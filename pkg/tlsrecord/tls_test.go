@@ -1,0 +1,195 @@
+package tlsrecord_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"io"
+	"math/big"
+	"net"
+	"net/url"
+	"runtime"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
+
+	"github.com/skiff-mesh/skiff/pkg/tlsrecord"
+)
+
+const spiffeID = "spiffe://cluster.local/ns/default/sa/tlsrecord"
+
+// configs returns a server and a client TLS config that trust each other:
+// one self-signed certificate for 127.0.0.1 with a SPIFFE URI, presented
+// by both, the client's required and verified.
+func configs(t testing.TB) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(spiffeID)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tlsrecord"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, URIs: []*url.URL{u},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IsCA:        true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	pair := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	server = &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	client = &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, ServerName: "127.0.0.1"}
+	return server, client
+}
+
+// TestTLSOverConn: a TLS server reading through a Conn gets every byte a
+// client sent in bursts of records of many sizes, and answers.
+func TestTLSOverConn(t *testing.T) {
+	scfg, ccfg := configs(t)
+	s, c := tcpPair(t)
+	srv, cli := tls.Server(tlsrecord.NewConn(s), scfg), tls.Client(c, ccfg)
+	sizes := []int{1, 100, 16 << 10, 70 << 10, 3, 200 << 10}
+	total := 0
+	for _, n := range sizes {
+		total += n
+	}
+	want := make([]byte, total)
+	rand.Read(want)
+	wrote := make(chan error, 1)
+	go func() {
+		rest := want
+		for _, n := range sizes {
+			if _, err := cli.Write(rest[:n]); err != nil {
+				wrote <- err
+				return
+			}
+			rest = rest[n:]
+		}
+		wrote <- nil
+	}()
+	got := make([]byte, total)
+	if _, err := io.ReadFull(srv, got); err != nil {
+		t.Fatalf("server read: %v (client: %v)", err, <-wrote)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatalf("client write: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("server read other bytes than the client wrote")
+	}
+	if _, err := srv.Write([]byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+	ans := make([]byte, 2)
+	if _, err := io.ReadFull(cli, ans); err != nil || string(ans) != "ok" {
+		t.Fatalf("client read %q, %v", ans, err)
+	}
+}
+
+// TestServerCredentials: a gRPC server on ServerCredentials serves RPCs
+// over TLS, and its handlers see the client's identity as with gRPC's own
+// credentials.
+func TestServerCredentials(t *testing.T) {
+	scfg, ccfg := configs(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers := make(chan *peer.Peer, 1)
+	g := grpc.NewServer(grpc.Creds(tlsrecord.ServerCredentials(credentials.NewTLS(scfg))), grpc.ReadBufferSize(0),
+		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			p, _ := peer.FromContext(ctx)
+			peers <- p
+			return h(ctx, req)
+		}))
+	healthpb.RegisterHealthServer(g, health.NewServer())
+	go g.Serve(lis)
+	defer g.Stop()
+
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(ccfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("Check: %v, %v", resp, err)
+	}
+	p := <-peers
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok {
+		t.Fatalf("peer AuthInfo %T, want credentials.TLSInfo", p.AuthInfo)
+	}
+	if info.SPIFFEID == nil || info.SPIFFEID.String() != spiffeID {
+		t.Fatalf("peer SPIFFE ID %v, want %s", info.SPIFFEID, spiffeID)
+	}
+	if n := len(info.State.PeerCertificates); n != 1 {
+		t.Fatalf("peer certificates: %d, want 1", n)
+	}
+}
+
+// BenchmarkHeldPerConn measures the heap TLS servers keep per connection
+// once each client has sent a 64 KiB burst and gone quiet: crypto/tls on
+// the socket, and on a Conn.
+func BenchmarkHeldPerConn(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		wrap func(net.Conn) net.Conn
+	}{
+		{"tls", func(c net.Conn) net.Conn { return c }},
+		{"tlsrecord", func(c net.Conn) net.Conn { return tlsrecord.NewConn(c) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			const conns, burst = 100, 64 << 10
+			scfg, ccfg := configs(b)
+			msg := make([]byte, burst)
+			var held float64
+			for b.Loop() {
+				var ms0, ms1 runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&ms0)
+				servers := make([]*tls.Conn, 0, conns)
+				for range conns {
+					s, c := tcpPair(b)
+					srv, cli := tls.Server(bc.wrap(s), scfg), tls.Client(c, ccfg)
+					done := make(chan error, 1)
+					go func() { _, err := cli.Write(msg); done <- err }()
+					if _, err := io.ReadFull(srv, make([]byte, burst)); err != nil {
+						b.Fatal(err)
+					}
+					if err := <-done; err != nil {
+						b.Fatal(err)
+					}
+					servers = append(servers, srv)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&ms1)
+				held += float64(ms1.HeapAlloc-ms0.HeapAlloc) / conns
+				runtime.KeepAlive(servers)
+				for _, s := range servers {
+					s.Close()
+				}
+			}
+			b.ReportMetric(held/float64(b.N), "B-held/conn")
+		})
+	}
+}
