@@ -28,12 +28,19 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(u+k) * time.Second / clockTick, nil
 }
 
-// memory returns a process's resident set size and its peak, in bytes.
-func memory(pid int) (rss, peak int64, err error) {
+// memInfo is what /proc/PID/status says of a process's memory, in bytes.
+type memInfo struct {
+	rss, peak  int64
+	file, anon int64 // RssFile (the binary's pages) and RssAnon (heap, stacks)
+}
+
+// memory reads a process's memory.
+func memory(pid int) (memInfo, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return memInfo{}, err
 	}
+	var m memInfo
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 2 {
@@ -42,12 +49,16 @@ func memory(pid int) (rss, peak int64, err error) {
 		kb, _ := strconv.ParseInt(f[1], 10, 64)
 		switch f[0] {
 		case "VmRSS:":
-			rss = kb << 10
+			m.rss = kb << 10
 		case "VmHWM:":
-			peak = kb << 10
+			m.peak = kb << 10
+		case "RssFile:":
+			m.file = kb << 10
+		case "RssAnon:":
+			m.anon = kb << 10
 		}
 	}
-	return rss, peak, nil
+	return m, nil
 }
 
 // loadAvg returns the 1, 5 and 15 minute load averages (zeros if unknown).

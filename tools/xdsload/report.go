@@ -58,7 +58,8 @@ func (r *results) print(w io.Writer, cfg config) {
 	fmt.Fprintf(w, "| istiod RSS before clients / after the initial sync / at the end / peak | %.0f / %.0f / %.0f / %.0f MiB |\n",
 		mib(r.baseRSS), mib(r.syncRSS), mib(r.rss), mib(r.peak))
 	if cfg.rest > 0 {
-		fmt.Fprintf(w, "| istiod RSS at rest (%v after the last change) | %.0f MiB |\n", cfg.rest, mib(r.restRSS))
+		fmt.Fprintf(w, "| istiod RSS at rest (%v after the last change) | %.0f MiB (file-backed %.0f MiB: the binary's pages; anonymous %.0f MiB: heap and stacks) |\n",
+			cfg.rest, mib(r.rest.rss), mib(r.rest.file), mib(r.rest.anon))
 	}
 	fmt.Fprintf(w, "| per client: istiod CPU of the initial sync, RSS above the baseline (at the end) | %.2f ms, %.0f KiB |\n",
 		perClientMs(r.connectCPU, r.clients), r.rssPerClient()/1024)

@@ -60,7 +60,7 @@ type results struct {
 	connectCPU     time.Duration
 	phases         []*phase
 	rss, peak      int64
-	restRSS        int64 // cfg.rest after the last change
+	rest           memInfo // cfg.rest after the last change
 	bytesPerClient int64
 	reopened       int64 // streams the control plane ended over the whole run
 }
@@ -84,7 +84,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	// istiod has built its first push context; let it settle before the
 	// baseline the per-client memory is measured against.
 	time.Sleep(500 * time.Millisecond)
-	res.baseRSS, _, _ = memory(pid)
+	m, _ := memory(pid)
+	res.baseRSS = m.rss
 	cpu0, _ := cpuTime(pid)
 	start := time.Now()
 	addr, creds := cp.GRPCAddr, insecure.NewCredentials()
@@ -146,7 +147,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 		total += c.bytes.Load()
 	}
 	res.bytesPerClient = total / int64(len(clients))
-	res.syncRSS, _, _ = memory(pid)
+	m, _ = memory(pid)
+	res.syncRSS = m.rss
 	log.Info("clients synced", "clients", cfg.clients, "took", res.connect, "reopened", reopened(clients))
 	time.Sleep(500 * time.Millisecond)
 
@@ -205,7 +207,8 @@ spec:
 		}
 		res.phases = append(res.phases, rollout)
 	}
-	res.rss, res.peak, _ = memory(pid)
+	m, _ = memory(pid)
+	res.rss, res.peak = m.rss, m.peak
 	res.load = loadAvg()
 	res.reopened = reopened(clients)
 	if cfg.rest > 0 {
@@ -214,7 +217,7 @@ spec:
 			return nil, ctx.Err()
 		case <-time.After(cfg.rest):
 		}
-		res.restRSS, _, _ = memory(pid)
+		res.rest, _ = memory(pid)
 		if cfg.profiles != "" {
 			if err := saveProfiles(ctx, "http://"+cp.DebugAddr, cfg.profiles, cfg.clients); err != nil {
 				return nil, err
