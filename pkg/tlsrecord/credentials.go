@@ -1,7 +1,6 @@
 package tlsrecord
 
 import (
-	"context"
 	"net"
 
 	"google.golang.org/grpc/credentials"
@@ -21,10 +20,6 @@ type serverCreds struct {
 
 func (s serverCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	return s.TransportCredentials.ServerHandshake(NewConn(raw))
-}
-
-func (s serverCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	return s.TransportCredentials.ClientHandshake(ctx, authority, raw)
 }
 
 func (s serverCreds) Clone() credentials.TransportCredentials {

@@ -14,6 +14,7 @@ package tlsrecord
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"syscall"
 )
@@ -72,14 +73,12 @@ func (c *Conn) body(n int) {
 func (c *Conn) SyscallConn() (syscall.RawConn, error) {
 	sc, ok := c.Conn.(syscall.Conn)
 	if !ok {
-		return nil, errNotSyscall{}
+		return nil, errNotSyscall
 	}
 	return sc.SyscallConn()
 }
 
 // errNotSyscall says the wrapped conn has no file descriptor.
-type errNotSyscall struct{}
-
-func (errNotSyscall) Error() string { return "tlsrecord: wrapped connection is not a syscall.Conn" }
+var errNotSyscall = errors.New("tlsrecord: wrapped connection is not a syscall.Conn")
 
 var _ syscall.Conn = (*Conn)(nil)
