@@ -81,6 +81,7 @@ fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzAdmissionReview -fuzztime 30s -fuzzminimizetime 2s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzCreatePatch -fuzztime 30s -fuzzminimizetime 2s
 	$(GO) test ./pkg/tlsrecord -run XXX -fuzz '^FuzzConn$$' -fuzztime 30s
+	$(GO) test ./pkg/gotmpl -run XXX -fuzz '^FuzzMatchesTextTemplate$$' -fuzztime 30s
 
 bench: bench-iptables bench-cni bench-agent bench-dns bench-ca bench-istiod bench-pods ## every benchmark; figures go to docs/benchmarks.md
 	bash tools/hostcheck/check.sh "after the benchmarks"

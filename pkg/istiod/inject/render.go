@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/skiff-mesh/skiff/pkg/gotmpl"
 )
 
 // Data is what the injection template sees. Values from the pod are the
@@ -117,16 +119,21 @@ type Readiness struct {
 // parseTemplate compiles the injection template called name. As in Istio,
 // a missing map key is nil (templates test optional values with if); one
 // that gets printed is caught by render.
-func parseTemplate(name, text string) (*template.Template, error) {
-	t, err := template.New(name).Funcs(templateFuncs()).Parse(text)
+func parseTemplate(name, text string) (*gotmpl.Template, error) {
+	funcs := templateFuncs()
+	t, err := template.New(name).Funcs(funcs).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("injection template %q: %w", name, err)
 	}
-	return t, nil
+	x, err := gotmpl.New(t, funcs)
+	if err != nil {
+		return nil, fmt.Errorf("injection template %q: %w", name, err)
+	}
+	return x, nil
 }
 
 // render runs the template and returns its YAML as JSON.
-func render(t *template.Template, d *Data) ([]byte, error) {
+func render(t *gotmpl.Template, d *Data) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, d); err != nil {
 		return nil, fmt.Errorf("render injection template: %w", err)

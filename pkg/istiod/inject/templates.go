@@ -3,11 +3,12 @@ package inject
 import (
 	"fmt"
 	"strings"
-	"text/template"
 
 	"istio.io/api/annotation"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/skiff-mesh/skiff/pkg/gotmpl"
 )
 
 // templateSet is a configuration's compiled templates, as Istio selects
@@ -16,7 +17,7 @@ import (
 // the aliases, rendered in order and merged, a later template's fields
 // winning over an earlier one's.
 type templateSet struct {
-	byName   map[string]*template.Template
+	byName   map[string]*gotmpl.Template
 	aliases  map[string][]string
 	defaults []string
 }
@@ -31,7 +32,7 @@ func compileTemplates(c *Config) (*templateSet, error) {
 	if _, ok := texts[SidecarTemplate]; !ok && c.Template != "" {
 		texts[SidecarTemplate] = c.Template
 	}
-	ts := &templateSet{byName: map[string]*template.Template{}, aliases: c.Aliases}
+	ts := &templateSet{byName: map[string]*gotmpl.Template{}, aliases: c.Aliases}
 	for _, name := range sortedKeys(texts) {
 		t, err := parseTemplate(name, texts[name])
 		if err != nil {
