@@ -192,47 +192,23 @@ func (s *state) evalArg(dot reflect.Value, typ reflect.Type, n parse.Node) refle
 	}
 	switch typ.Kind() {
 	case reflect.Bool:
-		if b, ok := n.(*parse.BoolNode); ok {
-			v := reflect.New(typ).Elem()
-			v.SetBool(b.True)
-			return v
-		}
-		s.errorf("expected bool; found %s", n)
+		b, ok := n.(*parse.BoolNode)
+		return s.literal(typ, n, "bool", ok, func(v reflect.Value) { v.SetBool(b.True) })
 	case reflect.Complex64, reflect.Complex128:
-		if c, ok := n.(*parse.NumberNode); ok && c.IsComplex {
-			v := reflect.New(typ).Elem()
-			v.SetComplex(c.Complex128)
-			return v
-		}
-		s.errorf("expected complex; found %s", n)
+		c, ok := n.(*parse.NumberNode)
+		return s.literal(typ, n, "complex", ok && c.IsComplex, func(v reflect.Value) { v.SetComplex(c.Complex128) })
 	case reflect.Float32, reflect.Float64:
-		if f, ok := n.(*parse.NumberNode); ok && f.IsFloat {
-			v := reflect.New(typ).Elem()
-			v.SetFloat(f.Float64)
-			return v
-		}
-		s.errorf("expected float; found %s", n)
+		f, ok := n.(*parse.NumberNode)
+		return s.literal(typ, n, "float", ok && f.IsFloat, func(v reflect.Value) { v.SetFloat(f.Float64) })
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		if i, ok := n.(*parse.NumberNode); ok && i.IsInt {
-			v := reflect.New(typ).Elem()
-			v.SetInt(i.Int64)
-			return v
-		}
-		s.errorf("expected integer; found %s", n)
+		i, ok := n.(*parse.NumberNode)
+		return s.literal(typ, n, "integer", ok && i.IsInt, func(v reflect.Value) { v.SetInt(i.Int64) })
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		if u, ok := n.(*parse.NumberNode); ok && u.IsUint {
-			v := reflect.New(typ).Elem()
-			v.SetUint(u.Uint64)
-			return v
-		}
-		s.errorf("expected unsigned integer; found %s", n)
+		u, ok := n.(*parse.NumberNode)
+		return s.literal(typ, n, "unsigned integer", ok && u.IsUint, func(v reflect.Value) { v.SetUint(u.Uint64) })
 	case reflect.String:
-		if str, ok := n.(*parse.StringNode); ok {
-			v := reflect.New(typ).Elem()
-			v.SetString(str.Text)
-			return v
-		}
-		s.errorf("expected string; found %s", n)
+		str, ok := n.(*parse.StringNode)
+		return s.literal(typ, n, "string", ok, func(v reflect.Value) { v.SetString(str.Text) })
 	case reflect.Interface:
 		if typ.NumMethod() == 0 {
 			return s.evalEmptyInterface(dot, n)
@@ -246,24 +222,45 @@ func (s *state) evalArg(dot reflect.Value, typ reflect.Type, n parse.Node) refle
 	return reflect.Value{}
 }
 
-// evalEmptyInterface evaluates a literal given where any type goes.
-func (s *state) evalEmptyInterface(dot reflect.Value, n parse.Node) reflect.Value {
-	s.at(n)
+// literal is a value of typ set from literal node n, or an error that
+// says what kind of literal the parameter wanted.
+func (s *state) literal(typ reflect.Type, n parse.Node, want string, ok bool, set func(reflect.Value)) reflect.Value {
+	if !ok {
+		s.errorf("expected %s; found %s", want, n)
+	}
+	v := reflect.New(typ).Elem()
+	set(v)
+	return v
+}
+
+// constant is the value of a literal or of dot, where any type goes.
+func (s *state) constant(dot reflect.Value, n parse.Node) (reflect.Value, bool) {
 	switch a := n.(type) {
 	case *parse.BoolNode:
-		return reflect.ValueOf(a.True)
+		return reflect.ValueOf(a.True), true
 	case *parse.DotNode:
-		return dot
+		return dot, true
+	case *parse.NumberNode:
+		return s.idealConstant(a), true
+	case *parse.StringNode:
+		return reflect.ValueOf(a.Text), true
+	}
+	return reflect.Value{}, false
+}
+
+// evalEmptyInterface evaluates an argument given where any type goes.
+func (s *state) evalEmptyInterface(dot reflect.Value, n parse.Node) reflect.Value {
+	s.at(n)
+	if v, ok := s.constant(dot, n); ok {
+		return v
+	}
+	switch a := n.(type) {
 	case *parse.FieldNode:
 		return s.evalFieldNode(dot, a, nil, missing)
 	case *parse.IdentifierNode:
 		return s.evalFunction(dot, a, a, nil, missing)
 	case *parse.NilNode:
 		s.errorf("evalEmptyInterface: nil (can't happen)")
-	case *parse.NumberNode:
-		return s.idealConstant(a)
-	case *parse.StringNode:
-		return reflect.ValueOf(a.Text)
 	case *parse.VariableNode:
 		return s.evalVariableNode(dot, a, nil, missing)
 	case *parse.PipeNode:

@@ -59,17 +59,11 @@ func (s *state) evalCommand(dot reflect.Value, cmd *parse.CommandNode, final ref
 	}
 	s.at(first)
 	s.notAFunction(cmd.Args, final)
-	switch w := first.(type) {
-	case *parse.BoolNode:
-		return reflect.ValueOf(w.True)
-	case *parse.DotNode:
-		return dot
-	case *parse.NilNode:
+	if v, ok := s.constant(dot, first); ok {
+		return v
+	}
+	if _, ok := first.(*parse.NilNode); ok {
 		s.errorf("nil is not a command")
-	case *parse.NumberNode:
-		return s.idealConstant(w)
-	case *parse.StringNode:
-		return reflect.ValueOf(w.Text)
 	}
 	s.errorf("can't evaluate command %q", first)
 	return reflect.Value{}
