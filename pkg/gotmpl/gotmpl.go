@@ -37,7 +37,10 @@ type Template struct {
 
 // New prepares t, already parsed with funcs (the same map given to
 // t.Funcs), for Execute. Templates t defines with define or block are
-// reachable by name, as in t.
+// reachable by name, as in t. A missing map key is always nothing
+// ("<no value>" when printed), text/template's default: t's missingkey
+// option cannot be read and is not followed. A Template may be executed by
+// many goroutines at once.
 func New(t *template.Template, funcs template.FuncMap) (*Template, error) {
 	x := &Template{name: t.Name(), trees: map[string]*parse.Tree{}, funcs: map[string]reflect.Value{}}
 	for _, d := range t.Templates() {

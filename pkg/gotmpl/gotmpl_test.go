@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"text/template"
 
@@ -272,4 +273,37 @@ func FuzzMatchesTextTemplate(f *testing.F) {
 			t.Errorf("%q:\n got %q, %v\nwant %q, %v", text, got, gotErr, want, wantErr)
 		}
 	})
+}
+
+// TestConcurrentExecute: one Template serves many renders at once (the
+// injection webhook's case); run with -race.
+func TestConcurrentExecute(t *testing.T) {
+	fm := funcs()
+	tt := template.Must(template.New("t").Funcs(fm).Parse(`{{define "p"}}{{.Name}}{{end}}{{range $i, $e := .L}}{{$i}}{{template "p" $.P}}{{upper $e}}{{end}}`))
+	x, err := gotmpl.New(tt, fm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				var b bytes.Buffer
+				if err := x.Execute(&b, newData()); err != nil {
+					errs <- err
+					return
+				}
+				if b.String() != "0annA1annB2annC" {
+					errs <- fmt.Errorf("rendered %q", b.String())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }

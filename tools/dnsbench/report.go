@@ -96,4 +96,36 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %d | %.0f | %d | %s | %s | %s | %s |\n", x.set, x.server, x.rate, x.res.qps,
 			x.res.lost, ms(x.res.p50), ms(x.res.p99), ms(x.res.p999), ms(x.res.max))
 	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Latency at half load, median of the %d rounds above; the ratio is of the median p99s:\n\n", o.rounds)
+	fmt.Fprintln(w, "| names | server | p50 ms (median) | p99 ms (median) | p99 min-max | p99 vs baseline |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+	seen = map[string]bool{}
+	for _, x := range r.half {
+		if seen[x.set+x.server] {
+			continue
+		}
+		seen[x.set+x.server] = true
+		p50, p99, lo, hi := r.latency(x.set, x.server)
+		_, base, _, _ := r.latency(x.set, r.baseline[x.set])
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s-%s | %.2fx |\n", x.set, x.server, ms(p50), ms(p99), ms(lo), ms(hi),
+			float64(p99)/float64(base))
+	}
+}
+
+// latency returns the median p50 and p99 of one server's half-load runs on
+// one set, and the smallest and largest p99.
+func (r *report) latency(set, server string) (p50, p99, lo, hi time.Duration) {
+	var p50s, p99s []time.Duration
+	for _, x := range r.half {
+		if x.set == set && x.server == server {
+			p50s, p99s = append(p50s, x.res.p50), append(p99s, x.res.p99)
+		}
+	}
+	if len(p99s) == 0 {
+		return 0, 0, 0, 0
+	}
+	slices.Sort(p50s)
+	slices.Sort(p99s)
+	return p50s[len(p50s)/2], p99s[len(p99s)/2], p99s[0], p99s[len(p99s)-1]
 }
