@@ -126,7 +126,7 @@ bench-dns: deps ## DNS proxy vs dnsmasq with dnsperf, 10 s runs (as root); figur
 bench-istiod: k8s-assets ## istiod xDS: 1000 services x 5 endpoints, 250/1000/4000 sidecar clients on the TLS port, as sidecars connect (the scaling curve), then beside Istio's own pilot-discovery on a kube-apiserver, without and with the pod behind each endpoint; figures go to docs/benchmarks.md
 	$(GO) test -run XXX -bench HeldPerConn -benchtime 5x ./pkg/tlsrecord/
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/istiod ./cmd/istiod
+	CGO_ENABLED=0 $(GO) build -tags "$(GOTAGS)" -ldflags "-s -w" -o $(BIN)/istiod ./cmd/istiod
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 250,1000 --full-pushes 5 --eds-changes 50
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 4000 --streams-per-conn 8 --timeout 120s --full-pushes 2 --eds-changes 10 --istiod-arg=--keepaliveInterval=10m
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 1000 --full-pushes 5 --eds-changes 50 --delta=false
@@ -140,7 +140,7 @@ bench-ca: k8s-assets ## istiod CA: CSRs/s and p99 for ECDSA and RSA CSRs, beside
 	$(GO) test -run XXX -bench . -benchtime 3s ./pkg/istiod/ca/
 	$(GO) run ./tools/cabench -n 10000 -c 2,16
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/istiod ./cmd/istiod
+	CGO_ENABLED=0 $(GO) build -tags "$(GOTAGS)" -ldflags "-s -w" -o $(BIN)/istiod ./cmd/istiod
 	for cp in skiff istio; do $(GO) run ./tools/cabench -control-plane $$cp -istiod $(BIN)/istiod -n 3000 -c 16 \
 	  -control-plane-arg=--kubernetesApiQPS=5000 -control-plane-arg=--kubernetesApiBurst=10000 || exit 1; done
 
