@@ -13,8 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-mesh/skiff/pkg/kubecache"
@@ -28,19 +27,22 @@ type Handler struct {
 	Deleted func()
 }
 
-// Follow watches ConfigMap namespace/name until ctx ends. synced, when not
-// nil, is closed once the first listing has been handled (the ConfigMap
-// seen, or found missing).
-func Follow(ctx context.Context, client kubernetes.Interface, namespace, name string, h Handler, log *slog.Logger, synced chan<- struct{}) error {
+// Follow watches ConfigMap namespace/name until ctx ends, through client,
+// a REST client of the core/v1 API (a clientset's CoreV1().RESTClient(),
+// say: only REST calls, so a binary need not link client-go's clientset).
+// synced, when not nil, is closed once the first listing has been handled
+// (the ConfigMap seen, or found missing).
+func Follow(ctx context.Context, client rest.Interface, namespace, name string, h Handler, log *slog.Logger, synced chan<- struct{}) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithNamespace(namespace), informers.WithTransform(kubecache.StripManagedFields),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}))
-	inf := factory.Core().V1().ConfigMaps().Informer()
+	lw := cache.NewFilteredListWatchFromClient(client, "configmaps", namespace, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	})
+	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	if err := inf.SetTransform(kubecache.StripManagedFields); err != nil {
+		return fmt.Errorf("watch configmap %s/%s: %w", namespace, name, err)
+	}
 	// The informer calls its handlers one at a time, so last needs no lock.
 	var last map[string]string
 	seen := false
@@ -70,12 +72,16 @@ func Follow(ctx context.Context, client kubernetes.Interface, namespace, name st
 	if err != nil {
 		return fmt.Errorf("watch configmap %s/%s: %w", namespace, name, err)
 	}
-	factory.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.RunWithContext(ctx)
+	}()
 	if synced != nil && cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		close(synced)
 	}
 	<-ctx.Done()
-	factory.Shutdown()
+	<-done
 	log.Debug("stopped following configmap", "configmap", namespace+"/"+name)
 	return nil
 }

@@ -185,7 +185,7 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		ns, name := w.injectorConfigMap(os.Getenv, inj.Revision())
 		synced = make(chan struct{})
 		wg.Go(func() {
-			if err := configmap.Watch(ctx, kc, ns, name, inj, log, synced); err != nil {
+			if err := configmap.Watch(ctx, kc.CoreV1().RESTClient(), ns, name, inj, log, synced); err != nil {
 				log.Error("injector ConfigMap watch stopped", "err", err)
 			}
 		})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	meshconfig "istio.io/api/mesh/v1alpha1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-mesh/skiff/pkg/configmap"
 )
@@ -35,8 +35,9 @@ func ConfigMapName(revision string) string {
 type Source struct {
 	// File is --meshConfig (Istio's default ./etc/istio/config/mesh).
 	File string
-	// Client, Namespace and Name select the ConfigMap; Client nil: none.
-	Client    kubernetes.Interface
+	// Client (a core/v1 REST client), Namespace and Name select the
+	// ConfigMap; Client nil: none.
+	Client    rest.Interface
 	Namespace string
 	Name      string
 }

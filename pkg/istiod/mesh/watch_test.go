@@ -93,7 +93,7 @@ func TestWatchConfigMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := mesh.ConfigMapName("canary")
-	w, err := mesh.Watch(ctx, mesh.Source{File: filepath.Join(t.TempDir(), "absent"), Client: env.Client, Namespace: ns, Name: name}, slog.New(slog.DiscardHandler))
+	w, err := mesh.Watch(ctx, mesh.Source{File: filepath.Join(t.TempDir(), "absent"), Client: env.Client.CoreV1().RESTClient(), Namespace: ns, Name: name}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

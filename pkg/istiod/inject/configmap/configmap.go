@@ -10,7 +10,7 @@ import (
 	"context"
 	"log/slog"
 
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-mesh/skiff/pkg/configmap"
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject"
@@ -33,7 +33,7 @@ func Name(revision string) string {
 // synced, when not nil, is closed once the first listing has been handled
 // (the ConfigMap applied, or found missing), so a caller can hold off
 // serving until the injector has the cluster's configuration.
-func Watch(ctx context.Context, client kubernetes.Interface, namespace, name string, in *inject.Injector, log *slog.Logger, synced chan<- struct{}) error {
+func Watch(ctx context.Context, client rest.Interface, namespace, name string, in *inject.Injector, log *slog.Logger, synced chan<- struct{}) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -49,7 +49,7 @@ func TestWatchTakesIstiosConfigMap(t *testing.T) {
 	done := make(chan error, 1)
 	synced := make(chan struct{})
 	go func() {
-		done <- Watch(wctx, env.Client, ns, inject.ConfigMapName, in, slog.New(recorder(logs)), synced)
+		done <- Watch(wctx, env.Client.CoreV1().RESTClient(), ns, inject.ConfigMapName, in, slog.New(recorder(logs)), synced)
 	}()
 	t.Cleanup(func() {
 		cancel()
