@@ -78,7 +78,7 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 		cc.Client = client
 		// Published below, by the elected replica only.
 		cc.DisableConfigMapPublishing = true
-		cc.Authenticators = append(cc.Authenticators, ca.NewTokenReviewAuthenticator(client, sec.TrustDomain))
+		cc.Authenticators = append(cc.Authenticators, ca.NewTokenReviewAuthenticator(client.AuthenticationV1().RESTClient(), sec.TrustDomain))
 	} else {
 		cc.SelfSignedDir = sec.CADir
 	}

@@ -87,7 +87,7 @@ func testTokenReview(t *testing.T, env *kubetest.Env) {
 	c, err := New(ctx, Config{
 		Client:                     client,
 		DisableConfigMapPublishing: true,
-		Authenticators:             []Authenticator{NewTokenReviewAuthenticator(client, "cluster.local")},
+		Authenticators:             []Authenticator{NewTokenReviewAuthenticator(client.AuthenticationV1().RESTClient(), "cluster.local")},
 	}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,7 @@ import (
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-mesh/skiff/pkg/spiffe"
 )
@@ -20,9 +19,10 @@ const DefaultAudience = "istio-ca"
 // (bearer metadata) that the API server's TokenReview authenticates for one
 // of Audiences; the identity is the token's service account.
 type TokenReviewAuthenticator struct {
-	// Client calls the TokenReview API; its user needs the
-	// system:auth-delegator role (create tokenreviews).
-	Client kubernetes.Interface
+	// Client is a REST client of authentication.k8s.io/v1 (a clientset's
+	// AuthenticationV1().RESTClient(), say) for the TokenReview API; its
+	// user needs the system:auth-delegator role (create tokenreviews).
+	Client rest.Interface
 	// Audiences are the accepted audiences (istio-ca).
 	Audiences []string
 	// TrustDomain is the trust domain of the identities returned.
@@ -35,7 +35,7 @@ var _ Authenticator = (*TokenReviewAuthenticator)(nil)
 
 // NewTokenReviewAuthenticator returns an authenticator for tokens with
 // audience istio-ca in the given trust domain.
-func NewTokenReviewAuthenticator(client kubernetes.Interface, trustDomain string) *TokenReviewAuthenticator {
+func NewTokenReviewAuthenticator(client rest.Interface, trustDomain string) *TokenReviewAuthenticator {
 	return &TokenReviewAuthenticator{Client: client, Audiences: []string{DefaultAudience}, TrustDomain: trustDomain}
 }
 
@@ -63,9 +63,10 @@ func (a *TokenReviewAuthenticator) Review(ctx context.Context, token string) (sp
 	if len(auds) == 0 {
 		auds = []string{DefaultAudience}
 	}
-	tr, err := a.Client.AuthenticationV1().TokenReviews().Create(ctx, &authv1.TokenReview{
-		Spec: authv1.TokenReviewSpec{Token: token, Audiences: auds},
-	}, metav1.CreateOptions{})
+	var tr authv1.TokenReview
+	err := a.Client.Post().Resource("tokenreviews").
+		Body(&authv1.TokenReview{Spec: authv1.TokenReviewSpec{Token: token, Audiences: auds}}).
+		Do(ctx).Into(&tr)
 	if err != nil {
 		return spiffe.ID{}, fmt.Errorf("token review: %w", err)
 	}

@@ -164,5 +164,5 @@ func istioctlEnv(t *testing.T) (*kubetest.Env, context.Context, *debugEnv) {
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return kube, ctx, newDebugEnvWith(t, ca.NewTokenReviewAuthenticator(kube.Client, "cluster.local"))
+	return kube, ctx, newDebugEnvWith(t, ca.NewTokenReviewAuthenticator(kube.Client.AuthenticationV1().RESTClient(), "cluster.local"))
 }

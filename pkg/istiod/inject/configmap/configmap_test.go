@@ -63,7 +63,9 @@ func TestWatchFollowsTheConfigMap(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	synced := make(chan struct{})
-	go func() { done <- Watch(wctx, env.Client.CoreV1().RESTClient(), ns, name, in, slog.New(recorder(logs)), synced) }()
+	go func() {
+		done <- Watch(wctx, env.Client.CoreV1().RESTClient(), ns, name, in, slog.New(recorder(logs)), synced)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
