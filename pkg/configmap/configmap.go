@@ -11,8 +11,6 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -36,13 +34,7 @@ func Follow(ctx context.Context, client rest.Interface, namespace, name string, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lw := cache.NewFilteredListWatchFromClient(client, "configmaps", namespace, func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-	})
-	inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
-	if err := inf.SetTransform(kubecache.StripManagedFields); err != nil {
-		return fmt.Errorf("watch configmap %s/%s: %w", namespace, name, err)
-	}
+	inf := kubecache.Informer(client, "configmaps", namespace, &corev1.ConfigMap{}, kubecache.ByName(name))
 	// The informer calls its handlers one at a time, so last needs no lock.
 	var last map[string]string
 	seen := false

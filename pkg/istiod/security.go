@@ -75,7 +75,7 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 		if err != nil {
 			return nil, nil, err
 		}
-		cc.Client = client
+		cc.Client = client.CoreV1().RESTClient()
 		// Published below, by the elected replica only.
 		cc.DisableConfigMapPublishing = true
 		cc.Authenticators = append(cc.Authenticators, ca.NewTokenReviewAuthenticator(client.AuthenticationV1().RESTClient(), sec.TrustDomain))

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-mesh/skiff/pkg/spiffe"
 )
@@ -65,7 +65,9 @@ type Config struct {
 	// Client selects Kubernetes mode: without plug-in certificates the root
 	// is kept in the istio-ca-secret Secret in Namespace, and the root bundle
 	// is published as the istio-ca-root-cert ConfigMap in every namespace.
-	Client kubernetes.Interface
+	// It is a REST client of the core/v1 API (a clientset's
+	// CoreV1().RESTClient(), say).
+	Client rest.Interface
 	// Namespace is istiod's namespace (istio-system).
 	Namespace string
 	// SelfSignedDir is file mode's directory for a self-signed root, created

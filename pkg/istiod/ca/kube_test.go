@@ -85,7 +85,7 @@ func testTokenReview(t *testing.T, env *kubetest.Env) {
 	}
 
 	c, err := New(ctx, Config{
-		Client:                     client,
+		Client:                     client.CoreV1().RESTClient(),
 		DisableConfigMapPublishing: true,
 		Authenticators:             []Authenticator{NewTokenReviewAuthenticator(client.AuthenticationV1().RESTClient(), "cluster.local")},
 	}, testLogger(t))
@@ -205,7 +205,7 @@ func client0(t testing.TB, c *CA) pb.IstioCertificateServiceClient {
 // one root when two istiods start at once.
 func testSecretPersistence(t *testing.T, client kubernetes.Interface) {
 	ctx := kubetest.Context(t)
-	cfg := Config{Client: client, DisableConfigMapPublishing: true}
+	cfg := Config{Client: client.CoreV1().RESTClient(), DisableConfigMapPublishing: true}
 	first, err := New(ctx, cfg, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func testSecretPersistence(t *testing.T, client kubernetes.Interface) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := New(ctx, Config{Client: client, Namespace: "race-system", DisableConfigMapPublishing: true}, testLogger(t))
+			c, err := New(ctx, Config{Client: client.CoreV1().RESTClient(), Namespace: "race-system", DisableConfigMapPublishing: true}, testLogger(t))
 			if err != nil {
 				errs[i] = err
 				return
@@ -296,7 +296,7 @@ func testRootConfigMaps(t *testing.T, client kubernetes.Interface) {
 	dir := t.TempDir()
 	writeFiles(t, dir, a.files(a))
 	createNamespace(t, client, "cm-before")
-	c, err := New(ctx, Config{Client: client, PluginCertsDir: dir}, testLogger(t))
+	c, err := New(ctx, Config{Client: client.CoreV1().RESTClient(), PluginCertsDir: dir}, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-mesh/skiff/pkg/pki"
 )
@@ -193,9 +193,13 @@ func secretMaterial(s *corev1.Secret) material {
 // loadOrCreateSecret returns the material in the istio-ca-secret Secret,
 // creating the Secret from generate() if it does not exist. When another
 // istiod creates it first, that one's root is used.
-func loadOrCreateSecret(ctx context.Context, client kubernetes.Interface, ns string, generate func() (material, error)) (m material, created bool, err error) {
-	secrets := client.CoreV1().Secrets(ns)
-	s, err := secrets.Get(ctx, SecretName, metav1.GetOptions{})
+func loadOrCreateSecret(ctx context.Context, client rest.Interface, ns string, generate func() (material, error)) (m material, created bool, err error) {
+	get := func() (*corev1.Secret, error) {
+		var s corev1.Secret
+		err := client.Get().Namespace(ns).Resource("secrets").Name(SecretName).Do(ctx).Into(&s)
+		return &s, err
+	}
+	s, err := get()
 	if err == nil {
 		return secretMaterial(s), false, nil
 	}
@@ -216,13 +220,13 @@ func loadOrCreateSecret(ctx context.Context, client kubernetes.Interface, ns str
 			RootCertFile:  m.rootCert,
 		},
 	}
-	if _, err = secrets.Create(ctx, s, metav1.CreateOptions{}); err == nil {
+	if err = client.Post().Namespace(ns).Resource("secrets").Body(s).Do(ctx).Error(); err == nil {
 		return m, true, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		return material{}, false, fmt.Errorf("create secret %s/%s: %w", ns, SecretName, err)
 	}
-	s, err = secrets.Get(ctx, SecretName, metav1.GetOptions{})
+	s, err = get()
 	if err != nil {
 		return material{}, false, fmt.Errorf("get secret %s/%s: %w", ns, SecretName, err)
 	}

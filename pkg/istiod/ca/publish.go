@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -30,7 +29,7 @@ type rootSource interface {
 // it creates it in new namespaces, restores it when it is edited or deleted,
 // and updates all of them when the bundle changes.
 type rootPublisher struct {
-	client kubernetes.Interface
+	client rest.Interface // core/v1
 	roots  rootSource
 	log    *slog.Logger
 	queue  workqueue.TypedRateLimitingInterface[string]
@@ -50,7 +49,7 @@ func (c *CA) PublishConfigMaps(ctx context.Context) error {
 	return newRootPublisher(c.cfg.Client, c, c.log).run(ctx)
 }
 
-func newRootPublisher(client kubernetes.Interface, roots rootSource, log *slog.Logger) *rootPublisher {
+func newRootPublisher(client rest.Interface, roots rootSource, log *slog.Logger) *rootPublisher {
 	return &rootPublisher{
 		client: client,
 		roots:  roots,
@@ -63,14 +62,10 @@ func newRootPublisher(client kubernetes.Interface, roots rootSource, log *slog.L
 // run syncs until ctx ends.
 func (p *rootPublisher) run(ctx context.Context) error {
 	defer p.queue.ShutDown()
-	nsFactory := informers.NewSharedInformerFactoryWithOptions(p.client, 0, informers.WithTransform(kubecache.StripManagedFields))
-	cmFactory := informers.NewSharedInformerFactoryWithOptions(p.client, 0, informers.WithTransform(kubecache.StripManagedFields),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", RootConfigMapName).String()
-		}))
-	nsInformer := nsFactory.Core().V1().Namespaces()
-	cmInformer := cmFactory.Core().V1().ConfigMaps()
-	p.nsList, p.cmList = nsInformer.Lister(), cmInformer.Lister()
+	nsInformer := kubecache.Informer(p.client, "namespaces", "", &corev1.Namespace{}, nil)
+	cmInformer := kubecache.Informer(p.client, "configmaps", "", &corev1.ConfigMap{}, kubecache.ByName(RootConfigMapName))
+	p.nsList = corelisters.NewNamespaceLister(nsInformer.GetIndexer())
+	p.cmList = corelisters.NewConfigMapLister(cmInformer.GetIndexer())
 
 	enqueueNS := func(obj any) {
 		if ns, ok := obj.(*corev1.Namespace); ok {
@@ -85,23 +80,24 @@ func (p *rootPublisher) run(ctx context.Context) error {
 			p.queue.Add(cm.Namespace)
 		}
 	}
-	if _, err := nsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := nsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueueNS,
 		UpdateFunc: func(_, obj any) { enqueueNS(obj) },
 	}); err != nil {
 		return fmt.Errorf("root publisher: %w", err)
 	}
-	if _, err := cmInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := cmInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) { enqueueCM(obj) },
 		DeleteFunc: enqueueCM,
 	}); err != nil {
 		return fmt.Errorf("root publisher: %w", err)
 	}
-	nsFactory.Start(ctx.Done())
-	cmFactory.Start(ctx.Done())
-	defer nsFactory.Shutdown()
-	defer cmFactory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), nsInformer.Informer().HasSynced, cmInformer.Informer().HasSynced) {
+	ictx, stop := context.WithCancel(ctx)
+	var informers sync.WaitGroup
+	defer func() { stop(); informers.Wait() }()
+	informers.Go(func() { nsInformer.RunWithContext(ictx) })
+	informers.Go(func() { cmInformer.RunWithContext(ictx) })
+	if !cache.WaitForCacheSync(ctx.Done(), nsInformer.HasSynced, cmInformer.HasSynced) {
 		return nil // ctx ended
 	}
 	p.log.Info("publishing root certificate to namespaces")
@@ -167,14 +163,13 @@ func (p *rootPublisher) sync(ctx context.Context, nsName string) error {
 		return nil
 	}
 	want := string(p.roots.RootCertPEM())
-	cms := p.client.CoreV1().ConfigMaps(nsName)
 	cm, err := p.cmList.ConfigMaps(nsName).Get(RootConfigMapName)
 	switch {
 	case apierrors.IsNotFound(err):
-		_, err := cms.Create(ctx, &corev1.ConfigMap{
+		err := p.client.Post().Namespace(nsName).Resource("configmaps").Body(&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: RootConfigMapName, Namespace: nsName, Labels: map[string]string{"istio.io/config": "true"}},
 			Data:       map[string]string{RootConfigMapKey: want},
-		}, metav1.CreateOptions{})
+		}).Do(ctx).Error()
 		if apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("configmap %s/%s exists but is not in the cache yet", nsName, RootConfigMapName)
 		}
@@ -194,7 +189,7 @@ func (p *rootPublisher) sync(ctx context.Context, nsName string) error {
 		cm.Data = map[string]string{}
 	}
 	cm.Data[RootConfigMapKey] = want
-	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+	if err := p.client.Put().Namespace(nsName).Resource("configmaps").Name(RootConfigMapName).Body(cm).Do(ctx).Error(); err != nil {
 		return fmt.Errorf("update configmap %s/%s: %w", nsName, RootConfigMapName, err)
 	}
 	p.log.Debug("updated root configmap", "namespace", nsName)

@@ -9,9 +9,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-mesh/skiff/pkg/kubecache"
@@ -116,12 +113,7 @@ func writeRootFile(path string, roots *pki.Bundle) error {
 // restart), until ctx ends. Invalid material is logged and ignored; a
 // deleted Secret leaves the current issuer in place.
 func (c *CA) watchSecret(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(c.cfg.Client, 0,
-		informers.WithNamespace(c.cfg.Namespace), informers.WithTransform(kubecache.StripManagedFields),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", SecretName).String()
-		}))
-	inf := factory.Core().V1().Secrets().Informer()
+	inf := kubecache.Informer(c.cfg.Client, "secrets", c.cfg.Namespace, &corev1.Secret{}, kubecache.ByName(SecretName))
 	onSecret := func(obj any) {
 		s, ok := obj.(*corev1.Secret)
 		if !ok || s.Name != SecretName {
@@ -141,8 +133,6 @@ func (c *CA) watchSecret(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("watch secret: %w", err)
 	}
-	factory.Start(ctx.Done())
-	<-ctx.Done()
-	factory.Shutdown()
+	inf.RunWithContext(ctx)
 	return nil
 }
