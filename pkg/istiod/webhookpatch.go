@@ -88,7 +88,7 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 		return fmt.Errorf("webhook patcher: istio client: %w", err)
 	}
 	o := webhook.PatcherOptions{
-		Client:         client,
+		Client:         client.AdmissionregistrationV1().RESTClient(),
 		Revision:       p.Revision,
 		Roots:          authority,
 		Ready:          webhook.DryRunReady(ic, p.Namespace, p.Revision),

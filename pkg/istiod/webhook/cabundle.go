@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,10 +19,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	admissionlisters "k8s.io/client-go/listers/admissionregistration/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -48,8 +49,10 @@ type ReadyFunc func(ctx context.Context, cfg *admissionregv1.ValidatingWebhookCo
 
 // PatcherOptions configures a ConfigurationPatcher.
 type PatcherOptions struct {
-	// Client reads, watches and patches the webhook configurations.
-	Client kubernetes.Interface
+	// Client reads, watches and patches the webhook configurations: a REST
+	// client of admissionregistration.k8s.io/v1 (a clientset's
+	// AdmissionregistrationV1().RESTClient(), say).
+	Client rest.Interface
 	// Revision is istiod's revision ("" means "default"): only
 	// configurations labelled istio.io/rev=Revision are touched.
 	Revision string
@@ -140,19 +143,18 @@ func NewConfigurationPatcher(o PatcherOptions) (*ConfigurationPatcher, error) {
 func (p *ConfigurationPatcher) Run(ctx context.Context) error {
 	defer p.queue.ShutDown()
 	rootsChanged := p.o.Roots.Changed()
-	factory := informers.NewSharedInformerFactoryWithOptions(p.o.Client, 0, informers.WithTransform(kubecache.StripManagedFields),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.LabelSelector = labels.SelectorFromSet(labels.Set{LabelRevision: p.o.Revision}).String()
-		}))
-	mw := factory.Admissionregistration().V1().MutatingWebhookConfigurations()
-	vw := factory.Admissionregistration().V1().ValidatingWebhookConfigurations()
-	// Only what is asked for is watched (a lister starts its informer).
+	byRevision := func(lo *metav1.ListOptions) {
+		lo.LabelSelector = labels.SelectorFromSet(labels.Set{LabelRevision: p.o.Revision}).String()
+	}
+	// Only what is asked for is watched.
 	watched := map[string]cache.SharedIndexInformer{}
 	if !p.o.SkipMutating {
-		watched[kindMutating], p.mutating = mw.Informer(), mw.Lister()
+		inf := kubecache.Informer(p.o.Client, "mutatingwebhookconfigurations", "", &admissionregv1.MutatingWebhookConfiguration{}, byRevision)
+		watched[kindMutating], p.mutating = inf, admissionlisters.NewMutatingWebhookConfigurationLister(inf.GetIndexer())
 	}
 	if !p.o.SkipValidating {
-		watched[kindValidating], p.validating = vw.Informer(), vw.Lister()
+		inf := kubecache.Informer(p.o.Client, "validatingwebhookconfigurations", "", &admissionregv1.ValidatingWebhookConfiguration{}, byRevision)
+		watched[kindValidating], p.validating = inf, admissionlisters.NewValidatingWebhookConfigurationLister(inf.GetIndexer())
 	}
 	for kind, inf := range watched {
 		enqueue := func(obj any) {
@@ -167,14 +169,18 @@ func (p *ConfigurationPatcher) Run(ctx context.Context) error {
 			return fmt.Errorf("webhook configuration patcher: watch %ss: %w", kind, err)
 		}
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
+	ictx, stop := context.WithCancel(ctx)
+	var informers sync.WaitGroup
+	defer func() { stop(); informers.Wait() }()
+	for _, inf := range watched {
+		informers.Go(func() { inf.RunWithContext(ictx) })
+	}
+	for kind, inf := range watched {
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("webhook configuration patcher: %v informer did not sync", typ)
+			return fmt.Errorf("webhook configuration patcher: %s informer did not sync", kind)
 		}
 	}
 	done := make(chan struct{})
@@ -385,12 +391,18 @@ func (p *ConfigurationPatcher) patch(ctx context.Context, kind, name, from strin
 	if err != nil {
 		return "", fmt.Errorf("encode patch of %s %s: %w", kind, name, err)
 	}
-	var obj metav1.Object
-	if kind == kindMutating {
-		obj, err = p.o.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "istiod"})
-	} else {
-		obj, err = p.o.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Patch(ctx, name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: "istiod"})
+	var obj interface {
+		runtime.Object
+		metav1.Object
 	}
+	resource := "validatingwebhookconfigurations"
+	obj = &admissionregv1.ValidatingWebhookConfiguration{}
+	if kind == kindMutating {
+		resource, obj = "mutatingwebhookconfigurations", &admissionregv1.MutatingWebhookConfiguration{}
+	}
+	err = p.o.Client.Patch(types.JSONPatchType).Resource(resource).Name(name).
+		VersionedParams(&metav1.PatchOptions{FieldManager: "istiod"}, metav1.ParameterCodec).
+		Body(body).Do(ctx).Into(obj)
 	if err != nil {
 		return "", fmt.Errorf("patch %s %s (resourceVersion %s): %w", kind, name, from, err)
 	}

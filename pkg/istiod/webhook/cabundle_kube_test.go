@@ -114,7 +114,7 @@ func TestPatcherMakesAdmissionWork(t *testing.T) {
 	}
 	log := &lines{}
 	runPatcher(t, webhook.PatcherOptions{
-		Client: env.Client, Roots: authority, Log: testLogTee(t, log),
+		Client: env.Client.AdmissionregistrationV1().RESTClient(), Roots: authority, Log: testLogTee(t, log),
 		Ready: webhook.DryRunReady(ic, "istio-system", "default"),
 	})
 

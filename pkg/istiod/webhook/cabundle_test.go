@@ -231,7 +231,7 @@ func TestPatcherRealAPIServer(t *testing.T) {
 	ready := make(chan struct{})
 	log := &lines{}
 	runPatcher(t, webhook.PatcherOptions{
-		Client: client, Roots: rs, Log: slog.New(log),
+		Client: client.AdmissionregistrationV1().RESTClient(), Roots: rs, Log: slog.New(log),
 		Ready: func(context.Context, *admissionregv1.ValidatingWebhookConfiguration) error {
 			select {
 			case <-ready:
@@ -321,7 +321,7 @@ func TestPatcherRealAPIServer(t *testing.T) {
 	})
 
 	t.Run("a patcher told to skip injection", func(t *testing.T) {
-		runPatcher(t, webhook.PatcherOptions{Client: client, Roots: rs, Revision: "canary", SkipMutating: true})
+		runPatcher(t, webhook.PatcherOptions{Client: client.AdmissionregistrationV1().RESTClient(), Roots: rs, Revision: "canary", SkipMutating: true})
 		polltest.Until(t, "canary validation patched", func() bool {
 			return allEqual(getState(t, client, cmName, cvName).validatingCA, root2)
 		})
