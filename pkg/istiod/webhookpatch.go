@@ -91,7 +91,7 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 		Client:         client.AdmissionregistrationV1().RESTClient(),
 		Revision:       p.Revision,
 		Roots:          authority,
-		Ready:          webhook.DryRunReady(ic, p.Namespace, p.Revision),
+		Ready:          webhook.DryRunReady(ic.NetworkingV1().RESTClient(), p.Namespace, p.Revision),
 		Log:            log,
 		SkipMutating:   !p.Injection,
 		SkipValidating: !p.Validation,

@@ -109,13 +109,13 @@ func TestPatcherMakesAdmissionWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := webhook.DryRunReady(ic, "istio-system", "default")(ctx, vw); err == nil || !strings.Contains(err.Error(), "not refused") {
+	if err := webhook.DryRunReady(ic.NetworkingV1().RESTClient(), "istio-system", "default")(ctx, vw); err == nil || !strings.Contains(err.Error(), "not refused") {
 		t.Errorf("readiness while the webhook cannot be called: %v, want not ready", err)
 	}
 	log := &lines{}
 	runPatcher(t, webhook.PatcherOptions{
 		Client: env.Client.AdmissionregistrationV1().RESTClient(), Roots: authority, Log: testLogTee(t, log),
-		Ready: webhook.DryRunReady(ic, "istio-system", "default"),
+		Ready: webhook.DryRunReady(ic.NetworkingV1().RESTClient(), "istio-system", "default"),
 	})
 
 	polltest.Until(t, "pods injected after the patch", func() bool {

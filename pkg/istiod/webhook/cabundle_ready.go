@@ -8,11 +8,11 @@ import (
 
 	apinet "istio.io/api/networking/v1alpha3"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 )
 
 // AnnotationAlwaysReject asks Istio's validation webhook to refuse an
@@ -32,8 +32,9 @@ const ProbeName = "istiod-validation-probe"
 // VirtualService without hosts (refused by either validator, and also
 // annotated to be always rejected). A cluster without the VirtualService
 // CRD, or with a webhook that does not support dry runs, counts as ready,
-// as in Istio.
-func DryRunReady(ic istioclient.Interface, namespace, revision string) ReadyFunc {
+// as in Istio. client is a REST client of networking.istio.io/v1 (an Istio
+// clientset's NetworkingV1().RESTClient(), say).
+func DryRunReady(client rest.Interface, namespace, revision string) ReadyFunc {
 	if revision == "" {
 		revision = "default"
 	}
@@ -47,10 +48,13 @@ func DryRunReady(ic istioclient.Interface, namespace, revision string) ReadyFunc
 			},
 			Spec: apinet.VirtualService{},
 		}
-		vss := ic.NetworkingV1().VirtualServices(namespace)
-		_, err := vss.Create(ctx, vs, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		err := client.Post().Namespace(namespace).Resource("virtualservices").
+			VersionedParams(&metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, metav1.ParameterCodec).
+			Body(vs).Do(ctx).Error()
 		if apierrors.IsAlreadyExists(err) {
-			_, err = vss.Update(ctx, vs, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			err = client.Put().Namespace(namespace).Resource("virtualservices").Name(ProbeName).
+				VersionedParams(&metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}, metav1.ParameterCodec).
+				Body(vs).Do(ctx).Error()
 		}
 		if err == nil {
 			return errors.New("invalid VirtualService not refused (dry run)")

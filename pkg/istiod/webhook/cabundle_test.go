@@ -301,7 +301,7 @@ func TestPatcherRealAPIServer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := webhook.DryRunReady(ic, "default", "default")(ctx, vw); err != nil {
+		if err := webhook.DryRunReady(ic.NetworkingV1().RESTClient(), "default", "default")(ctx, vw); err != nil {
 			t.Errorf("no VirtualService CRD means nothing to validate (ready), got %v", err)
 		}
 	})
