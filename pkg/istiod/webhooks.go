@@ -176,7 +176,7 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		if err != nil {
 			return nil, fmt.Errorf("istio client: %w", err)
 		}
-		subsets = validation.NewKubeSubsets(ic, cfg.Domain)
+		subsets = validation.NewKubeSubsets(ic.NetworkingV1().RESTClient(), cfg.Domain)
 		v.Subsets = subsets
 	}
 	if kc == nil {

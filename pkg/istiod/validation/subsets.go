@@ -7,10 +7,9 @@ import (
 	"strings"
 
 	networking "istio.io/client-go/pkg/apis/networking/v1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
-	istioinformers "istio.io/client-go/pkg/informers/externalversions"
 	netlisters "istio.io/client-go/pkg/listers/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
@@ -76,17 +75,13 @@ type KubeSubsets struct {
 
 var _ SubsetLookup = (*KubeSubsets)(nil)
 
-// NewKubeSubsets watches DestinationRules (networking.istio.io/v1) with
-// client; call Run to start it.
-func NewKubeSubsets(client istioclient.Interface, suffix string) *KubeSubsets {
-	f := istioinformers.NewSharedInformerFactoryWithOptions(client, 0, istioinformers.WithTransform(kubecache.StripManagedFields))
-	inf := f.Networking().V1().DestinationRules()
-	k := &KubeSubsets{lister: inf.Lister(), synced: inf.Informer().HasSynced, suffix: suffix}
-	k.start = func(ctx context.Context) {
-		f.Start(ctx.Done())
-		<-ctx.Done()
-		f.Shutdown()
-	}
+// NewKubeSubsets watches DestinationRules through client, a REST client of
+// networking.istio.io/v1 (an Istio clientset's NetworkingV1().RESTClient(),
+// say); call Run to start it.
+func NewKubeSubsets(client rest.Interface, suffix string) *KubeSubsets {
+	inf := kubecache.Informer(client, "destinationrules", "", &networking.DestinationRule{}, nil)
+	k := &KubeSubsets{lister: netlisters.NewDestinationRuleLister(inf.GetIndexer()), synced: inf.HasSynced, suffix: suffix}
+	k.start = inf.RunWithContext
 	return k
 }
 

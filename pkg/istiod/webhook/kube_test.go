@@ -264,7 +264,7 @@ func startAdmission(t *testing.T) *admission {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subsets := validation.NewKubeSubsets(ic, "")
+	subsets := validation.NewKubeSubsets(ic.NetworkingV1().RESTClient(), "")
 	srv := webhook.New(webhook.Options{Injector: in, Validator: &validation.Validator{Subsets: subsets}, Log: testLog(t)})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
