@@ -7,17 +7,26 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	networking "istio.io/client-go/pkg/apis/networking/v1"
+	security "istio.io/client-go/pkg/apis/security/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
-	istioinformers "istio.io/client-go/pkg/informers/externalversions"
+	netlisters "istio.io/client-go/pkg/listers/networking/v1"
+	seclisters "istio.io/client-go/pkg/listers/security/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -123,55 +132,56 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	if err != nil {
 		return err
 	}
-	kf := informers.NewSharedInformerFactoryWithOptions(r.kube, 0, informers.WithTransform(kubecache.StripManagedFields))
-	isf := istioinformers.NewSharedInformerFactoryWithOptions(r.istio, 0, istioinformers.WithTransform(kubecache.StripManagedFields))
-	ls := &listers{
-		services: kf.Core().V1().Services().Lister(),
-		slices:   kf.Discovery().V1().EndpointSlices().Lister(),
-	}
-	pods := kf.Core().V1().Pods().Informer()
+	core, disc := r.kube.CoreV1().RESTClient(), r.kube.DiscoveryV1().RESTClient()
+	net, sec := r.istio.NetworkingV1().RESTClient(), r.istio.SecurityV1().RESTClient()
+	services := kubecache.Informer(core, "services", "", &corev1.Service{}, nil)
+	endpointSlices := kubecache.Informer(disc, "endpointslices", "", &discoveryv1.EndpointSlice{}, nil)
+	pods := kubecache.Informer(core, "pods", "", &corev1.Pod{}, nil)
 	if err := pods.SetTransform(trimPod); err != nil {
 		return fmt.Errorf("pod informer: %w", err)
 	}
-	ls.pods = podLister{pods.GetStore()}
+	ls := &listers{
+		services: corelisters.NewServiceLister(services.GetIndexer()),
+		slices:   discoverylisters.NewEndpointSliceLister(endpointSlices.GetIndexer()),
+		pods:     podLister{pods.GetStore()},
+	}
 	watched := []watchedKind{
-		{model.KindService, kf.Core().V1().Services().Informer()},
-		{model.KindEndpointSlice, kf.Discovery().V1().EndpointSlices().Informer()},
+		{model.KindService, services},
+		{model.KindEndpointSlice, endpointSlices},
 		{model.KindPod, pods},
 	}
-	nv := isf.Networking().V1()
-	if served["serviceentries"] {
-		ls.serviceEntries = nv.ServiceEntries().Lister()
-		watched = append(watched, watchedKind{model.KindServiceEntry, nv.ServiceEntries().Informer()})
+	// istio watches the Istio resource of client, if the API server serves it.
+	istio := func(kind model.Kind, client rest.Interface, served map[string]bool, resource string, obj runtime.Object) cache.Indexer {
+		if !served[resource] {
+			return nil
+		}
+		inf := kubecache.Informer(client, resource, "", obj, nil)
+		watched = append(watched, watchedKind{kind, inf})
+		return inf.GetIndexer()
 	}
-	if served["workloadentries"] {
-		ls.workloadEntries = nv.WorkloadEntries().Lister()
-		watched = append(watched, watchedKind{model.KindWorkloadEntry, nv.WorkloadEntries().Informer()})
+	if ix := istio(model.KindServiceEntry, net, served, "serviceentries", &networking.ServiceEntry{}); ix != nil {
+		ls.serviceEntries = netlisters.NewServiceEntryLister(ix)
 	}
-	if served["virtualservices"] {
-		ls.virtualServices = nv.VirtualServices().Lister()
-		watched = append(watched, watchedKind{model.KindVirtualService, nv.VirtualServices().Informer()})
+	if ix := istio(model.KindWorkloadEntry, net, served, "workloadentries", &networking.WorkloadEntry{}); ix != nil {
+		ls.workloadEntries = netlisters.NewWorkloadEntryLister(ix)
 	}
-	if served["destinationrules"] {
-		ls.destinationRules = nv.DestinationRules().Lister()
-		watched = append(watched, watchedKind{model.KindDestinationRule, nv.DestinationRules().Informer()})
+	if ix := istio(model.KindVirtualService, net, served, "virtualservices", &networking.VirtualService{}); ix != nil {
+		ls.virtualServices = netlisters.NewVirtualServiceLister(ix)
 	}
-	if served["sidecars"] {
-		ls.sidecars = nv.Sidecars().Lister()
-		watched = append(watched, watchedKind{model.KindSidecar, nv.Sidecars().Informer()})
+	if ix := istio(model.KindDestinationRule, net, served, "destinationrules", &networking.DestinationRule{}); ix != nil {
+		ls.destinationRules = netlisters.NewDestinationRuleLister(ix)
 	}
-	sv := isf.Security().V1()
-	if servedSecurity["peerauthentications"] {
-		ls.peerAuthentications = sv.PeerAuthentications().Lister()
-		watched = append(watched, watchedKind{model.KindPeerAuthentication, sv.PeerAuthentications().Informer()})
+	if ix := istio(model.KindSidecar, net, served, "sidecars", &networking.Sidecar{}); ix != nil {
+		ls.sidecars = netlisters.NewSidecarLister(ix)
 	}
-	if servedSecurity["authorizationpolicies"] {
-		ls.authorizationPolicies = sv.AuthorizationPolicies().Lister()
-		watched = append(watched, watchedKind{model.KindAuthorizationPolicy, sv.AuthorizationPolicies().Informer()})
+	if ix := istio(model.KindPeerAuthentication, sec, servedSecurity, "peerauthentications", &security.PeerAuthentication{}); ix != nil {
+		ls.peerAuthentications = seclisters.NewPeerAuthenticationLister(ix)
 	}
-	if servedSecurity["requestauthentications"] {
-		ls.requestAuthentications = sv.RequestAuthentications().Lister()
-		watched = append(watched, watchedKind{model.KindRequestAuthentication, sv.RequestAuthentications().Informer()})
+	if ix := istio(model.KindAuthorizationPolicy, sec, servedSecurity, "authorizationpolicies", &security.AuthorizationPolicy{}); ix != nil {
+		ls.authorizationPolicies = seclisters.NewAuthorizationPolicyLister(ix)
+	}
+	if ix := istio(model.KindRequestAuthentication, sec, servedSecurity, "requestauthentications", &security.RequestAuthentication{}); ix != nil {
+		ls.requestAuthentications = seclisters.NewRequestAuthenticationLister(ix)
 	}
 	var syncedFlag sync.Mutex
 	started := false
@@ -202,10 +212,12 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 			return fmt.Errorf("add event handler: %w", err)
 		}
 	}
-	kf.Start(ctx.Done())
-	isf.Start(ctx.Done())
-	defer kf.Shutdown()
-	defer isf.Shutdown()
+	ictx, stop := context.WithCancel(ctx)
+	var informers sync.WaitGroup
+	defer func() { stop(); informers.Wait() }()
+	for _, w := range watched {
+		informers.Go(func() { w.inf.RunWithContext(ictx) })
+	}
 	syncs := make([]cache.InformerSynced, len(watched))
 	for i, w := range watched {
 		syncs[i] = w.inf.HasSynced
@@ -234,7 +246,7 @@ func (r *Registry) istioKinds(gv string) (map[string]bool, error) {
 	out := map[string]bool{}
 	var list []string
 	err := retry(5, func() error {
-		rl, err := r.kube.Discovery().ServerResourcesForGroupVersion(gv)
+		rl, err := r.resources(gv)
 		if err != nil {
 			return err
 		}
@@ -251,6 +263,22 @@ func (r *Registry) istioKinds(gv string) (map[string]bool, error) {
 	slices.Sort(list)
 	r.log.Info("watching Istio kinds", "groupVersion", gv, "kinds", list)
 	return out, nil
+}
+
+// resources asks the API server which resources group version gv serves
+// (its discovery document, as JSON).
+func (r *Registry) resources(gv string) (*metav1.APIResourceList, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	body, err := r.kube.CoreV1().RESTClient().Get().AbsPath("/apis", gv).SetHeader("Accept", "application/json").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var rl metav1.APIResourceList
+	if err := json.Unmarshal(body, &rl); err != nil {
+		return nil, fmt.Errorf("discovery document of %s: %w", gv, err)
+	}
+	return &rl, nil
 }
 
 func retry(n int, f func() error) error {
