@@ -72,5 +72,5 @@ func NewElector(cfg Config, lc leader.Config, log *slog.Logger) (leader.Elector,
 	if err != nil {
 		return nil, fmt.Errorf("leader election: kubernetes client: %w", err)
 	}
-	return leader.New(client, lc, log), nil
+	return leader.New(leader.Clients{Coordination: client.CoordinationV1().RESTClient(), Core: client.CoreV1().RESTClient()}, lc, log), nil
 }

@@ -7,11 +7,17 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/rest"
 )
+
+// Clients are the REST clients an election uses.
+type Clients struct {
+	// Coordination is a coordination.k8s.io/v1 client: the Leases.
+	Coordination rest.Interface
+	// Core is a core/v1 client: whether a holder's pod still exists
+	// (reclaim.go).
+	Core rest.Interface
+}
 
 // Kube elects with coordination.k8s.io Leases named after the singletons
 // in cfg.Namespace, held by cfg.Identity. A leader that stops (its context
@@ -19,7 +25,7 @@ import (
 // crashes keeps them until they expire (cfg.LeaseDuration), unless its pod
 // is gone (reclaim.go).
 type Kube struct {
-	client kubernetes.Interface
+	client Clients
 	cfg    Config
 	log    *slog.Logger
 	wg     sync.WaitGroup
@@ -33,7 +39,7 @@ var _ Elector = (*Kube)(nil)
 
 // NewKube returns an Elector for cfg (see New for one that honours
 // cfg.Enabled).
-func NewKube(client kubernetes.Interface, cfg Config, log *slog.Logger) *Kube {
+func NewKube(client Clients, cfg Config, log *slog.Logger) *Kube {
 	if cfg.LeaseDuration <= 0 {
 		cfg.LeaseDuration = DefaultLeaseDuration
 	}
@@ -44,7 +50,7 @@ func NewKube(client kubernetes.Interface, cfg Config, log *slog.Logger) *Kube {
 }
 
 // New returns Always when elections are off, else NewKube.
-func New(client kubernetes.Interface, cfg Config, log *slog.Logger) Elector {
+func New(client Clients, cfg Config, log *slog.Logger) Elector {
 	if !cfg.Enabled {
 		if log != nil {
 			log.Info("leader election disabled; running every singleton")
@@ -89,38 +95,24 @@ func (k *Kube) term(ctx context.Context, name string, log *slog.Logger, fn func(
 	defer cancel()
 	leading := make(chan context.Context, 1)
 	observed := make(chan struct{}, 1) // a new holder seen: reclaim looks at once
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: k.cfg.Namespace, Name: name},
-			Client:     k.client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: k.cfg.Identity},
+	le := &elector{
+		client: k.client.Coordination, namespace: k.cfg.Namespace, name: name, id: k.cfg.Identity,
+		duration: k.cfg.LeaseDuration, deadline: k.cfg.RenewDeadline(), retry: k.cfg.RetryPeriod(),
+		onStarted: func(lctx context.Context) { leading <- lctx },
+		onNewLeader: func(id string) {
+			if id != k.cfg.Identity {
+				log.Info("leader elected", "leader", id)
+			}
+			select {
+			case observed <- struct{}{}:
+			default:
+			}
 		},
-		LeaseDuration:   k.cfg.LeaseDuration,
-		RenewDeadline:   k.cfg.RenewDeadline(),
-		RetryPeriod:     k.cfg.RetryPeriod(),
-		ReleaseOnCancel: true,
-		Name:            name,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(lctx context.Context) { leading <- lctx },
-			OnStoppedLeading: func() {},
-			OnNewLeader: func(id string) {
-				if id != k.cfg.Identity {
-					log.Info("leader elected", "leader", id)
-				}
-				select {
-				case observed <- struct{}{}:
-				default:
-				}
-			},
-		},
-	})
-	if err != nil {
-		return err
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		le.Run(ctx)
+		le.run(ctx)
 	}()
 	freed, reclaimed := make(chan struct{}), make(chan struct{})
 	go func() {

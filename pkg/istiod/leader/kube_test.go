@@ -78,7 +78,7 @@ func startCandidates(t *testing.T, env *kubetest.Env, lease string, s *singleton
 	for i := range n {
 		id := fmt.Sprintf("istiod-%d", i)
 		ctx, cancel := context.WithCancel(context.Background())
-		e := leader.NewKube(env.Client, leader.Config{Enabled: true, Namespace: "istio-system", Identity: id, LeaseDuration: 2 * time.Second}, log)
+		e := leader.NewKube(clients(env.Client), leader.Config{Enabled: true, Namespace: "istio-system", Identity: id, LeaseDuration: 2 * time.Second}, log)
 		c := &candidate{id: id, cancel: cancel, done: make(chan struct{})}
 		e.Go(ctx, lease, s.fn(id))
 		go func() {
@@ -162,7 +162,7 @@ func TestKubeElection(t *testing.T) {
 // the lease up, and is started again on the next term.
 func TestKubeSingletonReturns(t *testing.T) {
 	env, _ := startAPI(t)
-	e := leader.NewKube(env.Client, leader.Config{Enabled: true, Namespace: "istio-system", Identity: "only", LeaseDuration: 2 * time.Second}, nil)
+	e := leader.NewKube(clients(env.Client), leader.Config{Enabled: true, Namespace: "istio-system", Identity: "only", LeaseDuration: 2 * time.Second}, nil)
 	runCtx, cancel := context.WithCancel(context.Background())
 	terms := make(chan struct{}, 10)
 	e.Go(runCtx, "test-returns", func(context.Context) { terms <- struct{}{} })

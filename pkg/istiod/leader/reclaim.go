@@ -7,10 +7,17 @@ import (
 	"strings"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/leaderelection"
 )
+
+// getPod reads pod name of the namespace (only its error is wanted).
+func (k *Kube) getPod(ctx context.Context, name string) error {
+	var p corev1.Pod
+	return k.client.Core.Get().Namespace(k.cfg.Namespace).Resource("pods").Name(name).Do(ctx).Into(&p)
+}
 
 // errRetryNow ends a term whose campaign should start the next at once.
 var errRetryNow = errors.New("lease freed; campaign again now")
@@ -26,12 +33,12 @@ var errRetryNow = errors.New("lease freed; campaign again now")
 // The lease is freed only if it is unchanged since it was read, so a holder
 // that renewed it keeps it. It looks when the elector observes a new
 // holder, and every half retry period.
-func (k *Kube) reclaim(ctx context.Context, name string, le *leaderelection.LeaderElector, observed <-chan struct{}, log *slog.Logger) bool {
+func (k *Kube) reclaim(ctx context.Context, name string, le *elector, observed <-chan struct{}, log *slog.Logger) bool {
 	t := time.NewTicker(k.cfg.RetryPeriod() / 2)
 	defer t.Stop()
 	seen := ""
 	for {
-		if h := le.GetLeader(); h != "" && h != k.cfg.Identity {
+		if h := le.leader(); h != "" && h != k.cfg.Identity {
 			if k.gone(ctx, h) {
 				if k.free(ctx, name, h) {
 					log.Info("freed the lease of a replica whose pod no longer exists", "holder", h)
@@ -64,8 +71,7 @@ func (k *Kube) gone(ctx context.Context, holder string) bool {
 	if !k.selfIsPod(ctx) {
 		return false
 	}
-	_, err := k.client.CoreV1().Pods(k.cfg.Namespace).Get(ctx, holder, metav1.GetOptions{})
-	return apierrors.IsNotFound(err)
+	return apierrors.IsNotFound(k.getPod(ctx, holder))
 }
 
 // selfIsPod reports whether this process's identity is a pod of the
@@ -74,8 +80,7 @@ func (k *Kube) selfIsPod(ctx context.Context) bool {
 	k.selfMu.Lock()
 	defer k.selfMu.Unlock()
 	if k.self == nil {
-		_, err := k.client.CoreV1().Pods(k.cfg.Namespace).Get(ctx, k.cfg.Identity, metav1.GetOptions{})
-		switch {
+		switch err := k.getPod(ctx, k.cfg.Identity); {
 		case err == nil:
 			k.self = new(true)
 		case apierrors.IsNotFound(err):
@@ -104,14 +109,14 @@ func deployment(pod string) string {
 // free releases lease name if holder still holds it, as the holder's own
 // release would have (no holder, a one-second duration).
 func (k *Kube) free(ctx context.Context, name, holder string) bool {
-	leases := k.client.CoordinationV1().Leases(k.cfg.Namespace)
-	l, err := leases.Get(ctx, name, metav1.GetOptions{})
+	leases := k.client.Coordination
+	var l coordinationv1.Lease
+	err := leases.Get().Namespace(k.cfg.Namespace).Resource("leases").Name(name).Do(ctx).Into(&l)
 	if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != holder {
 		return false
 	}
 	one, now := int32(1), metav1.NewMicroTime(time.Now())
 	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds = nil, &one
 	l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
-	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
-	return err == nil
+	return leases.Put().Namespace(k.cfg.Namespace).Resource("leases").Name(name).Body(&l).Do(ctx).Error() == nil
 }

@@ -89,7 +89,7 @@ func TestKubeFreesLeaseOfGonePod(t *testing.T) {
 
 	logs := &logLines{}
 	// Istio's durations: only the freeing can make a takeover this quick.
-	e := leader.NewKube(env.Client, leader.Config{Enabled: true, Namespace: "istio-system", Identity: self, LeaseDuration: leader.DefaultLeaseDuration},
+	e := leader.NewKube(clients(env.Client), leader.Config{Enabled: true, Namespace: "istio-system", Identity: self, LeaseDuration: leader.DefaultLeaseDuration},
 		slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	runCtx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); e.Wait() })
@@ -143,7 +143,7 @@ func TestKubeKeepsLeasesWhenNotAPod(t *testing.T) {
 	env, ctx := startAPI(t)
 	heldLease(ctx, t, env.Client, "peer-holder", "istiod-5d8f7b9c4-peer1")
 	logs := &logLines{}
-	e := leader.NewKube(env.Client, leader.Config{Enabled: true, Namespace: "istio-system", Identity: "istiod-5d8f7b9c4-me001", LeaseDuration: leader.DefaultLeaseDuration},
+	e := leader.NewKube(clients(env.Client), leader.Config{Enabled: true, Namespace: "istio-system", Identity: "istiod-5d8f7b9c4-me001", LeaseDuration: leader.DefaultLeaseDuration},
 		slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	runCtx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); e.Wait() })
