@@ -49,3 +49,23 @@ func TestNoMethodByRuntimeName(t *testing.T) {
 		t.Fatalf("go build -ldflags=-dumpdep: %v", err)
 	}
 }
+
+// TestNoClientsets: istiod talks to the API server through REST clients of
+// its own groups (pkg/kuberest), not client-go's or Istio's clientsets,
+// informer factories, discovery client or leader election, which register
+// every Kubernetes API group and keep their generated code in the binary
+// (43 MB with them, 30 MB without).
+func TestNoClientsets(t *testing.T) {
+	out, err := exec.Command("go", "list", "-tags", "grpcnotrace", "-deps", ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		switch dep {
+		case "k8s.io/client-go/kubernetes", "k8s.io/client-go/kubernetes/scheme", "k8s.io/client-go/informers",
+			"k8s.io/client-go/discovery", "k8s.io/client-go/tools/leaderelection",
+			"istio.io/client-go/pkg/clientset/versioned", "istio.io/client-go/pkg/informers/externalversions":
+			t.Errorf("istiod links %s", dep)
+		}
+	}
+}

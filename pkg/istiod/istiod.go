@@ -87,7 +87,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 	if d.mesh = o.mesh; d.mesh == nil {
 		src := mesh.Source{File: cfg.MeshConfigFile, Namespace: cfg.Namespace, Name: mesh.ConfigMapName(cfg.Revision)}
 		if kr, ok := reg.(*kube.Registry); ok {
-			src.Client = kr.Client().CoreV1().RESTClient()
+			src.Client = kr.Clients().Core
 		}
 		if d.mesh, err = mesh.Watch(ctx, src, log); err != nil {
 			return nil, err
@@ -248,11 +248,11 @@ func WatchMesh(ctx context.Context, cfg Config, log *slog.Logger) (*mesh.Watcher
 		if err != nil {
 			return nil, fmt.Errorf("mesh config: %w", err)
 		}
-		kc, err := kubeClientset(rc, cfg)
+		kc, err := kubeClients(rc, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("mesh config: kubernetes client: %w", err)
 		}
-		src.Client = kc.CoreV1().RESTClient()
+		src.Client = kc.Core
 	}
 	return mesh.Watch(ctx, src, log)
 }

@@ -68,9 +68,9 @@ func NewElector(cfg Config, lc leader.Config, log *slog.Logger) (leader.Elector,
 	if err != nil {
 		return nil, fmt.Errorf("leader election: kubernetes config: %w", err)
 	}
-	client, err := kubeClientset(rc, cfg)
+	client, err := kubeClients(rc, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("leader election: kubernetes client: %w", err)
 	}
-	return leader.New(leader.Clients{Coordination: client.CoordinationV1().RESTClient(), Core: client.CoreV1().RESTClient()}, lc, log), nil
+	return leader.New(leader.Clients{Coordination: client.Coordination, Core: client.Core}, lc, log), nil
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 )
 
 // Security is istiod's CA and TLS settings.
@@ -75,10 +75,10 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 		if err != nil {
 			return nil, nil, err
 		}
-		cc.Client = client.CoreV1().RESTClient()
+		cc.Client = client.Core
 		// Published below, by the elected replica only.
 		cc.DisableConfigMapPublishing = true
-		cc.Authenticators = append(cc.Authenticators, ca.NewTokenReviewAuthenticator(client.AuthenticationV1().RESTClient(), sec.TrustDomain))
+		cc.Authenticators = append(cc.Authenticators, ca.NewTokenReviewAuthenticator(client.Authentication, sec.TrustDomain))
 	} else {
 		cc.SelfSignedDir = sec.CADir
 	}
@@ -121,10 +121,10 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 	return opts, authority, nil
 }
 
-func kubeClient(cfg Config) (kubernetes.Interface, error) {
+func kubeClient(cfg Config) (*kuberest.Clients, error) {
 	rc, err := restConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for the CA: %w", err)
 	}
-	return kubeClientset(rc, cfg)
+	return kubeClients(rc, cfg)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
@@ -79,19 +78,15 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 	if err != nil {
 		return fmt.Errorf("webhook patcher: kubernetes config: %w", err)
 	}
-	client, err := kubeClientset(rc, cfg)
+	client, err := kubeClients(rc, cfg)
 	if err != nil {
 		return fmt.Errorf("webhook patcher: kubernetes client: %w", err)
 	}
-	ic, err := istioclient.NewForConfig(rc)
-	if err != nil {
-		return fmt.Errorf("webhook patcher: istio client: %w", err)
-	}
 	o := webhook.PatcherOptions{
-		Client:         client.AdmissionregistrationV1().RESTClient(),
+		Client:         client.Admission,
 		Revision:       p.Revision,
 		Roots:          authority,
-		Ready:          webhook.DryRunReady(ic.NetworkingV1().RESTClient(), p.Namespace, p.Revision),
+		Ready:          webhook.DryRunReady(client.Networking, p.Namespace, p.Revision),
 		Log:            log,
 		SkipMutating:   !p.Injection,
 		SkipValidating: !p.Validation,

@@ -12,9 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"google.golang.org/protobuf/encoding/protojson"
 	meshconfig "istio.io/api/mesh/v1alpha1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -24,9 +22,9 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject/configmap"
 	"github.com/skiff-mesh/skiff/pkg/istiod/mesh"
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
-	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
 	"github.com/skiff-mesh/skiff/pkg/istiod/validation"
 	"github.com/skiff-mesh/skiff/pkg/istiod/webhook"
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 )
 
 // Webhooks configures the admission webhooks (/inject, /validate) on 15017.
@@ -162,21 +160,17 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 	v := &validation.Validator{DomainSuffix: cfg.Domain}
 	var synced chan struct{}
 	var wg sync.WaitGroup
-	var kc kubernetes.Interface
+	var kc *kuberest.Clients
 	var subsets *validation.KubeSubsets
 	if cfg.ConfigDir == "" {
 		rc, err := restConfig(cfg)
 		if err != nil {
 			return nil, err
 		}
-		if kc, err = kubeClientset(rc, cfg); err != nil {
+		if kc, err = kubeClients(rc, cfg); err != nil {
 			return nil, fmt.Errorf("kubernetes client: %w", err)
 		}
-		ic, err := istioclient.NewForConfig(rc)
-		if err != nil {
-			return nil, fmt.Errorf("istio client: %w", err)
-		}
-		subsets = validation.NewKubeSubsets(ic.NetworkingV1().RESTClient(), cfg.Domain)
+		subsets = validation.NewKubeSubsets(kc.Networking, cfg.Domain)
 		v.Subsets = subsets
 	}
 	if kc == nil {
@@ -185,7 +179,7 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 		ns, name := w.injectorConfigMap(os.Getenv, inj.Revision())
 		synced = make(chan struct{})
 		wg.Go(func() {
-			if err := configmap.Watch(ctx, kc.CoreV1().RESTClient(), ns, name, inj, log, synced); err != nil {
+			if err := configmap.Watch(ctx, kc.Core, ns, name, inj, log, synced); err != nil {
 				log.Error("injector ConfigMap watch stopped", "err", err)
 			}
 		})
@@ -285,10 +279,10 @@ func restConfig(cfg Config) (*rest.Config, error) {
 	return rc, nil
 }
 
-// kubeClientset is a client of Kubernetes' own types on rc, in protobuf
-// unless cfg asks for JSON: the API server encodes, and istiod decodes,
-// protobuf for a fraction of JSON's CPU (watched pods, TokenReviews).
-// Clients of Istio's types keep rc as it is: CRDs are served in JSON only.
-func kubeClientset(rc *rest.Config, cfg Config) (*kubernetes.Clientset, error) {
-	return kubernetes.NewForConfig(kube.ProtobufConfig(rc, !cfg.KubeJSON))
+// kubeClients are REST clients of istiod's groups on rc, Kubernetes' own
+// in protobuf unless cfg asks for JSON: the API server encodes, and istiod
+// decodes, protobuf for a fraction of JSON's CPU (watched pods,
+// TokenReviews). Istio's CRDs are served in JSON only.
+func kubeClients(rc *rest.Config, cfg Config) (*kuberest.Clients, error) {
+	return kuberest.New(rc, !cfg.KubeJSON)
 }

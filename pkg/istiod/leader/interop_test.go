@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
+	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
@@ -39,26 +40,7 @@ func TestSharesLeaseWithClientGo(t *testing.T) {
 	}
 
 	// client-go's candidate first, so that it leads.
-	cgCtx, cgStop := context.WithCancel(context.Background())
-	cgDone := make(chan struct{})
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: "istio-system", Name: lease},
-			Client:     env.Client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: "istio-istiod"},
-		},
-		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond,
-		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { clientGoLeads.Store(true); check(); <-ctx.Done() },
-			OnStoppedLeading: func() { clientGoLeads.Store(false) },
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { defer close(cgDone); le.Run(cgCtx) }()
-	t.Cleanup(func() { cgStop(); <-cgDone })
+	cgStop := clientGoCandidate(t, env, lease, "istio-istiod", &clientGoLeads, check)
 	polltest.Within(t, 10*time.Second, "client-go's candidate leads", func() bool {
 		return clientGoLeads.Load() && holder(ctx, t, env.Client, lease) == "istio-istiod"
 	})
@@ -75,32 +57,12 @@ func TestSharesLeaseWithClientGo(t *testing.T) {
 	}
 
 	cgStop()
-	<-cgDone
 	polltest.Within(t, 3*time.Second, "Skiff's candidate takes the released lease", func() bool {
 		return skiffLeads.Load() && holder(ctx, t, env.Client, lease) == "skiff-istiod"
 	})
 
 	// And the other way round: client-go's waits, then takes over at once.
-	cgCtx2, cgStop2 := context.WithCancel(context.Background())
-	cgDone2 := make(chan struct{})
-	le2, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: "istio-system", Name: lease},
-			Client:     env.Client.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: "istio-istiod-2"},
-		},
-		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond,
-		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { clientGoLeads.Store(true); check(); <-ctx.Done() },
-			OnStoppedLeading: func() { clientGoLeads.Store(false) },
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { defer close(cgDone2); le2.Run(cgCtx2) }()
-	t.Cleanup(func() { cgStop2(); <-cgDone2 })
+	clientGoCandidate(t, env, lease, "istio-istiod-2", &clientGoLeads, check)
 	time.Sleep(3 * time.Second) // as above
 	if clientGoLeads.Load() {
 		t.Fatal("client-go's candidate leads while Skiff's holds a valid lease")
@@ -115,4 +77,33 @@ func TestSharesLeaseWithClientGo(t *testing.T) {
 		t.Fatal("both candidates led at once")
 	default:
 	}
+}
+
+// clientGoCandidate campaigns for lease with client-go's leaderelection, as
+// Istio's istiod does, setting leads while it leads, until stop is called
+// (which releases the lease and returns once the elector has stopped).
+func clientGoCandidate(t *testing.T, env *kubetest.Env, lease, id string, leads *atomic.Bool, check func()) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: "istio-system", Name: lease},
+			Client:     env.Client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+		},
+		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { leads.Store(true); check(); <-ctx.Done() },
+			OnStoppedLeading: func() { leads.Store(false) },
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { defer close(done); le.Run(ctx) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }

@@ -16,7 +16,6 @@ import (
 
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 	security "istio.io/client-go/pkg/apis/security/v1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	netlisters "istio.io/client-go/pkg/listers/networking/v1"
 	seclisters "istio.io/client-go/pkg/listers/security/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/rest"
@@ -34,6 +32,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry"
 	"github.com/skiff-mesh/skiff/pkg/kubecache"
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 )
 
 // Config selects the cluster.
@@ -50,19 +49,6 @@ type Config struct {
 	JSON bool
 }
 
-// ProtobufConfig is a copy of rc whose requests and answers are protobuf
-// when on (JSON still accepted), for clients of Kubernetes' built-in types
-// only: custom resources have no protobuf form. Istio's clients do the same
-// (ISTIO_KUBE_CLIENT_CONTENT_TYPE, protobuf by default).
-func ProtobufConfig(rc *rest.Config, on bool) *rest.Config {
-	rc = rest.CopyConfig(rc)
-	if on {
-		rc.ContentType = "application/vnd.kubernetes.protobuf"
-		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	}
-	return rc
-}
-
 // The Istio API versions watched.
 const (
 	istioGroupVersion    = "networking.istio.io/v1"
@@ -71,9 +57,8 @@ const (
 
 // Registry watches a cluster.
 type Registry struct {
-	log   *slog.Logger
-	kube  kubernetes.Interface
-	istio istioclient.Interface
+	log     *slog.Logger
+	clients *kuberest.Clients
 
 	mu sync.Mutex
 	// dirty are the kinds whose caches changed since inputs was built;
@@ -106,20 +91,16 @@ func New(cfg Config, log *slog.Logger) (*Registry, error) {
 	if rc.QPS == 0 { // not set by the caller: above client-go's 5
 		rc.QPS, rc.Burst = 50, 100
 	}
-	kc, err := kubernetes.NewForConfig(ProtobufConfig(rc, !cfg.JSON))
+	clients, err := kuberest.New(rc, !cfg.JSON)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	ic, err := istioclient.NewForConfig(rc)
-	if err != nil {
-		return nil, fmt.Errorf("istio client: %w", err)
-	}
-	return &Registry{log: log.With("component", "kube-registry"), kube: kc, istio: ic, inputs: &model.Inputs{},
+	return &Registry{log: log.With("component", "kube-registry"), clients: clients, inputs: &model.Inputs{},
 		dirty: map[model.Kind]bool{}, problems: map[model.Kind][]error{}}, nil
 }
 
-// Client is the registry's Kubernetes client.
-func (r *Registry) Client() kubernetes.Interface { return r.kube }
+// Clients are the registry's REST clients.
+func (r *Registry) Clients() *kuberest.Clients { return r.clients }
 
 // Run starts the informers, waits for their caches, and calls changed after
 // the initial sync and after every change, until ctx ends.
@@ -132,8 +113,8 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	if err != nil {
 		return err
 	}
-	core, disc := r.kube.CoreV1().RESTClient(), r.kube.DiscoveryV1().RESTClient()
-	net, sec := r.istio.NetworkingV1().RESTClient(), r.istio.SecurityV1().RESTClient()
+	core, disc := r.clients.Core, r.clients.Discovery
+	net, sec := r.clients.Networking, r.clients.Security
 	services := kubecache.Informer(core, "services", "", &corev1.Service{}, nil)
 	endpointSlices := kubecache.Informer(disc, "endpointslices", "", &discoveryv1.EndpointSlice{}, nil)
 	pods := kubecache.Informer(core, "pods", "", &corev1.Pod{}, nil)
@@ -270,7 +251,7 @@ func (r *Registry) istioKinds(gv string) (map[string]bool, error) {
 func (r *Registry) resources(gv string) (*metav1.APIResourceList, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	body, err := r.kube.CoreV1().RESTClient().Get().AbsPath("/apis", gv).SetHeader("Accept", "application/json").DoRaw(ctx)
+	body, err := r.clients.Core.Get().AbsPath("/apis", gv).SetHeader("Accept", "application/json").DoRaw(ctx)
 	if err != nil {
 		return nil, err
 	}
