@@ -503,8 +503,8 @@ func TestChartRBACLetsIstiodPatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := authority.RootCertPEM()
-	ready := webhook.DryRunReady(ic, namespace, "default")
-	p, err := webhook.NewConfigurationPatcher(webhook.PatcherOptions{Client: client, Roots: staticRoots(root), Ready: ready})
+	ready := webhook.DryRunReady(ic.NetworkingV1().RESTClient(), namespace, "default")
+	p, err := webhook.NewConfigurationPatcher(webhook.PatcherOptions{Client: client.AdmissionregistrationV1().RESTClient(), Roots: staticRoots(root), Ready: ready})
 	if err != nil {
 		t.Fatal(err)
 	}
