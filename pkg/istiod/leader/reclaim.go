@@ -13,12 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// getPod reads pod name of the namespace (only its error is wanted).
-func (k *Kube) getPod(ctx context.Context, name string) error {
-	var p corev1.Pod
-	return k.client.Core.Get().Namespace(k.cfg.Namespace).Resource("pods").Name(name).Do(ctx).Into(&p)
-}
-
 // errRetryNow ends a term whose campaign should start the next at once.
 var errRetryNow = errors.New("lease freed; campaign again now")
 
@@ -90,6 +84,13 @@ func (k *Kube) selfIsPod(ctx context.Context) bool {
 		}
 	}
 	return *k.self
+}
+
+// getPod reads the pod called name in the namespace; only its error is
+// wanted.
+func (k *Kube) getPod(ctx context.Context, name string) error {
+	var p corev1.Pod
+	return k.client.Core.Get().Namespace(k.cfg.Namespace).Resource("pods").Name(name).Do(ctx).Into(&p)
 }
 
 // deployment is the Deployment a pod name of the form NAME-HASH-ID belongs
