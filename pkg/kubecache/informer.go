@@ -1,6 +1,9 @@
 package kubecache
 
 import (
+	"context"
+	"sync"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,4 +34,15 @@ func ByName(name string) func(*metav1.ListOptions) {
 	return func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 	}
+}
+
+// Start runs informers until ctx ends or stop is called; stop returns once
+// they have all stopped (as an informer factory's Start and Shutdown).
+func Start(ctx context.Context, informers ...cache.SharedIndexInformer) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, inf := range informers {
+		wg.Go(func() { inf.RunWithContext(ctx) })
+	}
+	return func() { cancel(); wg.Wait() }
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,11 +91,7 @@ func (p *rootPublisher) run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("root publisher: %w", err)
 	}
-	ictx, stop := context.WithCancel(ctx)
-	var informers sync.WaitGroup
-	defer func() { stop(); informers.Wait() }()
-	informers.Go(func() { nsInformer.RunWithContext(ictx) })
-	informers.Go(func() { cmInformer.RunWithContext(ictx) })
+	defer kubecache.Start(ctx, nsInformer, cmInformer)()
 	if !cache.WaitForCacheSync(ctx.Done(), nsInformer.HasSynced, cmInformer.HasSynced) {
 		return nil // ctx ended
 	}

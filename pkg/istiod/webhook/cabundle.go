@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -169,12 +168,11 @@ func (p *ConfigurationPatcher) Run(ctx context.Context) error {
 			return fmt.Errorf("webhook configuration patcher: watch %ss: %w", kind, err)
 		}
 	}
-	ictx, stop := context.WithCancel(ctx)
-	var informers sync.WaitGroup
-	defer func() { stop(); informers.Wait() }()
+	infs := make([]cache.SharedIndexInformer, 0, len(watched))
 	for _, inf := range watched {
-		informers.Go(func() { inf.RunWithContext(ictx) })
+		infs = append(infs, inf)
 	}
+	defer kubecache.Start(ctx, infs...)()
 	for kind, inf := range watched {
 		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 			if ctx.Err() != nil {

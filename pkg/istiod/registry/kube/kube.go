@@ -193,16 +193,12 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 			return fmt.Errorf("add event handler: %w", err)
 		}
 	}
-	ictx, stop := context.WithCancel(ctx)
-	var informers sync.WaitGroup
-	defer func() { stop(); informers.Wait() }()
-	for _, w := range watched {
-		informers.Go(func() { w.inf.RunWithContext(ictx) })
-	}
+	infs := make([]cache.SharedIndexInformer, len(watched))
 	syncs := make([]cache.InformerSynced, len(watched))
 	for i, w := range watched {
-		syncs[i] = w.inf.HasSynced
+		infs[i], syncs[i] = w.inf, w.inf.HasSynced
 	}
+	defer kubecache.Start(ctx, infs...)()
 	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
 		return nil // ctx ended
 	}
