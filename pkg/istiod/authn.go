@@ -40,7 +40,7 @@ func RequireIdentity(authority *ca.CA, log *slog.Logger) grpc.StreamServerInterc
 		if !strings.Contains(info.FullMethod, "DiscoveryService/") {
 			return handler(srv, ss)
 		}
-		id, how, err := ca.Authenticate(ss.Context(), authority.Authenticators())
+		id, how, err := authenticateAside(ss.Context(), authority)
 		if err != nil {
 			addr := ""
 			if p, ok := peer.FromContext(ss.Context()); ok {
@@ -52,4 +52,25 @@ func RequireIdentity(authority *ca.CA, log *slog.Logger) grpc.StreamServerInterc
 		log.Debug("xDS stream authenticated", "identity", id.String(), "by", how)
 		return handler(srv, identityStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), identityKey{}, id)})
 	}
+}
+
+// authenticateAside authenticates a stream on a goroutine of its own.
+//
+// Verifying a certificate chain (ECDSA) grows the stack of the goroutine
+// it runs on to 16 KiB. A stream's handler goroutine lives as long as the
+// stream, parked in RecvMsg, and the runtime halves a parked goroutine's
+// stack at a collection only while it uses under a quarter of it: parked
+// there, gRPC's frames and the handler's use about 3.5 KiB, plus the
+// runtime's 800-byte guard, so a handler goroutine that verified its
+// sidecar's certificate kept 16 KiB instead of 8 for the stream's life,
+// 8 MiB at 1000 sidecars (docs/benchmarks.md, istiod xDS). Aside, the deep
+// stack goes with its goroutine.
+func authenticateAside(ctx context.Context, authority *ca.CA) (id spiffe.ID, how string, err error) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		id, how, err = ca.Authenticate(ctx, authority.Authenticators())
+	}()
+	<-done
+	return id, how, err
 }
