@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/cni"
 	"github.com/skiff-mesh/skiff/pkg/cni/podcache"
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/netns"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
@@ -56,7 +57,11 @@ const benchNode = "bench-node"
 
 // startPodCache serves the node agent's pod cache in the node's run dir.
 func startPodCache(b *testing.B, n *node) *http.Client {
-	c, err := podcache.New(kube.Client, benchNode, slog.New(slog.DiscardHandler))
+	core, err := kuberest.NewCore(kube.Config, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := podcache.New(core, benchNode, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}

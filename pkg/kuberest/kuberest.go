@@ -1,8 +1,8 @@
 // Package kuberest makes REST clients of the Kubernetes and Istio API
-// groups istiod reads and writes, on a scheme that registers those groups
+// groups a binary reads and writes, on a scheme that registers those groups
 // only. client-go's clientsets register all of Kubernetes' groups (57 of
 // them), and every registered type keeps its generated code in the binary;
-// istiod needs seven.
+// istiod needs seven, install-cni one.
 package kuberest
 
 import (
@@ -24,24 +24,6 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 )
 
-// Scheme holds the groups of Clients.
-var Scheme = runtime.NewScheme()
-
-// codecs encode and decode them: JSON, and protobuf for Kubernetes' own.
-var codecs = serializer.NewCodecFactory(Scheme)
-
-func init() {
-	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
-	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, discoveryv1.AddToScheme, admissionregistrationv1.AddToScheme,
-		coordinationv1.AddToScheme, authenticationv1.AddToScheme, networkingv1.AddToScheme, securityv1.AddToScheme,
-	} {
-		if err := add(Scheme); err != nil {
-			panic(err) // a programming error: the groups register once
-		}
-	}
-}
-
 // Clients are REST clients of one group version each, sharing one HTTP
 // client and one rate limiter, as a clientset's do.
 type Clients struct {
@@ -54,9 +36,56 @@ type Clients struct {
 	Security       rest.Interface // security.istio.io/v1
 }
 
-// New makes Clients on rc. protobuf asks Kubernetes' own groups for
-// protobuf (the API server serves custom resources, Istio's, as JSON only).
+// group is one group version a client is made for.
+type group struct {
+	dst *rest.Interface
+	gv  schema.GroupVersion
+	add func(*runtime.Scheme) error
+	pb  bool // protobuf when asked for: Kubernetes' own groups
+}
+
+// New makes istiod's Clients on rc. protobuf asks Kubernetes' own groups
+// for protobuf (the API server serves custom resources, Istio's, as JSON
+// only).
 func New(rc *rest.Config, protobuf bool) (*Clients, error) {
+	var c Clients
+	err := make(rc, protobuf, []group{
+		{&c.Core, corev1.SchemeGroupVersion, corev1.AddToScheme, true},
+		{&c.Discovery, discoveryv1.SchemeGroupVersion, discoveryv1.AddToScheme, true},
+		{&c.Admission, admissionregistrationv1.SchemeGroupVersion, admissionregistrationv1.AddToScheme, true},
+		{&c.Coordination, coordinationv1.SchemeGroupVersion, coordinationv1.AddToScheme, true},
+		{&c.Authentication, authenticationv1.SchemeGroupVersion, authenticationv1.AddToScheme, true},
+		{&c.Networking, networkingv1.SchemeGroupVersion, networkingv1.AddToScheme, false},
+		{&c.Security, securityv1.SchemeGroupVersion, securityv1.AddToScheme, false},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// NewCore makes a REST client of core/v1 alone on rc, for binaries that
+// read and write pods and events only (install-cni).
+func NewCore(rc *rest.Config, protobuf bool) (rest.Interface, error) {
+	var core rest.Interface
+	if err := make(rc, protobuf, []group{{&core, corev1.SchemeGroupVersion, corev1.AddToScheme, true}}); err != nil {
+		return nil, err
+	}
+	return core, nil
+}
+
+// make sets each group's client, on a scheme of those groups, one HTTP
+// client and one rate limiter.
+func make(rc *rest.Config, protobuf bool, groups []group) error {
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
+	for _, g := range groups {
+		if err := g.add(scheme); err != nil {
+			return fmt.Errorf("scheme of %s: %w", g.gv, err)
+		}
+	}
+	codecs := serializer.NewCodecFactory(scheme)
+
 	base := rest.CopyConfig(rc)
 	if base.UserAgent == "" {
 		base.UserAgent = rest.DefaultKubernetesUserAgent()
@@ -70,30 +99,17 @@ func New(rc *rest.Config, protobuf bool) (*Clients, error) {
 	}
 	hc, err := rest.HTTPClientFor(base)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes HTTP client: %w", err)
+		return fmt.Errorf("kubernetes HTTP client: %w", err)
 	}
-	var c Clients
-	for _, g := range []struct {
-		dst *rest.Interface
-		gv  schema.GroupVersion
-		pb  bool
-	}{
-		{&c.Core, corev1.SchemeGroupVersion, protobuf},
-		{&c.Discovery, discoveryv1.SchemeGroupVersion, protobuf},
-		{&c.Admission, admissionregistrationv1.SchemeGroupVersion, protobuf},
-		{&c.Coordination, coordinationv1.SchemeGroupVersion, protobuf},
-		{&c.Authentication, authenticationv1.SchemeGroupVersion, protobuf},
-		{&c.Networking, networkingv1.SchemeGroupVersion, false},
-		{&c.Security, securityv1.SchemeGroupVersion, false},
-	} {
-		if *g.dst, err = client(base, hc, g.gv, g.pb); err != nil {
-			return nil, fmt.Errorf("kubernetes client of %s: %w", g.gv, err)
+	for _, g := range groups {
+		if *g.dst, err = client(base, hc, codecs, g.gv, protobuf && g.pb); err != nil {
+			return fmt.Errorf("kubernetes client of %s: %w", g.gv, err)
 		}
 	}
-	return &c, nil
+	return nil
 }
 
-func client(base *rest.Config, hc *http.Client, gv schema.GroupVersion, protobuf bool) (rest.Interface, error) {
+func client(base *rest.Config, hc *http.Client, codecs serializer.CodecFactory, gv schema.GroupVersion, protobuf bool) (rest.Interface, error) {
 	c := rest.CopyConfig(base)
 	c.GroupVersion = &gv
 	c.APIPath = "/apis"
@@ -108,4 +124,14 @@ func client(base *rest.Config, hc *http.Client, gv schema.GroupVersion, protobuf
 		c.ContentType, c.AcceptContentTypes = runtime.ContentTypeJSON, ""
 	}
 	return rest.RESTClientForConfigAndClient(c, hc)
+}
+
+// Clientsets are the packages of client-go and Istio that register every
+// Kubernetes API group (clientsets, informer factories, the discovery
+// client, leader election's locks). Binaries on these REST clients keep
+// them out, and test that they do.
+var Clientsets = []string{
+	"k8s.io/client-go/kubernetes", "k8s.io/client-go/kubernetes/scheme", "k8s.io/client-go/informers",
+	"k8s.io/client-go/discovery", "k8s.io/client-go/tools/leaderelection",
+	"istio.io/client-go/pkg/clientset/versioned", "istio.io/client-go/pkg/informers/externalversions",
 }

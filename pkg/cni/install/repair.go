@@ -8,11 +8,11 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/skiff-mesh/skiff/pkg/cni/podcache"
 	"github.com/skiff-mesh/skiff/pkg/cni/repair"
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 )
 
 // newRepairedCounter counts repair actions by type and result, Istio's metric.
@@ -51,14 +51,15 @@ func newRepair(f Flags, log *slog.Logger, repaired *prometheus.CounterVec) (*rep
 }
 
 // apiClient is the node agent's client of the API server, with the
-// service account token the kubelet mounts (re-read as it rotates).
-func apiClient(f Flags) (kubernetes.Interface, error) {
-	client, err := kubernetes.NewForConfig(&rest.Config{
+// service account token the kubelet mounts (re-read as it rotates): a
+// REST client of core/v1 that reads pods as protobuf.
+func apiClient(f Flags) (rest.Interface, error) {
+	client, err := kuberest.NewCore(&rest.Config{
 		Host:            "https://" + net.JoinHostPort(f.Config.KubeHost, strconv.Itoa(int(f.Config.KubePort))),
 		BearerTokenFile: f.Config.TokenPath,
 		TLSClientConfig: rest.TLSClientConfig{CAFile: f.Config.CAPath},
 		UserAgent:       "install-cni",
-	})
+	}, true)
 	if err != nil {
 		return nil, fmt.Errorf("API client: %w", err)
 	}

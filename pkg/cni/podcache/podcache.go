@@ -23,7 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-mesh/skiff/pkg/httpserver"
@@ -36,11 +36,11 @@ type Cache struct {
 }
 
 // New returns a cache of the pods bound to node.
-func New(client kubernetes.Interface, node string, log *slog.Logger) (*Cache, error) {
+func New(client rest.Interface, node string, log *slog.Logger) (*Cache, error) {
 	if node == "" {
 		return nil, errors.New("pod cache: no node name")
 	}
-	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "pods", corev1.NamespaceAll,
+	lw := cache.NewListWatchFromClient(client, "pods", corev1.NamespaceAll,
 		fields.OneTermEqualSelector("spec.nodeName", node))
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
 	if err := inf.SetTransform(trim); err != nil {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -42,7 +43,11 @@ func TestServesTheNodesPods(t *testing.T) {
 	}
 	pod("here", "node-a")
 	pod("there", "node-b")
-	c, err := New(env.Client, "node-a", slog.New(slog.DiscardHandler))
+	core, err := kuberest.NewCore(env.Config, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(core, "node-a", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -31,7 +31,7 @@ type Controller struct {
 
 // New returns a controller that watches the pods bound to cfg.NodeName
 // (narrowed by cfg's selectors) through client and repairs them with pods.
-func New(cfg Config, client kubernetes.Interface, pods Pods, log *slog.Logger) (*Controller, error) {
+func New(cfg Config, client rest.Interface, pods Pods, log *slog.Logger) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func New(cfg Config, client kubernetes.Interface, pods Pods, log *slog.Logger) (
 		return nil, errors.New("repair: no node name (REPAIR_NODE_NAME)")
 	}
 	log = log.With("component", "cni-repair")
-	lw := cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, func(o *metav1.ListOptions) {
+	lw := cache.NewFilteredListWatchFromClient(client, "pods", metav1.NamespaceAll, func(o *metav1.ListOptions) {
 		o.FieldSelector = cfg.fieldSelector()
 		o.LabelSelector = cfg.LabelSelector
 	})

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/skiff-mesh/skiff/pkg/cni/repair"
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -149,7 +150,11 @@ func TestController(t *testing.T) {
 			cfg := repair.DefaultConfig()
 			cfg.NodeName = node
 			tt.edit(&cfg)
-			ctrl, err := repair.New(cfg, env.Client, repair.Kube{Client: env.Client}, quiet())
+			core, err := kuberest.NewCore(env.Config, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctrl, err := repair.New(cfg, core, repair.Kube{Client: core}, quiet())
 			if err != nil {
 				t.Fatal(err)
 			}

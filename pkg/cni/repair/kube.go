@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Component is the event source the controller reports as, Istio's.
@@ -17,7 +17,7 @@ const Component = "cni-repair"
 
 // Kube changes pods through the API server.
 type Kube struct {
-	Client kubernetes.Interface
+	Client rest.Interface // core/v1 (kuberest.NewCore)
 }
 
 var _ Pods = Kube{}
@@ -26,9 +26,9 @@ var _ Pods = Kube{}
 // so a pod recreated under the same name, or changed since it was judged,
 // is left alone. A pod already gone is not an error.
 func (k Kube) Delete(ctx context.Context, pod *corev1.Pod) error {
-	err := k.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+	err := k.Client.Delete().Namespace(pod.Namespace).Resource("pods").Name(pod.Name).Body(&metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion},
-	})
+	}).Do(ctx).Error()
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -42,8 +42,8 @@ func (k Kube) Label(ctx context.Context, pod *corev1.Pod, key, value string) err
 	if err != nil {
 		return fmt.Errorf("label patch: %w", err)
 	}
-	_, err = k.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	return err
+	return k.Client.Patch(types.MergePatchType).Namespace(pod.Namespace).Resource("pods").Name(pod.Name).
+		SubResource("status").Body(patch).Do(ctx).Error()
 }
 
 // Event creates a Warning event on pod from Component.
@@ -60,6 +60,5 @@ func (k Kube) Event(ctx context.Context, pod *corev1.Pod, reason, message string
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		ReportingController: Component, ReportingInstance: Component + "-" + pod.Spec.NodeName,
 	}
-	_, err := k.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{})
-	return err
+	return k.Client.Post().Namespace(pod.Namespace).Resource("events").Body(ev).Do(ctx).Error()
 }
