@@ -92,6 +92,7 @@ bench-iptables: deps build ## istio-iptables first install vs one exec per rule
 
 bench-cni: deps k8s-assets ## CNI ADD latency with and without the plugin, alone and 30 at once, and beside Istio's own plugin
 	$(GO) test -run XXX -bench Add -benchtime 60x ./pkg/cni/
+	$(GO) test -run XXX -bench IdleRSS -benchtime 3x ./cmd/install-cni/
 
 bench-agent: deps build ## pilot-agent start-to-ready, binary size, idle and loaded RSS, DNS QPS, beside Istio's own agent
 	$(GO) test -run XXX -bench StartToReady -benchtime 20x ./pkg/agent/

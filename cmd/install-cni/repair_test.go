@@ -42,7 +42,7 @@ type chart struct {
 	container corev1.Container
 }
 
-func renderChart(t *testing.T, values map[string]any) chart {
+func renderChart(t testing.TB, values map[string]any) chart {
 	t.Helper()
 	ch, err := loader.LoadDir(filepath.Join("..", "..", "manifests", "charts", "istio-cni"))
 	if err != nil {
@@ -90,7 +90,7 @@ func renderChart(t *testing.T, values map[string]any) chart {
 	return c
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func must(t *testing.T, err error) {
 }
 
 // apply replaces the cluster's istio-cni RBAC with the chart's.
-func (c chart) apply(t *testing.T, client kubernetes.Interface) {
+func (c chart) apply(t testing.TB, client kubernetes.Interface) {
 	t.Helper()
 	ctx := kubetest.Context(t)
 	for _, r := range c.roles {
@@ -139,18 +139,8 @@ func (c chart) env(node string) []string {
 func TestRepairAsTheChartDeploysIt(t *testing.T) {
 	env := kubetest.Start(t)
 	ctx := kubetest.Context(t)
-	bin := filepath.Join(t.TempDir(), "install-cni")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatal(string(out))
-	}
-	_, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNamespace}}, metav1.CreateOptions{})
-	must(t, err)
-	_, err = env.Client.CoreV1().ServiceAccounts(chartNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "istio-cni"}}, metav1.CreateOptions{})
-	must(t, err)
-	tok, err := env.Client.CoreV1().ServiceAccounts(chartNamespace).CreateToken(ctx, "istio-cni", &authv1.TokenRequest{}, metav1.CreateOptions{})
-	must(t, err)
-	u, err := url.Parse(env.URL)
-	must(t, err)
+	bin := buildInstallCNI(t)
+	tok := chartServiceAccount(t, env)
 
 	yes := true
 	owned := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-1", UID: "rs-uid", Controller: &yes}}
@@ -192,31 +182,9 @@ func TestRepairAsTheChartDeploysIt(t *testing.T) {
 			_, err = env.Client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
 			must(t, err)
 
-			d := t.TempDir()
-			for _, dir := range []string{"net.d", "bin", "sa"} {
-				must(t, os.MkdirAll(filepath.Join(d, dir), 0o755))
-			}
-			ca, err := os.ReadFile(env.CAFile)
-			must(t, err)
-			for name, content := range map[string]string{
-				"net.d/10-k8s.conflist": `{"cniVersion":"1.0.0","name":"k8s","plugins":[{"type":"bridge"}]}`,
-				"plugin":                "plugin", "sa/token": tok.Status.Token, "sa/ca.crt": string(ca),
-			} {
-				must(t, os.WriteFile(filepath.Join(d, name), []byte(content), 0o644))
-			}
-			// The chart's arguments, then this test's directories and ports.
-			args := append(append([]string(nil), ch.container.Args...),
-				"--mounted-cni-net-dir", filepath.Join(d, "net.d"), "--cni-bin-dir", filepath.Join(d, "bin"),
-				"--cni-agent-run-dir", filepath.Join(d, "run"), "--plugin-binary", filepath.Join(d, "plugin"),
-				"--token", filepath.Join(d, "sa/token"), "--ca", filepath.Join(d, "sa/ca.crt"),
-				"--health-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0")
-			cmd := exec.Command(bin, args...)
-			cmd.Env = append(ch.env(node), "KUBERNETES_SERVICE_HOST="+u.Hostname(), "KUBERNETES_SERVICE_PORT="+u.Port())
-			logs := &serving{addrs: map[string]string{}}
-			cmd.Stderr = logs
-			must(t, cmd.Start())
+			r := ch.start(t, env, bin, tok, node)
+			cmd, logs := r.cmd, r.logs
 			defer cmd.Process.Kill()
-
 			polltest.Until(t, "the metrics server's address in the log", func() bool { return logs.addr("metrics") != "" })
 			client := &http.Client{Timeout: 5 * time.Second}
 			polltest.Until(t, "the repair counted: "+tt.metric, func() bool {
@@ -245,4 +213,70 @@ func TestRepairAsTheChartDeploysIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildInstallCNI builds install-cni as make build does.
+func buildInstallCNI(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "install-cni")
+	cmd := exec.Command("go", "build", "-tags", "grpcnotrace", "-ldflags", "-s -w", "-o", bin, ".")
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatal(string(out))
+	}
+	return bin
+}
+
+// chartServiceAccount makes the chart's namespace and service account on
+// env and returns a token of that account.
+func chartServiceAccount(tb testing.TB, env *kubetest.Env) string {
+	tb.Helper()
+	ctx := kubetest.Context(tb)
+	_, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNamespace}}, metav1.CreateOptions{})
+	must(tb, err)
+	_, err = env.Client.CoreV1().ServiceAccounts(chartNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "istio-cni"}}, metav1.CreateOptions{})
+	must(tb, err)
+	tok, err := env.Client.CoreV1().ServiceAccounts(chartNamespace).CreateToken(ctx, "istio-cni", &authv1.TokenRequest{}, metav1.CreateOptions{})
+	must(tb, err)
+	return tok.Status.Token
+}
+
+// running is install-cni started by chart.start.
+type running struct {
+	cmd  *exec.Cmd
+	logs *serving
+	dir  string // its directory tree: net.d, bin, sa, run
+}
+
+// start runs bin as the chart's container runs it on node, with the
+// service account token tok, in a directory tree of the test's. Kill the
+// process when done.
+func (c chart) start(tb testing.TB, env *kubetest.Env, bin, tok, node string) running {
+	tb.Helper()
+	u, err := url.Parse(env.URL)
+	must(tb, err)
+	d := tb.TempDir()
+	for _, dir := range []string{"net.d", "bin", "sa"} {
+		must(tb, os.MkdirAll(filepath.Join(d, dir), 0o755))
+	}
+	ca, err := os.ReadFile(env.CAFile)
+	must(tb, err)
+	for name, content := range map[string]string{
+		"net.d/10-k8s.conflist": `{"cniVersion":"1.0.0","name":"k8s","plugins":[{"type":"bridge"}]}`,
+		"plugin":                "plugin", "sa/token": tok, "sa/ca.crt": string(ca),
+	} {
+		must(tb, os.WriteFile(filepath.Join(d, name), []byte(content), 0o644))
+	}
+	// The chart's arguments, then this test's directories and ports.
+	args := append(append([]string(nil), c.container.Args...),
+		"--mounted-cni-net-dir", filepath.Join(d, "net.d"), "--cni-bin-dir", filepath.Join(d, "bin"),
+		"--cni-agent-run-dir", filepath.Join(d, "run"), "--plugin-binary", filepath.Join(d, "plugin"),
+		"--token", filepath.Join(d, "sa/token"), "--ca", filepath.Join(d, "sa/ca.crt"),
+		"--health-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(c.env(node), "KUBERNETES_SERVICE_HOST="+u.Hostname(), "KUBERNETES_SERVICE_PORT="+u.Port())
+	logs := &serving{addrs: map[string]string{}}
+	cmd.Stderr = logs
+	must(tb, cmd.Start())
+	return running{cmd: cmd, logs: logs, dir: d}
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-mesh/skiff/pkg/kubetest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
+)
+
+// BenchmarkIdleRSS: install-cni as the chart runs it, on a node of 110
+// pods (the kubelet's default maximum) on a kube-apiserver, 5 s after its
+// pod cache serves the last of them. Reports its resident memory, split
+// into the binary's pages and the rest, and the binary's size.
+// INSTALL_CNI_BIN measures another build instead of this tree's.
+//
+//	go test -run XXX -bench IdleRSS -benchtime 3x ./cmd/install-cni/
+func BenchmarkIdleRSS(b *testing.B) {
+	env := kubetest.Start(b)
+	ctx := kubetest.Context(b)
+	bin := os.Getenv("INSTALL_CNI_BIN")
+	if bin == "" {
+		bin = buildInstallCNI(b)
+	}
+	tok := chartServiceAccount(b, env)
+	ch := renderChart(b, nil)
+	ch.apply(b, env.Client)
+	const node, pods = "bench-node", 110
+	for i := range pods {
+		_, err := env.Client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Annotations: map[string]string{"sidecar.istio.io/status": "{}"}},
+			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+		}, metav1.CreateOptions{})
+		must(b, err)
+	}
+	last := fmt.Sprintf("http://node-agent/api/v1/namespaces/default/pods/app-%d", pods-1)
+	var sum [3]float64 // VmRSS, RssFile, RssAnon in kB
+	for b.Loop() {
+		r := ch.start(b, env, bin, tok, node)
+		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", filepath.Join(r.dir, "run", "pods.sock"))
+			}}}
+		polltest.Until(b, "the pod cache serves the node's last pod", func() bool {
+			resp, err := hc.Get(last)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
+		time.Sleep(5 * time.Second) // the measurement's settle time, not a wait for an event
+		st := procStatus(b, r.cmd.Process.Pid)
+		for i, k := range []string{"VmRSS", "RssFile", "RssAnon"} {
+			sum[i] += st[k]
+		}
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+	}
+	n := float64(b.N) * 1024
+	b.ReportMetric(sum[0]/n, "rss-MiB")
+	b.ReportMetric(sum[1]/n, "file-MiB")
+	b.ReportMetric(sum[2]/n, "anon-MiB")
+	fi, err := os.Stat(bin)
+	must(b, err)
+	b.ReportMetric(float64(fi.Size())/1e6, "binary-MB")
+}
+
+// procStatus reads the kB figures of /proc/PID/status.
+func procStatus(tb testing.TB, pid int) map[string]float64 {
+	tb.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	must(tb, err)
+	defer f.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if v, found := strings.CutSuffix(strings.TrimSpace(v), " kB"); ok && found {
+			if n, err := strconv.ParseFloat(v, 64); err == nil {
+				out[k] = n
+			}
+		}
+	}
+	must(tb, sc.Err())
+	return out
+}
