@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-mesh/skiff/pkg/capture/capturetest"
 	"github.com/skiff-mesh/skiff/pkg/cni"
 	"github.com/skiff-mesh/skiff/pkg/cni/podcache"
 	"github.com/skiff-mesh/skiff/pkg/kuberest"
@@ -28,26 +30,30 @@ import (
 // BenchmarkAdd measures CNI ADD through libcni: bridge + host-local alone,
 // then with our plugin chained (pod looked up in the local API server and its
 // rules installed). The difference is what the plugin adds. Latency
-// percentiles are reported per ADD; "concurrent" runs 30 ADDs at once.
+// percentiles are reported per ADD; "concurrent" runs 30 ADDs at once. The
+// istio-1.31 cases chain Istio's own plugin (pkg/istiobin) instead, which
+// asks the API server for the pod.
 func BenchmarkAdd(b *testing.B) {
 	netnstest.RequireRoot(b)
 	for _, c := range []struct {
-		name                 string
-		chained, cached, nft bool
+		name                        string
+		chained, cached, nft, istio bool
 	}{
-		{"bridge", false, false, false},
-		{"bridge+istio-cni", true, false, false},
-		{"bridge+istio-cni+podcache", true, true, false},
+		{"bridge", false, false, false, false},
+		{"bridge+istio-cni", true, false, false, false},
+		{"bridge+istio-cni+podcache", true, true, false, false},
 		// Istio's values.global.nativeNftables: the rules in one netlink
 		// batch from the plugin itself, no iptables-restore process.
-		{"bridge+istio-cni+podcache+nftables", true, true, true},
+		{"bridge+istio-cni+podcache+nftables", true, true, true, false},
+		{"bridge+istio-1.31", true, false, false, true},
+		{"bridge+istio-1.31+nftables", true, false, true, true},
 	} {
 		for _, parallel := range []int{1, 30} {
 			name := c.name + "/serial"
 			if parallel > 1 {
 				name = c.name + "/concurrent30"
 			}
-			b.Run(name, func(b *testing.B) { benchAdd(b, c.chained, c.cached, c.nft, parallel) })
+			b.Run(name, func(b *testing.B) { benchAdd(b, c.chained, c.cached, c.nft, c.istio, parallel) })
 		}
 	}
 }
@@ -93,8 +99,11 @@ func bindAndWait(b *testing.B, hc *http.Client, name string) {
 	})
 }
 
-func benchAdd(b *testing.B, chained, cached, nft bool, parallel int) {
+func benchAdd(b *testing.B, chained, cached, nft, istio bool, parallel int) {
 	n, hc := benchNodeFor(b, cached, nft)
+	if istio {
+		n.cni = istioPlugins(b, n)
+	}
 	if !chained {
 		n.conflist = bridgeOnly(b, n.conflist)
 	}
@@ -123,6 +132,9 @@ func benchAdd(b *testing.B, chained, cached, nft bool, parallel int) {
 		}
 		wg.Wait()
 		b.StopTimer()
+		if chained && r == 0 {
+			requireCaptured(b, pods[0])
+		}
 		for i := range pods {
 			n.del(n.conflist, pods[i], names[i])
 		}
@@ -175,6 +187,9 @@ func BenchmarkAddPaired(b *testing.B) {
 				}
 				diff = append(diff, d[1]-d[0])
 				b.StopTimer()
+				if i == 0 {
+					requireCaptured(b, pods[1])
+				}
 				for c := range 2 {
 					n.del(chains[c], pods[c], names[c])
 				}
@@ -189,6 +204,15 @@ func BenchmarkAddPaired(b *testing.B) {
 				b.ReportMetric(ms(percentile(lat[1], 99)-percentile(lat[0], 99)), "added-p99-ms")
 			}
 		})
+	}
+}
+
+// requireCaptured fails the benchmark unless pod's namespace redirects to
+// the proxy (15001) after a chained ADD: a plugin that skipped the pod
+// would be timed as a fast one.
+func requireCaptured(b *testing.B, pod *netnstest.NS) {
+	if st := capturetest.Read(b, pod); !strings.Contains(st.String(), "15001") {
+		b.Fatalf("no redirect to 15001 in the pod's namespace after the chained ADD:\n%s", st)
 	}
 }
 
