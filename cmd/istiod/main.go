@@ -45,6 +45,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "istiod:", err)
 		os.Exit(2)
 	}
+	// One set of API server clients for all of istiod: one connection and
+	// one rate limit, as Istio's istiod has.
+	if f.Config.Clients, err = istiod.NewKubeClients(f.Config); err != nil {
+		log.Error("istiod kubernetes client failed", "err", err)
+		os.Exit(1)
+	}
 	elector, err := istiod.NewElector(f.Config, lc, log)
 	if err != nil {
 		log.Error("istiod leader election failed", "err", err)

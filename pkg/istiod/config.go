@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 )
 
 // Config is istiod's typed configuration, parsed and validated by the
@@ -54,12 +55,17 @@ type Config struct {
 	// DebugAuthOff serves the xDS debug types to callers that proved no
 	// identity (Istio's ENABLE_DEBUG_ENDPOINT_AUTH=false).
 	DebugAuthOff bool
-	// KubeQPS and KubeBurst bound every client istiod makes of the API
-	// server (Istio's --kubernetesApiQPS and --kubernetesApiBurst): the
+	// KubeQPS and KubeBurst bound istiod's requests to the API server
+	// (Istio's --kubernetesApiQPS and --kubernetesApiBurst): the
 	// registry's, the CA's TokenReviews, the webhooks' and the leader's.
 	// Zero is Istio's default, 80 and 160.
 	KubeQPS   float32
 	KubeBurst int
+	// Clients are the API server clients every part of istiod shares, as
+	// Istio's istiod shares one client: one connection, one rate limit
+	// (NewKubeClients). Not a flag: the caller sets it. When nil, each
+	// part makes its own from Kubeconfig or the pod's service account.
+	Clients *kuberest.Clients
 	// KubeJSON makes the clients of Kubernetes' own types speak JSON
 	// (ISTIO_KUBE_CLIENT_CONTENT_TYPE=json); by default they speak
 	// protobuf, as Istio's do. Istio's types are JSON either way.

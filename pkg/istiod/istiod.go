@@ -169,11 +169,11 @@ func newRegistry(ctx context.Context, cfg Config, log *slog.Logger) (registry.Re
 		}
 		return r, nil
 	}
-	rc, err := restConfig(cfg)
+	kc, err := kubeClients(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes registry: %w", err)
 	}
-	r, err := kube.New(kube.Config{Rest: rc, JSON: cfg.KubeJSON}, log)
+	r, err := kube.New(kube.Config{Clients: kc}, log)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes registry: %w", err)
 	}
@@ -244,13 +244,9 @@ func (d *Istiod) Addr(name string) string { return d.addrs[name] }
 func WatchMesh(ctx context.Context, cfg Config, log *slog.Logger) (*mesh.Watcher, error) {
 	src := mesh.Source{File: cfg.MeshConfigFile, Namespace: cfg.Namespace, Name: mesh.ConfigMapName(cfg.Revision)}
 	if cfg.ConfigDir == "" {
-		rc, err := restConfig(cfg)
+		kc, err := kubeClients(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("mesh config: %w", err)
-		}
-		kc, err := kubeClients(rc, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("mesh config: kubernetes client: %w", err)
 		}
 		src.Client = kc.Core
 	}

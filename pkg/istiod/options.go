@@ -64,13 +64,9 @@ func NewElector(cfg Config, lc leader.Config, log *slog.Logger) (leader.Elector,
 	if cfg.ConfigDir != "" {
 		return leader.Always{}, nil
 	}
-	rc, err := restConfig(cfg)
+	client, err := kubeClients(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("leader election: kubernetes config: %w", err)
-	}
-	client, err := kubeClients(rc, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("leader election: kubernetes client: %w", err)
+		return nil, fmt.Errorf("leader election: %w", err)
 	}
 	return leader.New(leader.Clients{Coordination: client.Coordination, Core: client.Core}, lc, log), nil
 }

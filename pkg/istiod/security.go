@@ -122,9 +122,9 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 }
 
 func kubeClient(cfg Config) (*kuberest.Clients, error) {
-	rc, err := restConfig(cfg)
+	c, err := kubeClients(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client for the CA: %w", err)
+		return nil, fmt.Errorf("the CA: %w", err)
 	}
-	return kubeClients(rc, cfg)
+	return c, nil
 }

@@ -74,13 +74,9 @@ func StartWebhookPatcher(ctx context.Context, cfg Config, w Webhooks, p WebhookP
 	if cfg.ConfigDir != "" || w.Addr == "" || authority == nil || (!p.Injection && !p.Validation) {
 		return nil
 	}
-	rc, err := restConfig(cfg)
+	client, err := kubeClients(cfg)
 	if err != nil {
-		return fmt.Errorf("webhook patcher: kubernetes config: %w", err)
-	}
-	client, err := kubeClients(rc, cfg)
-	if err != nil {
-		return fmt.Errorf("webhook patcher: kubernetes client: %w", err)
+		return fmt.Errorf("webhook patcher: %w", err)
 	}
 	o := webhook.PatcherOptions{
 		Client:         client.Admission,

@@ -163,12 +163,9 @@ func ServeWebhooks(ctx context.Context, cfg Config, w Webhooks, authority *ca.CA
 	var kc *kuberest.Clients
 	var subsets *validation.KubeSubsets
 	if cfg.ConfigDir == "" {
-		rc, err := restConfig(cfg)
-		if err != nil {
+		var err error
+		if kc, err = kubeClients(cfg); err != nil {
 			return nil, err
-		}
-		if kc, err = kubeClients(rc, cfg); err != nil {
-			return nil, fmt.Errorf("kubernetes client: %w", err)
 		}
 		subsets = validation.NewKubeSubsets(kc.Networking, cfg.Domain)
 		v.Subsets = subsets
@@ -279,10 +276,31 @@ func restConfig(cfg Config) (*rest.Config, error) {
 	return rc, nil
 }
 
-// kubeClients are REST clients of istiod's groups on rc, Kubernetes' own
-// in protobuf unless cfg asks for JSON: the API server encodes, and istiod
-// decodes, protobuf for a fraction of JSON's CPU (watched pods,
-// TokenReviews). Istio's CRDs are served in JSON only.
-func kubeClients(rc *rest.Config, cfg Config) (*kuberest.Clients, error) {
-	return kuberest.New(rc, !cfg.KubeJSON)
+// NewKubeClients makes the API server clients of cfg for every part of
+// istiod to share (set them as cfg.Clients): REST clients of istiod's
+// groups, Kubernetes' own in protobuf unless cfg asks for JSON (the API
+// server encodes, and istiod decodes, protobuf for a fraction of JSON's
+// CPU: watched pods, TokenReviews; Istio's CRDs are served in JSON only).
+// In file mode (cfg.ConfigDir) there are none: nil.
+func NewKubeClients(cfg Config) (*kuberest.Clients, error) {
+	if cfg.ConfigDir != "" {
+		return nil, nil
+	}
+	rc, err := restConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes config: %w", err)
+	}
+	c, err := kuberest.New(rc, !cfg.KubeJSON)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return c, nil
+}
+
+// kubeClients are cfg's shared clients, else clients of its own.
+func kubeClients(cfg Config) (*kuberest.Clients, error) {
+	if cfg.Clients != nil {
+		return cfg.Clients, nil
+	}
+	return NewKubeClients(cfg)
 }

@@ -95,6 +95,17 @@ func TestThreeReplicas(t *testing.T) {
 	waitPublished(ctx, t, c, root, "istio-system", "default", "ha-a", "ha-b")
 	waitCABundles(ctx, t, c, root)
 
+	// Every part of a replica (registry, CA, webhooks and their patcher,
+	// mesh config, leader election) reaches the API server on one
+	// connection, as Istio's istiod does. (They share one set of clients,
+	// istiod.Config.Clients; client-go would also share one transport
+	// between clients of one TLS configuration.)
+	for id, r := range replicas {
+		if n := apiServerConns(t, r.cmd.Process.Pid, env.URL); n != 1 {
+			t.Errorf("%s holds %d connections to the API server, want 1", id, n)
+		}
+	}
+
 	// The client reaches istiod through a forwarder that prefers the
 	// root publisher's leader, the replica about to be killed.
 	victim := replicas[holders[leader.NamespaceController]]

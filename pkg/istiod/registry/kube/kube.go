@@ -47,6 +47,9 @@ type Config struct {
 	// JSON makes the client of Kubernetes' own types speak JSON instead
 	// of protobuf.
 	JSON bool
+	// Clients, when set, are used instead of all of the above (istiod's
+	// shared clients).
+	Clients *kuberest.Clients
 }
 
 // The Istio API versions watched.
@@ -75,6 +78,9 @@ var _ registry.Registry = (*Registry)(nil)
 
 // New connects to the cluster (nothing is read until Run).
 func New(cfg Config, log *slog.Logger) (*Registry, error) {
+	if cfg.Clients != nil {
+		return newRegistry(cfg.Clients, log), nil
+	}
 	rc := cfg.Rest
 	var err error
 	switch {
@@ -95,8 +101,12 @@ func New(cfg Config, log *slog.Logger) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
+	return newRegistry(clients, log), nil
+}
+
+func newRegistry(clients *kuberest.Clients, log *slog.Logger) *Registry {
 	return &Registry{log: log.With("component", "kube-registry"), clients: clients, inputs: &model.Inputs{},
-		dirty: map[model.Kind]bool{}, problems: map[model.Kind][]error{}}, nil
+		dirty: map[model.Kind]bool{}, problems: map[model.Kind][]error{}}
 }
 
 // Clients are the registry's REST clients.
