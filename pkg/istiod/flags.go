@@ -119,8 +119,8 @@ func ParseFlags(args []string, getenv func(string) string, usage io.Writer) (Fla
 	fs.DurationVar(&c.Keepalive.MaxConnectionAge, "keepaliveMaxServerConnectionAge", c.Keepalive.MaxConnectionAge,
 		"close xDS connections this old so proxies rebalance over istiod replicas (0: never)")
 	fs.StringVar(&c.Domain, "domain", c.Domain, "the cluster's DNS domain: Kubernetes services are served as NAME.NS.svc.DOMAIN")
-	fs.Float32Var(&c.KubeQPS, "kubernetesApiQPS", c.KubeQPS, "requests a second each Kubernetes client may make (TokenReviews included)")
-	fs.IntVar(&c.KubeBurst, "kubernetesApiBurst", c.KubeBurst, "requests each Kubernetes client may make at once above kubernetesApiQPS")
+	fs.Float32Var(&c.KubeQPS, "kubernetesApiQPS", c.KubeQPS, "requests a second istiod may make of the Kubernetes API server (TokenReviews included)")
+	fs.IntVar(&c.KubeBurst, "kubernetesApiBurst", c.KubeBurst, "requests istiod may make of the Kubernetes API server at once above kubernetesApiQPS")
 	for _, cf := range compatFlags {
 		fs.String(cf.name, cf.value, "accepted for compatibility: "+cf.usage)
 	}
