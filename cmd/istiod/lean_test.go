@@ -3,11 +3,10 @@ package main_test
 import (
 	"bufio"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/skiff-mesh/skiff/pkg/kuberest"
+	"github.com/skiff-mesh/skiff/pkg/kuberest/kuberesttest"
 )
 
 // TestNoMethodByRuntimeName: nothing istiod links looks a method up by a
@@ -58,14 +57,4 @@ func TestNoMethodByRuntimeName(t *testing.T) {
 // informer factories, discovery client or leader election, which register
 // every Kubernetes API group and keep their generated code in the binary
 // (43 MB with them, 30 MB without).
-func TestNoClientsets(t *testing.T) {
-	out, err := exec.Command("go", "list", "-tags", "grpcnotrace", "-deps", ".").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		if slices.Contains(kuberest.Clientsets, dep) {
-			t.Errorf("istiod links %s", dep)
-		}
-	}
-}
+func TestNoClientsets(t *testing.T) { kuberesttest.NoClientsets(t) }

@@ -125,13 +125,3 @@ func client(base *rest.Config, hc *http.Client, codecs serializer.CodecFactory, 
 	}
 	return rest.RESTClientForConfigAndClient(c, hc)
 }
-
-// Clientsets are the packages of client-go and Istio that register every
-// Kubernetes API group (clientsets, informer factories, the discovery
-// client, leader election's locks). Binaries on these REST clients keep
-// them out, and test that they do.
-var Clientsets = []string{
-	"k8s.io/client-go/kubernetes", "k8s.io/client-go/kubernetes/scheme", "k8s.io/client-go/informers",
-	"k8s.io/client-go/discovery", "k8s.io/client-go/tools/leaderelection",
-	"istio.io/client-go/pkg/clientset/versioned", "istio.io/client-go/pkg/informers/externalversions",
-}
