@@ -18,7 +18,6 @@ import (
 
 	"github.com/spf13/pflag"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster"
 	"github.com/skiff-mesh/skiff/pkg/istiod/analysis"
@@ -158,7 +157,7 @@ func Run(ctx context.Context, env *Env, args []string) error {
 	}
 	if c != nil {
 		// As Istio's: a namespace that does not exist is said, not analyzed.
-		if _, err := c.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if err := c.Clients.Core.Get().Resource("namespaces").Name(ns).Do(ctx).Error(); apierrors.IsNotFound(err) {
 			fmt.Fprintf(env.Stderr, "namespace %q not found\n", ns)
 			return nil
 		} else if err != nil {

@@ -5,11 +5,14 @@ import (
 	"fmt"
 
 	networking "istio.io/client-go/pkg/apis/networking/v1"
-	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	security "istio.io/client-go/pkg/apis/security/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster"
 	"github.com/skiff-mesh/skiff/pkg/istiod/analysis"
@@ -39,101 +42,53 @@ func absent(err error) bool {
 func listCluster(ctx context.Context, c *cluster.Cluster) (*analysis.Set, error) {
 	s := &analysis.Set{}
 	all := metav1.ListOptions{}
-	svcs, err := c.Client.CoreV1().Services("").List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("list services: %w", err)
+	var svcs corev1.ServiceList
+	if err := list(ctx, c.Clients.Core, "services", &svcs); err != nil {
+		return nil, err
 	}
 	for i := range svcs.Items {
 		s.Services = append(s.Services, &svcs.Items[i])
 	}
-	pods, err := c.Client.CoreV1().Pods("").List(ctx, all)
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+	var pods corev1.PodList
+	if err := list(ctx, c.Clients.Core, "pods", &pods); err != nil {
+		return nil, err
 	}
 	for i := range pods.Items {
 		s.Pods = append(s.Pods, model.PodOf(&pods.Items[i]))
 	}
-	ic, err := istioclient.NewForConfig(c.Config)
-	if err != nil {
-		return nil, fmt.Errorf("istio client: %w", err)
-	}
-	net, sec := ic.NetworkingV1(), ic.SecurityV1()
-	steps := []struct {
-		what string
-		run  func() error
-	}{
-		{"virtualservices", func() error {
-			l, err := net.VirtualServices("").List(ctx, all)
-			if err == nil {
-				s.VirtualServices = l.Items
-			}
-			return err
-		}},
-		{"destinationrules", func() error {
-			l, err := net.DestinationRules("").List(ctx, all)
-			if err == nil {
-				s.DestinationRules = l.Items
-			}
-			return err
-		}},
-		{"serviceentries", func() error {
-			l, err := net.ServiceEntries("").List(ctx, all)
-			if err == nil {
-				s.ServiceEntries = l.Items
-			}
-			return err
-		}},
-		{"workloadentries", func() error {
-			l, err := net.WorkloadEntries("").List(ctx, all)
-			if err == nil {
-				s.WorkloadEntries = l.Items
-			}
-			return err
-		}},
-		{"sidecars", func() error {
-			l, err := net.Sidecars("").List(ctx, all)
-			if err == nil {
-				s.Sidecars = l.Items
-			}
-			return err
-		}},
-		{"gateways", func() error {
-			l, err := net.Gateways("").List(ctx, all)
-			if err == nil {
-				s.Gateways = append([]*networking.Gateway{}, l.Items...) // known, even if none
-			}
-			for _, g := range s.Gateways {
-				s.Unread = append(s.Unread, model.Key{Kind: analysis.KindGateway, Namespace: g.Namespace, Name: g.Name})
-			}
-			return err
-		}},
-		{"peerauthentications", func() error {
-			l, err := sec.PeerAuthentications("").List(ctx, all)
-			if err == nil {
-				s.PeerAuthentications = l.Items
-			}
-			return err
-		}},
-		{"authorizationpolicies", func() error {
-			l, err := sec.AuthorizationPolicies("").List(ctx, all)
-			if err == nil {
-				s.AuthorizationPolicies = l.Items
-			}
-			return err
-		}},
-		{"requestauthentications", func() error {
-			l, err := sec.RequestAuthentications("").List(ctx, all)
-			if err == nil {
-				s.RequestAuthentications = l.Items
-			}
-			return err
-		}},
-	}
-	for _, st := range steps {
-		if err := st.run(); err != nil && !absent(err) {
-			return nil, fmt.Errorf("list %s: %w", st.what, err)
+	net, sec := c.Clients.Networking, c.Clients.Security
+	var (
+		vss  networking.VirtualServiceList
+		drs  networking.DestinationRuleList
+		ses  networking.ServiceEntryList
+		wes  networking.WorkloadEntryList
+		scs  networking.SidecarList
+		gws  networking.GatewayList
+		pas  security.PeerAuthenticationList
+		aps  security.AuthorizationPolicyList
+		ras  security.RequestAuthenticationList
+		kind = []struct {
+			client   rest.Interface
+			resource string
+			into     runtime.Object
+		}{
+			{net, "virtualservices", &vss}, {net, "destinationrules", &drs}, {net, "serviceentries", &ses},
+			{net, "workloadentries", &wes}, {net, "sidecars", &scs}, {net, "gateways", &gws},
+			{sec, "peerauthentications", &pas}, {sec, "authorizationpolicies", &aps}, {sec, "requestauthentications", &ras},
+		}
+	)
+	for _, k := range kind {
+		if err := list(ctx, k.client, k.resource, k.into); err != nil && !absent(err) {
+			return nil, err
 		}
 	}
+	s.VirtualServices, s.DestinationRules, s.ServiceEntries = vss.Items, drs.Items, ses.Items
+	s.WorkloadEntries, s.Sidecars = wes.Items, scs.Items
+	s.Gateways = append([]*networking.Gateway{}, gws.Items...) // known, even if none
+	for _, g := range s.Gateways {
+		s.Unread = append(s.Unread, model.Key{Kind: analysis.KindGateway, Namespace: g.Namespace, Name: g.Name})
+	}
+	s.PeerAuthentications, s.AuthorizationPolicies, s.RequestAuthentications = pas.Items, aps.Items, ras.Items
 	md, err := metadata.NewForConfig(c.Config)
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
@@ -151,4 +106,12 @@ func listCluster(ctx context.Context, c *cluster.Cluster) (*analysis.Set, error)
 		}
 	}
 	return s, nil
+}
+
+// list reads every object of resource, in all namespaces, into into.
+func list(ctx context.Context, client rest.Interface, resource string, into runtime.Object) error {
+	if err := client.Get().Resource(resource).Do(ctx).Into(into); err != nil {
+		return fmt.Errorf("list %s: %w", resource, err)
+	}
+	return nil
 }

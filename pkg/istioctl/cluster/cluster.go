@@ -10,9 +10,10 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 )
 
 // Options say which cluster to use.
@@ -29,8 +30,9 @@ type Options struct {
 type Cluster struct {
 	// Config is the client configuration.
 	Config *rest.Config
-	// Client is a clientset for Config.
-	Client kubernetes.Interface
+	// Clients are REST clients of the groups istioctl reads, on Config
+	// (pkg/kuberest: Kubernetes' own in protobuf).
+	Clients *kuberest.Clients
 	// Namespace is the namespace of the selected context ("default" when it names none).
 	Namespace string
 }
@@ -55,7 +57,7 @@ func loadingRules(o Options) *clientcmd.ClientConfigLoadingRules {
 // ErrNoConfig says that no kubeconfig was found and istioctl is not in a pod.
 var ErrNoConfig = errors.New("no Kubernetes configuration: no --kubeconfig, KUBECONFIG or ~/.kube/config, and not running in a pod")
 
-// Load resolves the client configuration and makes a clientset.
+// Load resolves the client configuration and makes the clients.
 func Load(o Options) (*Cluster, error) {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loadingRules(o), &clientcmd.ConfigOverrides{CurrentContext: o.Context})
 	cfg, err := cc.ClientConfig()
@@ -74,9 +76,9 @@ func Load(o Options) (*Cluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	// A one-off command: no need to be gentle with the API server.
 	cfg.QPS, cfg.Burst = 50, 100
-	client, err := kubernetes.NewForConfig(cfg)
+	clients, err := kuberest.New(cfg, true)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
 	}
-	return &Cluster{Config: cfg, Client: client, Namespace: ns}, nil
+	return &Cluster{Config: cfg, Clients: clients, Namespace: ns}, nil
 }

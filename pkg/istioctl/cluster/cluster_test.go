@@ -96,7 +96,7 @@ func TestLoad(t *testing.T) {
 			if tc.wantHost != env.URL {
 				return
 			}
-			if _, err := cl.Client.CoreV1().Namespaces().Get(kubetest.Context(t), "default", metav1.GetOptions{}); err != nil {
+			if err := cl.Clients.Core.Get().Resource("namespaces").Name("default").Do(kubetest.Context(t)).Error(); err != nil {
 				t.Errorf("client does not reach the API server: %v", err)
 			}
 		})

@@ -9,11 +9,12 @@ import (
 	"net/http"
 	"strconv"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	streamhttp "k8s.io/streaming/pkg/httpstream"
+
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 )
 
 // Forwarder opens local ports forwarded to ports of pods.
@@ -83,11 +84,11 @@ func (f *PortForwarder) Forward(ctx context.Context, namespace, name string, por
 
 // dialer is kubectl's: SPDY over a WebSocket tunnel, falling back to SPDY.
 func (f *PortForwarder) dialer(namespace, name string) (streamhttp.Dialer, error) {
-	cs, err := kubernetes.NewForConfig(f.Config)
+	core, err := kuberest.NewCore(f.Config, false)
 	if err != nil {
 		return nil, err
 	}
-	u := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(name).SubResource("portforward").URL()
+	u := core.Post().Resource("pods").Namespace(namespace).Name(name).SubResource("portforward").URL()
 	transport, upgrader, err := spdy.RoundTripperFor(f.Config)
 	if err != nil {
 		return nil, err

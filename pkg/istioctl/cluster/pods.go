@@ -53,10 +53,11 @@ func IstiodSelector(revision string) string {
 // there are none.
 func (c *Cluster) IstiodPods(ctx context.Context, namespace, revision string) ([]corev1.Pod, error) {
 	sel := IstiodSelector(revision)
-	list, err := c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
+	var list corev1.PodList
+	err := c.Clients.Core.Get().Namespace(namespace).Resource("pods").VersionedParams(&metav1.ListOptions{
 		LabelSelector: sel,
 		FieldSelector: "status.phase=Running",
-	})
+	}, metav1.ParameterCodec).Do(ctx).Into(&list)
 	if err != nil {
 		return nil, fmt.Errorf("list istiod pods in %s (%s): %w", namespace, sel, err)
 	}
@@ -89,8 +90,8 @@ func Ready(p *corev1.Pod) bool {
 // AgentPort returns the port of a running pod's agent status server: the
 // annotation status.sidecar.istio.io/port, else 15020.
 func (c *Cluster) AgentPort(ctx context.Context, namespace, name string) (uint16, error) {
-	p, err := c.Client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
+	p := &corev1.Pod{}
+	if err := c.Clients.Core.Get().Namespace(namespace).Resource("pods").Name(name).Do(ctx).Into(p); err != nil {
 		return 0, fmt.Errorf("pod %s.%s: %w", name, namespace, err)
 	}
 	if p.Status.Phase != corev1.PodRunning {

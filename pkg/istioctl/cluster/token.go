@@ -6,7 +6,6 @@ import (
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // IstioCAAudience is the audience of the tokens istiod accepts (Istio's
@@ -19,7 +18,9 @@ const IstioCAAudience = "istio-ca"
 func (c *Cluster) Token(ctx context.Context, namespace, serviceAccount string, audiences []string, ttl time.Duration) (string, error) {
 	secs := int64(ttl / time.Second)
 	req := &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: audiences, ExpirationSeconds: &secs}}
-	tr, err := c.Client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, serviceAccount, req, metav1.CreateOptions{})
+	tr := &authv1.TokenRequest{}
+	err := c.Clients.Core.Post().Namespace(namespace).Resource("serviceaccounts").Name(serviceAccount).
+		SubResource("token").Body(req).Do(ctx).Into(tr)
 	if err != nil {
 		return "", fmt.Errorf("token for service account %s/%s (audiences %v): %w", namespace, serviceAccount, audiences, err)
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istioctl/cluster"
+	"github.com/skiff-mesh/skiff/pkg/kuberest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 )
 
@@ -23,7 +24,11 @@ func TestToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}) })
-	cl := &cluster.Cluster{Config: env.Config, Client: env.Client, Namespace: "default"}
+	clients, err := kuberest.New(env.Config, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &cluster.Cluster{Config: env.Config, Clients: clients, Namespace: "default"}
 	if _, err := cl.Token(ctx, ns, "default", []string{cluster.IstioCAAudience}, time.Hour); err == nil {
 		t.Fatal("a token for a service account that does not exist")
 	}
