@@ -2,7 +2,7 @@
 // groups a binary reads and writes, on a scheme that registers those groups
 // only. client-go's clientsets register all of Kubernetes' groups (57 of
 // them), and every registered type keeps its generated code in the binary;
-// istiod needs seven, install-cni one.
+// istiod and istioctl need seven, install-cni one.
 package kuberest
 
 import (
@@ -44,12 +44,12 @@ type group struct {
 	pb  bool // protobuf when asked for: Kubernetes' own groups
 }
 
-// New makes istiod's Clients on rc. protobuf asks Kubernetes' own groups
+// New makes Clients of the seven groups on rc. protobuf asks Kubernetes' own groups
 // for protobuf (the API server serves custom resources, Istio's, as JSON
 // only).
 func New(rc *rest.Config, protobuf bool) (*Clients, error) {
 	var c Clients
-	err := make(rc, protobuf, []group{
+	err := fill(rc, protobuf, []group{
 		{&c.Core, corev1.SchemeGroupVersion, corev1.AddToScheme, true},
 		{&c.Discovery, discoveryv1.SchemeGroupVersion, discoveryv1.AddToScheme, true},
 		{&c.Admission, admissionregistrationv1.SchemeGroupVersion, admissionregistrationv1.AddToScheme, true},
@@ -68,15 +68,15 @@ func New(rc *rest.Config, protobuf bool) (*Clients, error) {
 // read and write pods and events only (install-cni).
 func NewCore(rc *rest.Config, protobuf bool) (rest.Interface, error) {
 	var core rest.Interface
-	if err := make(rc, protobuf, []group{{&core, corev1.SchemeGroupVersion, corev1.AddToScheme, true}}); err != nil {
+	if err := fill(rc, protobuf, []group{{&core, corev1.SchemeGroupVersion, corev1.AddToScheme, true}}); err != nil {
 		return nil, err
 	}
 	return core, nil
 }
 
-// make sets each group's client, on a scheme of those groups, one HTTP
+// fill sets each group's client, on a scheme of those groups, one HTTP
 // client and one rate limiter.
-func make(rc *rest.Config, protobuf bool, groups []group) error {
+func fill(rc *rest.Config, protobuf bool, groups []group) error {
 	scheme := runtime.NewScheme()
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
 	for _, g := range groups {
