@@ -90,7 +90,7 @@ bench-iptables: deps build ## istio-iptables first install vs one exec per rule
 	$(GO) test -run XXX -bench . -benchtime 50x ./pkg/capture/
 	BIN=$(BIN)/istio-iptables bash tools/bench/istio-iptables.sh
 
-bench-cni: deps k8s-assets ## CNI ADD latency with and without the plugin, alone and 30 at once, and beside Istio's own plugin
+bench-cni: deps k8s-assets ## CNI ADD latency with and without the plugin, alone and 30 at once, beside Istio's own plugin; install-cni's idle memory
 	$(GO) test -run XXX -bench Add -benchtime 60x ./pkg/cni/
 	$(GO) test -run XXX -bench IdleRSS -benchtime 3x ./cmd/install-cni/
 
