@@ -73,7 +73,7 @@ func main() {
 		os.Exit(1)
 	}
 	opts = append(opts, istiod.WithMesh(mw))
-	if memory.Apply(os.Environ(), log).Release {
+	if memory.Apply(os.Environ(), memory.Defaults{GCPercent: istiod.GCPercent}, log).Release {
 		opts = append(opts, istiod.WithHeapRelease())
 	}
 	d, err := istiod.New(ctx, f.Config, log, opts...)

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,10 @@ func build(t *testing.T) string {
 // extra args, in a directory of its own (relative default paths, the CA's
 // files, land there), until the test ends; it returns the xDS address and
 // that directory.
-func startBinary(t *testing.T, bin string, extra ...string) (grpcAddr, dir string) {
+// started is an istiod binary serving: its addresses and working directory.
+type started struct{ grpc, monitoring, dir string }
+
+func startBinary(t *testing.T, bin string, env []string, extra ...string) started {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	mesh, err := filepath.Abs(filepath.Join("..", "..", "examples", "mesh"))
@@ -42,9 +46,11 @@ func startBinary(t *testing.T, bin string, extra ...string) (grpcAddr, dir strin
 		t.Fatal(err)
 	}
 	args := append([]string{"discovery", "--config-dir", mesh, "--grpcAddr", "127.0.0.1:0",
-		"--secureGRPCAddr", "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0", "--httpAddr", "127.0.0.1:0"}, extra...)
+		"--secureGRPCAddr", "127.0.0.1:0", "--monitoringAddr", "127.0.0.1:0", "--httpAddr", "127.0.0.1:0",
+		"--webhookAddr", "127.0.0.1:0"}, extra...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = t.TempDir()
+	cmd.Env = append(cmd.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -53,23 +59,24 @@ func startBinary(t *testing.T, bin string, extra ...string) (grpcAddr, dir strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); cmd.Wait() })
-	addr := make(chan string, 1)
+	addr := make(chan started, 1)
 	go func() {
-		re := regexp.MustCompile(`msg="istiod serving" grpc=(\S+)`)
+		re := regexp.MustCompile(`msg="istiod serving" grpc=(\S+) monitoring=(\S+)`)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
+				addr <- started{grpc: m[1], monitoring: m[2], dir: cmd.Dir}
 			}
 		}
 		io.Copy(io.Discard, stderr)
 	}()
 	select {
-	case grpcAddr = <-addr:
+	case s := <-addr:
+		return s
 	case <-time.After(30 * time.Second):
 		t.Fatal("istiod did not start")
 	}
-	return grpcAddr, cmd.Dir
+	return started{}
 }
 
 // TestCATrustDomainFromMesh: without --trust-domain the CA's root is for
@@ -79,7 +86,7 @@ func TestCATrustDomainFromMesh(t *testing.T) {
 	if err := os.WriteFile(meshFile, []byte("trustDomain: example.org\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, dir := startBinary(t, build(t), "--meshConfig", meshFile)
+	dir := startBinary(t, build(t), nil, "--meshConfig", meshFile).dir
 	b, err := os.ReadFile(filepath.Join(dir, "var", "lib", "istio", "ca", "ca-cert.pem"))
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +105,7 @@ func TestCATrustDomainFromMesh(t *testing.T) {
 }
 
 func TestBinaryServesSampleMesh(t *testing.T) {
-	grpcAddr, _ := startBinary(t, build(t))
+	grpcAddr := startBinary(t, build(t), nil).grpc
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, err := xdstest.DialSotW(ctx, grpcAddr, xdstest.Node("sidecar~127.0.0.31~productpage-0.default~default.svc.cluster.local", nil))
@@ -165,6 +172,33 @@ func TestVersion(t *testing.T) {
 		out, err := exec.Command(bin, tc.args...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), tc.want) {
 			t.Errorf("istiod %q: %v %q, want %q", tc.args, err, out, tc.want)
+		}
+	}
+}
+
+// TestGCPercent: istiod collects at 25 % heap growth unless GOGC says
+// otherwise, read from its own Go runtime metrics.
+func TestGCPercent(t *testing.T) {
+	bin := build(t)
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "go_gc_gogc_percent 25"},
+		{[]string{"GOGC=100"}, "go_gc_gogc_percent 100"},
+	} {
+		s := startBinary(t, bin, tc.env)
+		resp, err := http.Get("http://" + s.monitoring + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), tc.want+"\n") {
+			t.Errorf("env %q: no %q in the metrics", tc.env, tc.want)
 		}
 	}
 }

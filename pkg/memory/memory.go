@@ -1,10 +1,11 @@
 // Package memory keeps a Go process's heap near what it holds, for the
 // agent and istiod: it sets a soft memory limit from the container's
 // memory limit when the user set none (as Istio's binaries do through
-// automemlimit), and returns the heap the runtime grew while a big update
-// was built (the agent's NameTable and cluster list, istiod's pushes) once
-// the update is in place, since an idle process runs no GC that would
-// otherwise give it back.
+// automemlimit), a binary's own GC percent when the user set no GOGC, and
+// returns the heap the runtime grew while a big update was built (the
+// agent's NameTable and cluster list, istiod's pushes) once the update is
+// in place, since an idle process runs no GC that would otherwise give it
+// back.
 package memory
 
 import (
@@ -26,17 +27,30 @@ type Plan struct {
 	// Limit is the soft memory limit to set (debug.SetMemoryLimit); 0
 	// leaves the runtime's (GOMEMLIMIT's, or none).
 	Limit int64
+	// GCPercent is the GC percent to set (debug.SetGCPercent); 0 leaves
+	// the runtime's (GOGC's, or 100).
+	GCPercent int
 	// Release returns the heap to the OS after big updates.
 	Release bool
 	// Reason says why, for the log.
 	Reason string
 }
 
-// PlanFor decides from the environment ("K=V" entries) and the cgroup's
-// memory limit in bytes (0: none). A GOMEMLIMIT or GOGC the user set is
-// never overridden: the runtime has applied them already. GOGC=off turns
-// the release off too, since it asks for no collections.
-func PlanFor(environ []string, cgroupLimit int64) Plan {
+// Defaults are a binary's own settings, applied where the user set none.
+type Defaults struct {
+	// GCPercent replaces the runtime's 100 when GOGC is unset (0: keep
+	// 100). A lower one collects more often while a burst of garbage is
+	// made, so the heap spans it grows are fewer and what outlives the
+	// burst is packed into fewer of them.
+	GCPercent int
+}
+
+// PlanFor decides from the environment ("K=V" entries), the cgroup's
+// memory limit in bytes (0: none) and the binary's defaults. A GOMEMLIMIT
+// or GOGC the user set is never overridden: the runtime has applied them
+// already. GOGC=off turns the release off too, since it asks for no
+// collections.
+func PlanFor(environ []string, cgroupLimit int64, d Defaults) Plan {
 	env := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -54,27 +68,36 @@ func PlanFor(environ []string, cgroupLimit int64) Plan {
 	default:
 		why = append(why, "no cgroup memory limit, no GOMEMLIMIT")
 	}
-	if env["GOGC"] == "off" { // as the runtime reads it: exactly "off"
+	switch gogc := env["GOGC"]; {
+	case gogc == "off": // as the runtime reads it: exactly "off"
 		why = append(why, "GOGC=off: no release after updates")
-	} else {
-		p.Release = true
+	case gogc != "":
+		why = append(why, fmt.Sprintf("GOGC=%s set by the user", gogc))
+	case d.GCPercent > 0:
+		p.GCPercent = d.GCPercent
+		why = append(why, fmt.Sprintf("GC percent %d, this binary's default", d.GCPercent))
 	}
+	p.Release = env["GOGC"] != "off"
 	p.Reason = strings.Join(why, "; ")
 	return p
 }
 
 // Apply applies PlanFor to this process: the soft memory limit from its
-// container's limit (read under /), unless the user set GOMEMLIMIT. It
-// logs what it decided and returns the plan.
-func Apply(environ []string, log *slog.Logger) Plan {
+// container's limit (read under /), unless the user set GOMEMLIMIT, and
+// d's GC percent, unless the user set GOGC. It logs what it decided and
+// returns the plan.
+func Apply(environ []string, d Defaults, log *slog.Logger) Plan {
 	limit, err := CgroupLimit(os.DirFS("/"))
 	if err != nil {
 		log.Warn("container memory limit not read; no soft memory limit set", "err", err)
 	}
-	plan := PlanFor(environ, limit)
+	plan := PlanFor(environ, limit, d)
 	if plan.Limit > 0 {
 		debug.SetMemoryLimit(plan.Limit)
 	}
-	log.Info("Go heap", "memory_limit_bytes", plan.Limit, "release_after_updates", plan.Release, "why", plan.Reason)
+	if plan.GCPercent > 0 {
+		debug.SetGCPercent(plan.GCPercent)
+	}
+	log.Info("Go heap", "memory_limit_bytes", plan.Limit, "gc_percent", plan.GCPercent, "release_after_updates", plan.Release, "why", plan.Reason)
 	return plan
 }

@@ -11,28 +11,35 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestPlanFor(t *testing.T) {
 	const gib = 1 << 30
+	istiod := Defaults{GCPercent: 25}
 	for _, c := range []struct {
 		name        string
 		env         []string
 		cgroup      int64
+		d           Defaults
 		wantLimit   int64
+		wantGC      int
 		wantRelease bool
 	}{
-		{"no limit anywhere", nil, 0, 0, true},
-		{"container limit: 90% of it", nil, gib, 966367641, true},
-		{"the user's GOMEMLIMIT wins", []string{"GOMEMLIMIT=200MiB"}, gib, 0, true},
-		{"GOMEMLIMIT=off is the user's too", []string{"GOMEMLIMIT=off"}, gib, 0, true},
-		{"an empty GOMEMLIMIT is unset, as to the runtime", []string{"GOMEMLIMIT="}, gib, 966367641, true},
-		{"GOGC is left and releases go on", []string{"GOGC=50"}, gib, 966367641, true},
-		{"GOGC=off: no releases", []string{"GOGC=off"}, 0, 0, false},
-		{"GOGC=OFF is not off to the runtime", []string{"GOGC=OFF"}, gib, 966367641, true},
-		{"the last entry wins", []string{"GOGC=off", "GOGC=100"}, 0, 0, true},
-		{"other variables do not count", []string{"XGOMEMLIMIT=1", "GOGCX=off"}, 0, 0, true},
+		{"no limit anywhere", nil, 0, Defaults{}, 0, 0, true},
+		{"container limit: 90% of it", nil, gib, Defaults{}, 966367641, 0, true},
+		{"the user's GOMEMLIMIT wins", []string{"GOMEMLIMIT=200MiB"}, gib, Defaults{}, 0, 0, true},
+		{"GOMEMLIMIT=off is the user's too", []string{"GOMEMLIMIT=off"}, gib, Defaults{}, 0, 0, true},
+		{"an empty GOMEMLIMIT is unset, as to the runtime", []string{"GOMEMLIMIT="}, gib, Defaults{}, 966367641, 0, true},
+		{"GOGC is left and releases go on", []string{"GOGC=50"}, gib, Defaults{}, 966367641, 0, true},
+		{"GOGC=off: no releases", []string{"GOGC=off"}, 0, Defaults{}, 0, 0, false},
+		{"GOGC=OFF is not off to the runtime", []string{"GOGC=OFF"}, gib, Defaults{}, 966367641, 0, true},
+		{"the last entry wins", []string{"GOGC=off", "GOGC=100"}, 0, Defaults{}, 0, 0, true},
+		{"other variables do not count", []string{"XGOMEMLIMIT=1", "GOGCX=off"}, 0, Defaults{}, 0, 0, true},
+		{"the binary's GC percent without GOGC", nil, gib, istiod, 966367641, 25, true},
+		{"the user's GOGC wins over the binary's", []string{"GOGC=100"}, 0, istiod, 0, 0, true},
+		{"GOGC=off wins too", []string{"GOGC=off"}, 0, istiod, 0, 0, false},
+		{"an empty GOGC is unset, as to the runtime", []string{"GOGC="}, 0, istiod, 0, 25, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := PlanFor(c.env, c.cgroup)
-			if p.Limit != c.wantLimit || p.Release != c.wantRelease || p.Reason == "" {
-				t.Errorf("PlanFor(%q, %d) = %+v, want limit %d, release %v", c.env, c.cgroup, p, c.wantLimit, c.wantRelease)
+			p := PlanFor(c.env, c.cgroup, c.d)
+			if p.Limit != c.wantLimit || p.GCPercent != c.wantGC || p.Release != c.wantRelease || p.Reason == "" {
+				t.Errorf("PlanFor(%q, %d, %+v) = %+v, want limit %d, GC percent %d, release %v", c.env, c.cgroup, c.d, p, c.wantLimit, c.wantGC, c.wantRelease)
 			}
 		})
 	}

@@ -124,7 +124,7 @@ func proxy(ctx context.Context, args []string, environ []string, stdout, stderr 
 	if err := cfg.ReadPodInfo(); err != nil {
 		log.Warn("pod labels and annotations not read; using the environment's", "err", err)
 	}
-	plan := memory.Apply(environ, log)
+	plan := memory.Apply(environ, memory.Defaults{}, log)
 	err = agent.Run(ctx, cfg, agent.Options{Stdout: stdout, Stderr: stderr, Signals: signals, ReleaseHeap: plan.Release}, log)
 	var exit interface{ ExitCode() int }
 	if errors.As(err, &exit) {
