@@ -21,6 +21,7 @@ var table = []Entry{
 	{Binary: PilotDiscovery, Name: "ENABLE_NATIVE_SIDECARS", Use: Partly, Note: "true injects the proxy as a native sidecar (an init container with restartPolicy Always); auto, Istio's default, is taken as false and logged: node support is not detected."},
 	{Binary: PilotDiscovery, Name: "EXTERNAL_ISTIOD", Use: Accepted, Note: "No external or remote control plane mode."},
 	{Binary: PilotDiscovery, Name: "GODEBUG", Use: Applied, Note: "Read by the Go runtime.", Istio: "1.31"},
+	{Binary: PilotDiscovery, Name: "GOGC", Use: Applied, Note: "Read by the Go runtime; when unset, istiod collects at 25% heap growth rather than Go's 100% (Istio's keeps 100): fewer heap spans for what outlives each push, less memory at rest and at a push's peak, for a little more CPU in pushes. GOGC=off also stops istiod returning its heap to the OS after pushes."},
 	{Binary: PilotDiscovery, Name: "GOMAXPROCS", Use: Applied, Note: "Read by the Go runtime."},
 	{Binary: PilotDiscovery, Name: "GOMEMLIMIT", Use: Applied, Note: "Read by the Go runtime; when unset, istiod sets 90% of its container's memory limit, as Istio's. GOGC=off also stops istiod returning its heap to the OS after pushes.", Istio: "1.28"},
 	{Binary: PilotDiscovery, Name: "ISTIO_KUBE_CLIENT_CONTENT_TYPE", Use: Applied, Note: "protobuf (the default) or json, for the clients of Kubernetes' own types; Istio's types are JSON."},
