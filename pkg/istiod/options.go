@@ -30,9 +30,10 @@ type options struct {
 // garbage of its first configuration, and what outlives a push is made
 // amid the push's garbage; collecting at 25 % heap growth instead of 100 %
 // leaves fewer heap spans for those objects to be scattered over. At 1000
-// sidecars: 117 MiB at rest instead of 125-128, 142-153 MiB at the peak
-// of a push instead of 206-214, for about a fifth more CPU in the initial
-// sync and a twentieth more in a full push (docs/benchmarks.md, istiod
+// sidecars: 116-118 MiB at rest instead of 124-128, 142-153 MiB at the
+// peak of a push instead of 206-214, for about a fifth more CPU in the
+// initial sync and 5-10 % more per full push; a third more per push at
+// 250 sidecars, where the live heap is small (docs/benchmarks.md, istiod
 // xDS, "the GC percent").
 const GCPercent = 25
 
