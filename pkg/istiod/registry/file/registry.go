@@ -1,6 +1,7 @@
 package file
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -35,7 +36,7 @@ type Registry struct {
 var _ registry.Registry = (*Registry)(nil)
 
 type parsed struct {
-	data []byte
+	sum  [sha256.Size]byte // of the file's bytes: what a later read is compared with
 	objs []any
 	errs []error
 }
@@ -99,14 +100,15 @@ func (r *Registry) readLocked(p string) bool {
 		}
 		return false
 	}
-	if old := r.files[p]; old != nil && string(old.data) == string(data) {
+	sum := sha256.Sum256(data)
+	if old := r.files[p]; old != nil && old.sum == sum {
 		return false
 	}
 	objs, errs := Parse(p, data)
 	for _, e := range errs {
 		r.log.Warn("skipping invalid config", "err", e)
 	}
-	r.files[p] = &parsed{data: data, objs: objs, errs: errs}
+	r.files[p] = &parsed{sum: sum, objs: objs, errs: errs}
 	return true
 }
 
