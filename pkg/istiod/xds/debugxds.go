@@ -75,7 +75,7 @@ func (cp ControlPlane) core() *corev3.ControlPlane {
 // without a nonce (the acknowledgement of a debug response gets nothing). A
 // caller that may not have the answer ends the stream with the status Istio
 // gives (Unauthenticated, PermissionDenied).
-func (s *Server) answerDebug(stream sotwStream, node *corev3.Node, req *discoveryv3.DiscoveryRequest, names []string, sent map[string]bool) error {
+func (s *Server) answerDebug(stream sotwStream, node *debugNode, req *discoveryv3.DiscoveryRequest, names []string, sent map[string]bool) error {
 	if sent[req.GetTypeUrl()] && req.GetResponseNonce() != "" {
 		return nil
 	}
@@ -94,7 +94,7 @@ func (s *Server) answerDebug(stream sotwStream, node *corev3.Node, req *discover
 // answerDebugDelta is answerDebug for a delta stream: the same answer, each
 // resource named (syncz: by proxy ID; istio.io/debug: by the request) in a
 // DeltaDiscoveryResponse.
-func (s *Server) answerDebugDelta(stream deltaStream, node *corev3.Node, req *discoveryv3.DeltaDiscoveryRequest, sent map[string]bool) error {
+func (s *Server) answerDebugDelta(stream deltaStream, node *debugNode, req *discoveryv3.DeltaDiscoveryRequest, sent map[string]bool) error {
 	if sent[req.GetTypeUrl()] && req.GetResponseNonce() != "" {
 		return nil
 	}
@@ -123,13 +123,28 @@ func (s *Server) answerDebugDelta(stream deltaStream, node *corev3.Node, req *di
 	return stream.SendMsg(resp)
 }
 
+// debugNode is what a stream keeps of its first node for its debug
+// requests: the id, and the namespace and service account its metadata
+// claims. Not the node itself: an Istio agent's carries tens of metadata
+// fields, which would stay with every proxy's stream.
+type debugNode struct{ id, ns, sa string }
+
+func debugNodeOf(n *corev3.Node) *debugNode {
+	f := n.GetMetadata().GetFields()
+	return &debugNode{id: n.GetId(), ns: f["NAMESPACE"].GetStringValue(), sa: f["SERVICE_ACCOUNT"].GetStringValue()}
+}
+
 // debugCaller checks who may read debug state, as Istio 1.31 does with
 // ENABLE_DEBUG_ENDPOINT_AUTH on (its default): only an authenticated
 // stream (so never the plaintext port), whose node metadata NAMESPACE and
 // SERVICE_ACCOUNT, when given, match the identity. It returns the
 // namespace the caller is limited to: "" for the system namespace (or with
 // the check off), which sees every proxy.
-func (s *Server) debugCaller(ctx context.Context, node *corev3.Node) (string, error) {
+func (s *Server) debugCaller(ctx context.Context, n *debugNode) (string, error) {
+	var node debugNode
+	if n != nil {
+		node = *n
+	}
 	var id Identity
 	ok := false
 	if s.identity != nil {
@@ -139,12 +154,10 @@ func (s *Server) debugCaller(ctx context.Context, node *corev3.Node) (string, er
 		if s.debugAuthOff {
 			return "", nil
 		}
-		s.log.Warn("debug request refused: not authenticated; use the TLS port with a token or certificate", "node", node.GetId())
+		s.log.Warn("debug request refused: not authenticated; use the TLS port with a token or certificate", "node", node.id)
 		return "", status.Error(codes.Unauthenticated, "authentication required")
 	}
-	fields := node.GetMetadata().GetFields()
-	ns, sa := fields["NAMESPACE"].GetStringValue(), fields["SERVICE_ACCOUNT"].GetStringValue()
-	if err := s.matchIdentity("debug request", node.GetId(), id, ns, sa); err != nil {
+	if err := s.matchIdentity("debug request", node.id, id, node.ns, node.sa); err != nil {
 		return "", err
 	}
 	if s.debugAuthOff || id.Namespace == s.systemNamespace {

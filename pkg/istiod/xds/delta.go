@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -33,7 +32,7 @@ func (s *Server) streamDelta(stream deltaStream) error {
 			s.removeConn(c)
 		}
 	}()
-	var node *corev3.Node
+	var node *debugNode
 	debugSent := map[string]bool{}
 	for {
 		req := &discoveryv3.DeltaDiscoveryRequest{}
@@ -43,8 +42,8 @@ func (s *Server) streamDelta(stream deltaStream) error {
 			}
 			return err
 		}
-		if node == nil {
-			node = req.GetNode()
+		if node == nil && req.GetNode() != nil {
+			node = debugNodeOf(req.GetNode())
 		}
 		if isDebugType(req.GetTypeUrl()) {
 			if err := c.whole(func() error { return s.answerDebugDelta(stream, node, req, debugSent) }); err != nil {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -32,7 +31,7 @@ func (s *Server) streamSotW(stream sotwStream) error {
 			s.removeConn(c)
 		}
 	}()
-	var node *corev3.Node
+	var node *debugNode
 	debugSent := map[string]bool{}
 	for {
 		req := &rawRequest{}
@@ -42,8 +41,8 @@ func (s *Server) streamSotW(stream sotwStream) error {
 			}
 			return err
 		}
-		if node == nil {
-			node = req.req.GetNode()
+		if node == nil && req.req.GetNode() != nil {
+			node = debugNodeOf(req.req.GetNode())
 		}
 		if isDebugType(req.req.GetTypeUrl()) {
 			// Debug streams (istioctl's) are not proxies: they are answered
