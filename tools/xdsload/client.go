@@ -50,7 +50,8 @@ type rawResponse struct {
 type client struct {
 	id         int
 	delta      bool
-	subscribed int // how many of types it asks for
+	meta       bool // the node carries an Istio agent's metadata
+	subscribed int  // how many of types it asks for
 	stream     grpc.ClientStream
 	open       func() (grpc.ClientStream, error) // a new stream, for retries
 	// reopened counts the streams the control plane ended (opened again).
@@ -85,7 +86,7 @@ func newConn(addr string, creds credentials.TransportCredentials) (*grpc.ClientC
 
 // dial opens client id's stream; edsEnc is encodeNames(edsNames), shared by
 // all clients.
-func dial(ctx context.Context, conn *grpc.ClientConn, id int, edsNames []string, edsEnc []byte, delta bool) (*client, error) {
+func dial(ctx context.Context, conn *grpc.ClientConn, id int, edsNames []string, edsEnc []byte, delta, meta bool) (*client, error) {
 	method := "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 	if delta {
 		method = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
@@ -101,7 +102,7 @@ func dial(ctx context.Context, conn *grpc.ClientConn, id int, edsNames []string,
 	if err != nil {
 		return nil, err
 	}
-	c := &client{id: id, delta: delta, stream: s, open: open, edsNames: edsNames, subscribed: len(types) - 1}
+	c := &client{id: id, delta: delta, meta: meta, stream: s, open: open, edsNames: edsNames, subscribed: len(types) - 1}
 	for t := range types {
 		c.namesEnc[t] = encodeNames(c.names(t))
 	}
@@ -170,6 +171,9 @@ func streamEnded(err error) bool {
 // the stream ends.
 func (c *client) run() error {
 	node := &corev3.Node{Id: nodeID(c.id)}
+	if c.meta {
+		node.Metadata = nodeMetadata(c.id)
+	}
 	for t, url := range types[:c.subscribed] {
 		var req proto.Message
 		if c.delta {

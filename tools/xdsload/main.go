@@ -38,6 +38,7 @@ func main() {
 	flag.BoolVar(&cfg.edsDebounce, "eds-debounce", true, "run istiod with EDS debounce (Istio's default)")
 	flag.BoolVar(&cfg.delta, "delta", true, "clients use delta xDS (ACKs without names), as Envoy does under Istio's agent and Skiff's (ISTIO_DELTA_XDS); false: state of the world")
 	flag.BoolVar(&cfg.agentStreams, "agent-streams", false, "each sidecar also keeps a NameTable stream of its own beside its ADS stream, on the same connection (Skiff's agent before it moved the NameTable onto Envoy's stream; implies --nds-on-ads=false unless given)")
+	flag.BoolVar(&cfg.nodeMetadata, "node-metadata", true, "each sidecar's node carries the metadata an Istio agent sends for an injected pod (labels, annotations, proxy config); false: a node id alone, as before 2026-12-06")
 	flag.BoolVar(&cfg.ndsOnADS, "nds-on-ads", true, "each sidecar also subscribes to the NameTable on its ADS stream, as Istio's and Skiff's agents do on Envoy's")
 	flag.BoolVar(&cfg.tls, "tls", true, "connect to istiod's TLS port (15012) with a workload certificate, as sidecars do; false: the plaintext port (15010)")
 	flag.BoolVar(&cfg.pods, "pods", false, "write the pod behind each endpoint, injected with the chart's defaults and running, as a cluster holds them; the endpoints name their pods")

@@ -33,6 +33,7 @@ type config struct {
 	profiles                     string        // directory for istiod's profiles at rest; "" for none
 	agentStreams                 bool          // a NameTable stream per sidecar besides its ADS stream
 	ndsOnADS                     bool          // the NameTable subscribed on each sidecar's ADS stream
+	nodeMetadata                 bool          // each node carries an Istio agent's metadata
 	tls                          bool          // connect to the TLS port (15012) with a workload certificate
 	pods                         bool          // a pod per endpoint, injected and running
 	rolloutSteps                 int           // timed rollout steps: a new pod, then its endpoint (with pods)
@@ -113,7 +114,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 			}
 			conns = append(conns, conn)
 		}
-		c, err := dial(cctx, conns[len(conns)-1], i, edsNames, edsEnc, cfg.delta)
+		c, err := dial(cctx, conns[len(conns)-1], i, edsNames, edsEnc, cfg.delta, cfg.nodeMetadata)
 		if err != nil {
 			return nil, err
 		}
