@@ -54,9 +54,54 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 		// A pooled copy: the names of an ACK are hashed and dropped; free
 		// returns it once the request is handled.
 		r.buf = data.MaterializeToBuffer(&requestBuffers)
-		return r.decode(r.buf.ReadOnlyData())
+		b := r.buf.ReadOnlyData()
+		if hasField(b, 2) { // DiscoveryRequest.node
+			return decodeAside(func() error { return r.decode(b) })
+		}
+		return r.decode(b)
+	}
+	if _, ok := v.(*discoveryv3.DeltaDiscoveryRequest); ok && len(data) > 0 {
+		// DeltaDiscoveryRequest.node is field 1, so encoders put it first.
+		if num, _, n := protowire.ConsumeTag(data[0].ReadOnlyData()); n > 0 && num == 1 {
+			return decodeAside(func() error { return protoCodec.Unmarshal(data, v) })
+		}
 	}
 	return protoCodec.Unmarshal(data, v)
+}
+
+// hasField reports whether the top level of the encoded message b has
+// field num.
+func hasField(b []byte, num protowire.Number) bool {
+	for len(b) > 0 {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return false
+		}
+		if n == num {
+			return true
+		}
+		m := protowire.ConsumeFieldValue(n, typ, b[l:])
+		if m < 0 {
+			return false
+		}
+		b = b[l+m:]
+	}
+	return false
+}
+
+// decodeAside decodes a request that carries a node on a goroutine of its
+// own. The node's metadata decodes recursively (a Struct in a Value in a
+// Struct: an Istio agent's proxy config, labels and annotations), deep
+// enough to grow the stream handler goroutine's stack to 16 KiB, which the
+// runtime then keeps for the stream's life, since parked in RecvMsg the
+// handler uses more than a quarter of 8 KiB (docs/benchmarks.md, istiod
+// xDS; pkg/istiod's authenticateAside does the same for the certificate
+// check). Only a stream's first request carries a node, as Envoy and
+// Istio's agent send it.
+func decodeAside(decode func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- decode() }()
+	return <-done
 }
 
 // sotwResponse is a DiscoveryResponse whose resources are shared,
