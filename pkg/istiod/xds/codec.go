@@ -56,14 +56,14 @@ func (codec) Unmarshal(data mem.BufferSlice, v any) error {
 		r.buf = data.MaterializeToBuffer(&requestBuffers)
 		b := r.buf.ReadOnlyData()
 		if hasField(b, 2) { // DiscoveryRequest.node
-			return decodeAside(func() error { return r.decode(b) })
+			return aside(func() error { return r.decode(b) })
 		}
 		return r.decode(b)
 	}
 	if _, ok := v.(*discoveryv3.DeltaDiscoveryRequest); ok && len(data) > 0 {
 		// DeltaDiscoveryRequest.node is field 1, so encoders put it first.
 		if num, _, n := protowire.ConsumeTag(data[0].ReadOnlyData()); n > 0 && num == 1 {
-			return decodeAside(func() error { return protoCodec.Unmarshal(data, v) })
+			return aside(func() error { return protoCodec.Unmarshal(data, v) })
 		}
 	}
 	return protoCodec.Unmarshal(data, v)
@@ -89,18 +89,20 @@ func hasField(b []byte, num protowire.Number) bool {
 	return false
 }
 
-// decodeAside decodes a request that carries a node on a goroutine of its
-// own. The node's metadata decodes recursively (a Struct in a Value in a
-// Struct: an Istio agent's proxy config, labels and annotations), deep
-// enough to grow the stream handler goroutine's stack to 16 KiB, which the
-// runtime then keeps for the stream's life, since parked in RecvMsg the
-// handler uses more than a quarter of 8 KiB (docs/benchmarks.md, istiod
-// xDS; pkg/istiod's authenticateAside does the same for the certificate
-// check). Only a stream's first request carries a node, as Envoy and
-// Istio's agent send it.
-func decodeAside(decode func() error) error {
+// aside runs f on a goroutine of its own and returns its error. A stream's
+// handler goroutine runs aside what can take a deep stack: the decoding of
+// a request that carries a node (a Struct in a Value in a Struct: an Istio
+// agent's proxy config, labels and annotations), the parsing of that
+// metadata into the proxy, and the handling of each request (the
+// configuration a proxy with labels is given includes its inbound
+// listeners, whose encoding recurses deeply). Run on the handler, any of
+// them grows its stack to 16 KiB, which the runtime then keeps for the
+// stream's life, since parked in RecvMsg the handler uses more than a
+// quarter of 8 KiB (docs/benchmarks.md, istiod xDS; pkg/istiod's
+// authenticateAside does the same for the certificate check).
+func aside(f func() error) error {
 	done := make(chan error, 1)
-	go func() { done <- decode() }()
+	go func() { done <- f() }()
 	return <-done
 }
 

@@ -52,13 +52,15 @@ func (s *Server) streamDelta(stream deltaStream) error {
 			continue
 		}
 		if c == nil {
-			var err error
-			c, err = s.initConnection(ctx, req.GetNode().GetId(), req.GetNode().GetMetadata(), true, stream)
+			err := aside(func() (err error) {
+				c, err = s.initConnection(ctx, req.GetNode().GetId(), req.GetNode().GetMetadata(), true, stream)
+				return err
+			})
 			if err != nil {
 				return err
 			}
 		}
-		if err := c.whole(func() error { return c.handleDelta(stream, req) }); err != nil {
+		if err := aside(func() error { return c.whole(func() error { return c.handleDelta(stream, req) }) }); err != nil {
 			return err
 		}
 	}

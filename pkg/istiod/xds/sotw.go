@@ -56,14 +56,16 @@ func (s *Server) streamSotW(stream sotwStream) error {
 			continue
 		}
 		if c == nil {
-			var err error
-			c, err = s.initConnection(ctx, req.req.GetNode().GetId(), req.req.GetNode().GetMetadata(), false, stream)
+			err := aside(func() (err error) {
+				c, err = s.initConnection(ctx, req.req.GetNode().GetId(), req.req.GetNode().GetMetadata(), false, stream)
+				return err
+			})
 			if err != nil {
 				req.free()
 				return err
 			}
 		}
-		err := c.whole(func() error { return c.handleSotW(stream, req) })
+		err := aside(func() error { return c.whole(func() error { return c.handleSotW(stream, req) }) })
 		req.free()
 		if err != nil {
 			return err
