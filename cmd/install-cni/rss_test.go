@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
+	"github.com/skiff-mesh/skiff/pkg/procfields"
 )
 
 // BenchmarkIdleRSS: install-cni as the chart runs it, on a node of 110
@@ -63,9 +61,10 @@ func BenchmarkIdleRSS(b *testing.B) {
 			return resp.StatusCode == http.StatusOK
 		})
 		time.Sleep(5 * time.Second) // the measurement's settle time, not a wait for an event
-		st := procStatus(b, r.cmd.Process.Pid)
+		st, err := procfields.Read(fmt.Sprintf("/proc/%d/status", r.cmd.Process.Pid))
+		must(b, err)
 		for i, k := range []string{"VmRSS", "RssFile", "RssAnon"} {
-			sum[i] += st[k]
+			sum[i] += float64(st[k])
 		}
 		r.cmd.Process.Kill()
 		r.cmd.Wait()
@@ -77,24 +76,4 @@ func BenchmarkIdleRSS(b *testing.B) {
 	fi, err := os.Stat(bin)
 	must(b, err)
 	b.ReportMetric(float64(fi.Size())/1e6, "binary-MB")
-}
-
-// procStatus reads the kB figures of /proc/PID/status.
-func procStatus(tb testing.TB, pid int) map[string]float64 {
-	tb.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	must(tb, err)
-	defer f.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if v, found := strings.CutSuffix(strings.TrimSpace(v), " kB"); ok && found {
-			if n, err := strconv.ParseFloat(v, 64); err == nil {
-				out[k] = n
-			}
-		}
-	}
-	must(tb, sc.Err())
-	return out
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/skiff-mesh/skiff/pkg/procfields"
 )
 
 // memory is one reading of a process's memory, in kB.
@@ -25,33 +27,14 @@ type memory struct {
 func readMemory(pid int) (memory, error) {
 	var m memory
 	var err error
-	if m.status, err = kbFields(fmt.Sprintf("/proc/%d/status", pid)); err != nil {
+	if m.status, err = procfields.Read(fmt.Sprintf("/proc/%d/status", pid)); err != nil {
 		return m, err
 	}
-	if m.rollup, err = kbFields(fmt.Sprintf("/proc/%d/smaps_rollup", pid)); err != nil {
+	if m.rollup, err = procfields.Read(fmt.Sprintf("/proc/%d/smaps_rollup", pid)); err != nil {
 		return m, err
 	}
 	m.byMapping, err = rssByMapping(pid)
 	return m, err
-}
-
-// kbFields reads "Key: N [kB]" lines of a /proc file.
-func kbFields(path string) (map[string]int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int{}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || !strings.HasSuffix(f[0], ":") {
-			continue
-		}
-		if n, err := strconv.Atoi(f[1]); err == nil {
-			out[strings.TrimSuffix(f[0], ":")] = n
-		}
-	}
-	return out, nil
 }
 
 // rssByMapping sums Rss over /proc/PID/smaps per mapping name.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/procfields"
 )
 
 // clockTick is USER_HZ, 100 on Linux.
@@ -36,29 +38,12 @@ type memInfo struct {
 
 // memory reads a process's memory.
 func memory(pid int) (memInfo, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	kb, err := procfields.Read(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return memInfo{}, err
 	}
-	var m memInfo
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			m.rss = kb << 10
-		case "VmHWM:":
-			m.peak = kb << 10
-		case "RssFile:":
-			m.file = kb << 10
-		case "RssAnon:":
-			m.anon = kb << 10
-		}
-	}
-	return m, nil
+	return memInfo{rss: int64(kb["VmRSS"]) << 10, peak: int64(kb["VmHWM"]) << 10,
+		file: int64(kb["RssFile"]) << 10, anon: int64(kb["RssAnon"]) << 10}, nil
 }
 
 // loadAvg returns the 1, 5 and 15 minute load averages (zeros if unknown).
