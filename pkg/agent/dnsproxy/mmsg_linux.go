@@ -17,8 +17,8 @@ import (
 // reader that keeps its messages allocates nothing per datagram
 // (golang.org/x/net's ReadBatch makes a new address and IP slice for
 // every one). The address is overwritten by the next read: keep a copy.
-// Writes, and reads of messages with other than one buffer, go through
-// x/net.
+// Writes are mmsgWriter's. Reads and writes of messages with other than
+// one buffer go through x/net.
 type mmsgConn struct {
 	batchConn // x/net's PacketConn
 	rc        syscall.RawConn
@@ -31,6 +31,8 @@ type mmsgConn struct {
 	recv      func(fd uintptr) bool
 	want, got int
 	errno     syscall.Errno
+
+	w mmsgWriter
 }
 
 func newBatchConn(conn *net.UDPConn) batchConn {
@@ -41,17 +43,31 @@ func newBatchConn(conn *net.UDPConn) batchConn {
 	}
 	c := &mmsgConn{batchConn: x, rc: rc}
 	c.recv = c.recvmmsg
+	// The socket's own family, not its address's: Go binds "udp" on
+	// 0.0.0.0 as a dual-stack IPv6 socket.
+	_ = rc.Control(func(fd uintptr) {
+		sa, err := unix.Getsockname(int(fd))
+		_, c.w.v4 = sa.(*unix.SockaddrInet4)
+		c.w.ok = err == nil
+	})
 	return c
 }
 
-// recvmmsg is RawConn.Read's callback: false to wait until readable.
+// recvmmsg is RawConn.Read's callback: false to wait until readable. It
+// is a raw system call, as sendmmsg is (mmsgwrite_linux.go says why): the
+// socket is non-blocking, so the call never waits.
 func (c *mmsgConn) recvmmsg(fd uintptr) bool {
-	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&c.hdrs[0])), uintptr(c.want), 0, 0, 0)
-	if e == unix.EAGAIN || e == unix.EINTR {
-		return false
+	for {
+		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&c.hdrs[0])), uintptr(c.want), 0, 0, 0)
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false
+		}
+		c.got, c.errno = int(r), e
+		return true
 	}
-	c.got, c.errno = int(r), e
-	return true
 }
 
 // ReadBatch reads up to len(ms) datagrams; it blocks until one arrives.
