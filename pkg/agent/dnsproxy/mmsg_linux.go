@@ -53,20 +53,27 @@ func newBatchConn(conn *net.UDPConn) batchConn {
 	return c
 }
 
-// recvmmsg is RawConn.Read's callback: false to wait until readable. It
-// is a raw system call, as sendmmsg is (mmsgwrite_linux.go says why): the
-// socket is non-blocking, so the call never waits.
+// recvmmsg is RawConn.Read's callback: false to wait until readable.
 func (c *mmsgConn) recvmmsg(fd uintptr) bool {
+	var wait bool
+	c.got, c.errno, wait = rawMmsg(unix.SYS_RECVMMSG, fd, &c.hdrs[0], c.want)
+	return !wait
+}
+
+// rawMmsg makes one recvmmsg or sendmmsg (trap) of n headers on fd as a
+// raw system call (mmsgwrite_linux.go says why): the socket is
+// non-blocking, so the call never waits. EINTR is retried; wait is true on
+// EAGAIN, for the caller to wait on the netpoller.
+func rawMmsg(trap, fd uintptr, hdrs *unix.Mmsghdr, n int) (got int, errno syscall.Errno, wait bool) {
 	for {
-		r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&c.hdrs[0])), uintptr(c.want), 0, 0, 0)
+		r, _, e := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(hdrs)), uintptr(n), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false
+			return 0, 0, true
 		}
-		c.got, c.errno = int(r), e
-		return true
+		return int(r), e, false
 	}
 }
 

@@ -44,17 +44,9 @@ var sendScratches = sync.Pool{New: func() any {
 
 // sendmmsg is RawConn.Write's callback: false to wait until writable.
 func (s *sendScratch) sendmmsg(fd uintptr) bool {
-	for {
-		r, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&s.hdrs[0])), uintptr(s.want), 0, 0, 0)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
-		s.got, s.errno = int(r), e
-		return true
-	}
+	var wait bool
+	s.got, s.errno, wait = rawMmsg(unix.SYS_SENDMMSG, fd, &s.hdrs[0], s.want)
+	return !wait
 }
 
 // WriteBatch sends up to udpBatch messages of ms with one sendmmsg and
