@@ -118,7 +118,7 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 		if i, ok := slices.BinarySearch(w.names, n); ok {
 			w.names = slices.Delete(slices.Clone(w.names), i, i+1)
 		}
-		delete(w.initial, n)
+		w.settleInitial(nil, []string{n})
 		// held may share its array with generated lists: never edit in place.
 		w.held = slices.DeleteFunc(slices.Clone(w.held), func(r *gen.Resource) bool { return r.Name == n })
 	}
@@ -202,12 +202,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	} else {
 		w.held = c.server.lists.share(rs)
 	}
-	for _, r := range rs {
-		delete(w.initial, r.Name)
-	}
-	for _, n := range resp.removed {
-		delete(w.initial, n)
-	}
+	w.settleInitial(rs, resp.removed)
 	if len(resp.resources) == 0 && len(resp.removed) == 0 && !force {
 		c.mu.Unlock()
 		return nil

@@ -40,8 +40,29 @@ type watch struct {
 	// held is what a delta client holds from this stream, sorted by name.
 	held []*gen.Resource
 	// initial are the versions a delta client said it holds when it
-	// subscribed (from a previous stream), until superseded.
+	// subscribed (from a previous stream), until superseded; nil once
+	// every name has been (settleInitial).
 	initial map[string]string
+}
+
+// settleInitial forgets the initial versions of the names now sent (rs) or
+// removed, and the map itself once it is empty. A Go map keeps its buckets
+// when its entries are deleted, and a client that reconnects (every
+// sidecar, when istiod restarts) brings a version for each resource it
+// holds: thousands per stream, which the first response settles.
+func (w *watch) settleInitial(rs []*gen.Resource, removed []string) {
+	if w.initial == nil {
+		return
+	}
+	for _, r := range rs {
+		delete(w.initial, r.Name)
+	}
+	for _, n := range removed {
+		delete(w.initial, n)
+	}
+	if len(w.initial) == 0 {
+		w.initial = nil
+	}
 }
 
 // status returns the sync state of the watch (nil: never subscribed).
