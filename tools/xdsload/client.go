@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -44,6 +45,11 @@ const (
 type rawResponse struct {
 	version, typeURL, nonce string
 	size                    int
+	// track asks for the resources' names and versions (held) and the
+	// removed names, for a delta client that reconnects with them.
+	track   bool
+	held    []heldResource
+	removed []unique.Handle[string]
 }
 
 // client is one sidecar-like ADS stream.
@@ -56,8 +62,17 @@ type client struct {
 	open       func() (grpc.ClientStream, error) // a new stream, for retries
 	// reopened counts the streams the control plane ended (opened again).
 	reopened atomic.Int64
-	sendMu   sync.Mutex
-	edsNames []string
+	// track: the client keeps what it holds (held) and brings it as
+	// initial_resource_versions when it opens a stream again (--reconnects).
+	track bool
+	held  [5]map[unique.Handle[string]]unique.Handle[string]
+	// endStream ends the current stream; restarting marks that end as the
+	// client's own (restart), to open again at once.
+	streamMu   sync.Mutex
+	endStream  context.CancelFunc
+	restarting atomic.Bool
+	sendMu     sync.Mutex
+	edsNames   []string
 	// namesEnc[t] is names(t) encoded (encodeNames), for ACKs.
 	namesEnc [5][]byte
 	// recv[t] is when the latest response of type t arrived, acked[t]
@@ -91,18 +106,27 @@ func dial(ctx context.Context, conn *grpc.ClientConn, id int, edsNames []string,
 	if delta {
 		method = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
 	}
-	open := func() (grpc.ClientStream, error) {
-		s, err := conn.NewStream(ctx, adsDesc, method)
+	c := &client{id: id, delta: delta, meta: meta, edsNames: edsNames, subscribed: len(types) - 1}
+	c.open = func() (grpc.ClientStream, error) {
+		sctx, cancel := context.WithCancel(ctx)
+		s, err := conn.NewStream(sctx, adsDesc, method)
 		if err != nil {
+			cancel()
 			return nil, fmt.Errorf("open stream: %w", err)
 		}
+		c.streamMu.Lock()
+		if c.endStream != nil {
+			c.endStream() // the stream it replaces has ended
+		}
+		c.endStream = cancel
+		c.streamMu.Unlock()
 		return s, nil
 	}
-	s, err := open()
+	s, err := c.open()
 	if err != nil {
 		return nil, err
 	}
-	c := &client{id: id, delta: delta, meta: meta, stream: s, open: open, edsNames: edsNames, subscribed: len(types) - 1}
+	c.stream = s
 	for t := range types {
 		c.namesEnc[t] = encodeNames(c.names(t))
 	}
@@ -140,20 +164,62 @@ func (c *client) serve(ctx context.Context) error {
 	backoff := 500 * time.Millisecond
 	for {
 		err := c.run()
-		if ctx.Err() != nil || !streamEnded(err) {
+		if ctx.Err() != nil {
 			return err
 		}
-		c.reopened.Add(1)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff/2 + rand.N(backoff/2)):
+		if !c.restarting.Swap(false) { // a restart (our own end) opens again at once
+			if !streamEnded(err) {
+				return err
+			}
+			c.reopened.Add(1)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(backoff/2 + rand.N(backoff/2)):
+			}
+			backoff = min(2*backoff, 30*time.Second)
 		}
-		backoff = min(2*backoff, 30*time.Second)
 		if c.stream, err = c.open(); err != nil {
 			return err
 		}
 	}
+}
+
+// restart ends the client's stream; serve opens a new one at once, which
+// brings what the client holds as initial_resource_versions, as Envoy's
+// new stream does when its control plane restarts.
+func (c *client) restart() {
+	c.restarting.Store(true)
+	c.streamMu.Lock()
+	c.endStream()
+	c.streamMu.Unlock()
+}
+
+// keep records what a tracked delta response of type t leaves the client
+// holding.
+func (c *client) keep(t int, r *rawResponse) {
+	if c.held[t] == nil {
+		c.held[t] = map[unique.Handle[string]]unique.Handle[string]{}
+	}
+	for _, h := range r.held {
+		c.held[t][h.name] = h.version
+	}
+	for _, n := range r.removed {
+		delete(c.held[t], n)
+	}
+}
+
+// initialVersions is what the client holds of type t, as a request's
+// initial_resource_versions.
+func (c *client) initialVersions(t int) map[string]string {
+	if len(c.held[t]) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(c.held[t]))
+	for n, v := range c.held[t] {
+		m[n.Value()] = v.Value()
+	}
+	return m
 }
 
 // streamEnded reports whether err is the control plane ending the stream,
@@ -177,7 +243,8 @@ func (c *client) run() error {
 	for t, url := range types[:c.subscribed] {
 		var req proto.Message
 		if c.delta {
-			d := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: url, ResourceNamesSubscribe: c.names(t)}
+			d := &discoveryv3.DeltaDiscoveryRequest{TypeUrl: url, ResourceNamesSubscribe: c.names(t),
+				InitialResourceVersions: c.initialVersions(t)}
 			if t == 0 {
 				d.Node = node
 			}
@@ -194,13 +261,16 @@ func (c *client) run() error {
 		}
 	}
 	for {
-		var r rawResponse
+		r := rawResponse{track: c.track}
 		if err := c.stream.RecvMsg(&r); err != nil {
 			return err
 		}
 		t := typeIndex(r.typeURL)
 		if t < 0 {
 			continue
+		}
+		if c.track {
+			c.keep(t, &r)
 		}
 		b, err := c.ack(t, &r)
 		if err != nil {

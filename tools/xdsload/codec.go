@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"unique"
 
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -31,7 +32,9 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 // encoded is a request already marshaled (so its size is known).
 type encoded []byte
 
-// Unmarshal reads a rawResponse's fields, skipping the resources.
+// Unmarshal reads a rawResponse's fields, skipping the resources; with
+// r.track (delta responses), each resource's name and version and the
+// removed names too.
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	r := v.(*rawResponse)
 	r.size = data.Len()
@@ -47,6 +50,22 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 			n, err := s.varint()
 			if err != nil {
 				return err
+			}
+			switch {
+			case r.track && num == 2: // DeltaDiscoveryResponse.resources
+				h, err := scanResource(&s, int(n))
+				if err != nil {
+					return err
+				}
+				r.held = append(r.held, h)
+				continue
+			case r.track && num == 6: // removed_resources
+				b, err := s.bytes(int(n))
+				if err != nil {
+					return err
+				}
+				r.removed = append(r.removed, unique.Make(string(b)))
+				continue
 			}
 			switch num {
 			case 1, 4, 5:
@@ -86,11 +105,73 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return nil
 }
 
+// heldResource is a delta resource's name and version, interned: every
+// client holds most of the same ones.
+type heldResource struct{ name, version unique.Handle[string] }
+
+// scanResource reads the name (3) and version (1) of the Resource in the
+// next n bytes of s, skipping its body.
+func scanResource(s *scanner, n int) (heldResource, error) {
+	var h heldResource
+	end := s.pos + n
+	for s.pos < end {
+		tag, err := s.varint()
+		if err != nil {
+			return h, err
+		}
+		num, typ := protowire.DecodeTag(tag)
+		switch typ {
+		case protowire.BytesType:
+		case protowire.VarintType:
+			if _, err := s.varint(); err != nil {
+				return h, err
+			}
+			continue
+		case protowire.Fixed32Type:
+			if err := s.skip(4); err != nil {
+				return h, err
+			}
+			continue
+		case protowire.Fixed64Type:
+			if err := s.skip(8); err != nil {
+				return h, err
+			}
+			continue
+		default:
+			return h, fmt.Errorf("resource field %d: unexpected wire type %d", num, typ)
+		}
+		l, err := s.varint()
+		if err != nil {
+			return h, err
+		}
+		if num != 1 && num != 3 {
+			if err := s.skip(int(l)); err != nil {
+				return h, err
+			}
+			continue
+		}
+		b, err := s.bytes(int(l))
+		if err != nil {
+			return h, err
+		}
+		if num == 1 {
+			h.version = unique.Make(string(b))
+		} else {
+			h.name = unique.Make(string(b))
+		}
+	}
+	if s.pos != end {
+		return h, fmt.Errorf("resource overruns its length")
+	}
+	return h, nil
+}
+
 // scanner reads a message spread over buffers without joining them.
 type scanner struct {
 	bufs mem.BufferSlice
 	i    int // the buffer being read
 	off  int // the offset in it
+	pos  int // bytes read so far
 }
 
 // next moves past exhausted buffers; it reports whether data is left.
@@ -111,6 +192,7 @@ func (s *scanner) varint() (uint64, error) {
 		}
 		b := s.bufs[s.i].ReadOnlyData()[s.off]
 		s.off++
+		s.pos++
 		v |= uint64(b&0x7f) << shift
 		if b < 0x80 {
 			return v, nil
@@ -126,6 +208,7 @@ func (s *scanner) skip(n int) error {
 		}
 		k := min(n, s.bufs[s.i].Len()-s.off)
 		s.off += k
+		s.pos += k
 		n -= k
 	}
 	return nil
@@ -141,6 +224,7 @@ func (s *scanner) bytes(n int) ([]byte, error) {
 		k := min(n-len(out), len(d))
 		out = append(out, d[:k]...)
 		s.off += k
+		s.pos += k
 	}
 	return out, nil
 }

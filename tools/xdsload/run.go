@@ -37,6 +37,7 @@ type config struct {
 	tls                          bool          // connect to the TLS port (15012) with a workload certificate
 	pods                         bool          // a pod per endpoint, injected and running
 	rolloutSteps                 int           // timed rollout steps: a new pod, then its endpoint (with pods)
+	reconnects                   int           // timed reconnects of every delta client with the versions it holds
 }
 
 // phase is one timed change: how long until every client had it.
@@ -121,6 +122,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 		if cfg.ndsOnADS {
 			c.subscribed = len(types)
 		}
+		c.track = cfg.reconnects > 0
 		clients[i] = c
 		wg.Go(func() {
 			if err := c.serve(cctx); err != nil && cctx.Err() == nil {
@@ -207,6 +209,21 @@ spec:
 			time.Sleep(300 * time.Millisecond)
 		}
 		res.phases = append(res.phases, rollout)
+	}
+	if cfg.reconnects > 0 {
+		rc := &phase{name: "reconnect (every client's stream ended and opened again with the versions it holds, as after an istiod restart), until every type answered and ACKed", acked: true}
+		for k := range cfg.reconnects {
+			if err := timed(ctx, pid, rc, clients, []int{cds, eds, lds, rds}, cfg.timeout, func() error {
+				for _, c := range clients {
+					c.restart()
+				}
+				return nil
+			}); err != nil {
+				return nil, fmt.Errorf("reconnect %d: %w", k, err)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		res.phases = append(res.phases, rc)
 	}
 	m, _ = memory(pid)
 	res.rss, res.peak = m.rss, m.peak
