@@ -74,6 +74,8 @@ func TestScanDeltaHeld(t *testing.T) {
 		resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: clusterName(i), Version: fmt.Sprint("v", i),
 			Resource: &anypb.Any{TypeUrl: "t", Value: bytes.Repeat([]byte{byte(i)}, 300)}})
 	}
+	// A resource without a version (the field is optional on the wire).
+	resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: "no-version"})
 	b, err := proto.Marshal(resp)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +96,7 @@ func TestScanDeltaHeld(t *testing.T) {
 		}
 		c := &client{held: [5]map[unique.Handle[string]]unique.Handle[string]{cds: {unique.Make("gone"): unique.Make("v9")}}}
 		c.keep(cds, &got)
-		want := map[string]string{clusterName(0): "v0", clusterName(1): "v1", clusterName(2): "v2"}
+		want := map[string]string{clusterName(0): "v0", clusterName(1): "v1", clusterName(2): "v2", "no-version": ""}
 		if iv := c.initialVersions(cds); !maps.Equal(iv, want) {
 			t.Errorf("frames of %d: initial versions %v, want %v", frame, iv, want)
 		}

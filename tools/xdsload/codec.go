@@ -109,10 +109,13 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // client holds most of the same ones.
 type heldResource struct{ name, version unique.Handle[string] }
 
+// empty is the interned "" (a zero Handle has no value).
+var empty = unique.Make("")
+
 // scanResource reads the name (3) and version (1) of the Resource in the
 // next n bytes of s, skipping its body.
 func scanResource(s *scanner, n int) (heldResource, error) {
-	var h heldResource
+	h := heldResource{name: empty, version: empty} // either may be absent
 	end := s.pos + n
 	for s.pos < end {
 		tag, err := s.varint()
