@@ -95,12 +95,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 	}
 	d.analysis = analysis.NewReporter(log)
 	var pushDone func(bool)
+	var synced func()
 	if o.releaseHeap {
 		rel := memory.NewReleaser(memory.ReleaserOptions{}, log)
 		go rel.Run(ctx)
-		pushDone = func(bool) { rel.Updated() }
+		pushDone, synced = func(bool) { rel.Updated() }, rel.Updated
 	}
-	d.xds = xds.New(xds.Options{Log: log, Metrics: d.metrics, PushConcurrency: cfg.PushConcurrency, PushDone: pushDone,
+	d.xds = xds.New(xds.Options{Log: log, Metrics: d.metrics, PushConcurrency: cfg.PushConcurrency, PushDone: pushDone, Synced: synced,
 		Identity: func(ctx context.Context) (xds.Identity, bool) {
 			id, ok := IdentityFrom(ctx)
 			return xds.Identity{Namespace: id.Namespace, ServiceAccount: id.ServiceAccount}, ok

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -78,7 +77,9 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 		w = &watch{typeURL: typ}
 		w.wildcard = c.isWildcard(typ, req.GetResourceNamesSubscribe())
 		if iv := req.GetInitialResourceVersions(); len(iv) > 0 {
-			w.initial = maps.Clone(iv) // nil otherwise: most streams start with nothing
+			// The request's own map: nothing else keeps the request. nil
+			// otherwise: most streams start with nothing.
+			w.initial = iv
 		}
 		c.watched[typ] = w
 	}
@@ -124,7 +125,12 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 	}
 	c.mu.Unlock()
 	if first || len(added) > 0 {
-		return c.sendDelta(stream, c.server.PushContext(), w, nil, first)
+		if err := c.sendDelta(stream, c.server.PushContext(), w, nil, first); err != nil {
+			return err
+		}
+		if first && c.server.synced != nil {
+			c.server.synced()
+		}
 	}
 	return nil
 }
@@ -190,8 +196,11 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	// named subscriptions the subscribed names that no longer exist.
 	if !partial {
 		resp.removed = missing(w.held, rs)
+		// What the client brought that no longer exists: the initial
+		// names left once those generated are settled.
+		w.settleInitial(rs, nil)
 		for n := range w.initial {
-			if _, ok := slices.BinarySearchFunc(rs, n, byName); !ok && !slices.Contains(resp.removed, n) {
+			if !slices.Contains(resp.removed, n) {
 				resp.removed = append(resp.removed, n)
 			}
 		}

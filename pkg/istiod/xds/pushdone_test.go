@@ -4,7 +4,10 @@ import (
 	"strconv"
 	"testing"
 
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 )
 
 // TestPushDone checks the hook runs once a push reached every connection,
@@ -67,4 +70,30 @@ func grpcStatusOf(t *testing.T, e *env, id, typ string) xds.TypeStatus {
 	}
 	t.Fatalf("proxy %s not connected", id)
 	return xds.TypeStatus{}
+}
+
+// TestSynced checks the hook runs once per type a stream answers for the
+// first time, on both protocols, and not for ACKs or later subscription
+// changes.
+func TestSynced(t *testing.T) {
+	synced := make(chan struct{}, 20)
+	e := newEnvWith(t, xds.Options{Synced: func() { synced <- struct{}{} }})
+	c := e.sotw(t, productpage, nil)
+	subscribeAll(t, c) // CDS, EDS, LDS, RDS: four first answers
+	const details = "sidecar~10.0.0.9~details-v1-1.default~default.svc.cluster.local" // another sidecar
+	d := e.delta(t, details)
+	must(t, d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: gen.ClusterType}))
+	cds := drecv(t, d)
+	must(t, d.Ack(cds))
+	must(t, d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: gen.EndpointType, ResourceNamesSubscribe: []string{"outbound|9080|v1|reviews.default.svc.cluster.local"}}))
+	must(t, d.Ack(drecv(t, d)))
+	must(t, d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: gen.EndpointType, ResourceNamesSubscribe: []string{"outbound|9080|v2|reviews.default.svc.cluster.local"}}))
+	must(t, d.Ack(drecv(t, d)))
+	// A stream runs the hook before it reads the next request: once the
+	// last ACKs are in, every hook has run.
+	e.waitStatus(t, productpage, "RDS", xds.StatusSynced)
+	e.waitStatus(t, details, "EDS", xds.StatusSynced)
+	if n := len(synced); n != 6 {
+		t.Fatalf("Synced ran %d times, want 6 (four SotW types, two delta)", n)
+	}
 }

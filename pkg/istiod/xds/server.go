@@ -52,6 +52,11 @@ type Options struct {
 	// whether it was a full push. istiod can return the push's garbage to
 	// the OS then.
 	PushDone func(full bool)
+	// Synced, if set, is called after a stream answered a type for the
+	// first time: a proxy connecting, or every proxy reconnecting after an
+	// istiod restart, which allocates as much as a full push. istiod can
+	// return that garbage to the OS once the streams settle.
+	Synced func()
 }
 
 // GenerateFunc builds the resources of typeURL for proxy p, as gen.Generate.
@@ -71,6 +76,7 @@ type Server struct {
 	controlPlane    ControlPlane
 	debugHTTP       debugHTTP // the HTTP debug endpoints DebugGeneric answers from (debuggeneric.go)
 	pushDone        func(full bool)
+	synced          func()
 
 	pc     atomic.Pointer[model.PushContext]
 	nextID atomic.Uint64
@@ -114,6 +120,7 @@ func New(o Options) *Server {
 		identityOff:     o.IdentityCheckOff,
 		controlPlane:    o.ControlPlane,
 		pushDone:        o.PushDone,
+		synced:          o.Synced,
 		conns:           map[string]*Connection{},
 	}
 }

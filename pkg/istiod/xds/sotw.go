@@ -107,7 +107,8 @@ func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
 	if w == nil || w.nonceSent == "" || req.GetResponseNonce() == "" {
 		// A new subscription, or a client that reconnected and still
 		// carries the nonce of its previous stream: answer it.
-		if w == nil {
+		first := w == nil
+		if first {
 			w = &watch{typeURL: typ}
 			c.watched[typ] = w
 		}
@@ -117,7 +118,13 @@ func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
 		w.namesHash = raw.namesHash
 		w.lastHash, w.sent = "", nil
 		c.mu.Unlock()
-		return c.sendType(stream, c.server.PushContext(), w, nil, true)
+		if err := c.sendType(stream, c.server.PushContext(), w, nil, true); err != nil {
+			return err
+		}
+		if first && c.server.synced != nil {
+			c.server.synced()
+		}
+		return nil
 	}
 	if req.GetResponseNonce() != w.nonceSent {
 		c.mu.Unlock()
