@@ -79,7 +79,7 @@ func TestSynced(t *testing.T) {
 	synced := make(chan struct{}, 20)
 	e := newEnvWith(t, xds.Options{Synced: func() { synced <- struct{}{} }})
 	c := e.sotw(t, productpage, nil)
-	subscribeAll(t, c) // CDS, EDS, LDS, RDS: four first answers
+	subscribeAll(t, c)                                                                // CDS, EDS, LDS, RDS: four first answers
 	const details = "sidecar~10.0.0.9~details-v1-1.default~default.svc.cluster.local" // another sidecar
 	d := e.delta(t, details)
 	must(t, d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: gen.ClusterType}))
