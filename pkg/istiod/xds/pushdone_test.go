@@ -79,8 +79,9 @@ func TestSynced(t *testing.T) {
 	synced := make(chan struct{}, 20)
 	e := newEnvWith(t, xds.Options{Synced: func() { synced <- struct{}{} }})
 	c := e.sotw(t, productpage, nil)
-	subscribeAll(t, c)                                                                // CDS, EDS, LDS, RDS: four first answers
-	const details = "sidecar~10.0.0.9~details-v1-1.default~default.svc.cluster.local" // another sidecar
+	subscribeAll(t, c) // four first answers: CDS, EDS, LDS, RDS
+	// Another sidecar, on a delta stream.
+	const details = "sidecar~10.0.0.9~details-v1-1.default~default.svc.cluster.local"
 	d := e.delta(t, details)
 	must(t, d.Send(&discoveryv3.DeltaDiscoveryRequest{TypeUrl: gen.ClusterType}))
 	cds := drecv(t, d)
