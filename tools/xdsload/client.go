@@ -57,6 +57,7 @@ type client struct {
 	id         int
 	delta      bool
 	meta       bool // the node carries an Istio agent's metadata
+	apps       int  // with meta: the client is a replica of one of apps apps (nodeMetadata)
 	subscribed int  // how many of types it asks for
 	stream     grpc.ClientStream
 	open       func() (grpc.ClientStream, error) // a new stream, for retries
@@ -238,7 +239,7 @@ func streamEnded(err error) bool {
 func (c *client) run() error {
 	node := &corev3.Node{Id: nodeID(c.id)}
 	if c.meta {
-		node.Metadata = nodeMetadata(c.id)
+		node.Metadata = nodeMetadata(c.id, c.apps)
 	}
 	for t, url := range types[:c.subscribed] {
 		var req proto.Message

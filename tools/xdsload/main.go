@@ -42,6 +42,7 @@ func main() {
 	flag.BoolVar(&cfg.ndsOnADS, "nds-on-ads", true, "each sidecar also subscribes to the NameTable on its ADS stream, as Istio's and Skiff's agents do on Envoy's")
 	flag.BoolVar(&cfg.tls, "tls", true, "connect to istiod's TLS port (15012) with a workload certificate, as sidecars do; false: the plaintext port (15010)")
 	flag.BoolVar(&cfg.pods, "pods", false, "write the pod behind each endpoint, injected with the chart's defaults and running, as a cluster holds them; the endpoints name their pods")
+	flag.IntVar(&cfg.apps, "apps", 0, "with --node-metadata: the sidecars are replicas of this many apps (svc-0 ...), sharing their labels and inbound configuration; 0: every sidecar its own app, up to 1000 (the least sharing)")
 	flag.IntVar(&cfg.reconnects, "reconnects", 0, "delta clients: times every client ends its stream and opens a new one that brings the versions it holds (initial_resource_versions), as Envoy's streams do when istiod restarts; timed after the other changes")
 	flag.IntVar(&cfg.rolloutSteps, "rollout-steps", 0, "with --pods: rollout steps to time, each a new pod written and then added to its service's EndpointSlice, as a Deployment's rollout does")
 	flag.IntVar(&cfg.pushConcurrency, "push-concurrency", 100, "istiod's --push-concurrency (Istio's PILOT_PUSH_THROTTLE)")
@@ -65,6 +66,10 @@ func main() {
 	flag.Visit(func(f *flag.Flag) { ndsGiven = ndsGiven || f.Name == "nds-on-ads" })
 	if cfg.agentStreams && !ndsGiven {
 		cfg.ndsOnADS = false
+	}
+	if cfg.apps < 0 || cfg.apps > cfg.services {
+		fmt.Fprintf(os.Stderr, "xdsload: --apps %d: must be 0 to --services (%d): an app is a service's workload\n", cfg.apps, cfg.services)
+		os.Exit(2)
 	}
 	if cfg.reconnects > 0 && !cfg.delta {
 		fmt.Fprintln(os.Stderr, "xdsload: --reconnects needs --delta (state-of-the-world streams bring no versions)")

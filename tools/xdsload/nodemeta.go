@@ -10,10 +10,15 @@ import (
 // it for an injected pod (the fields of Istio's NodeMetadata that an agent
 // fills from the pod, its environment and its proxy config), with the
 // identity of the benchmark's certificate. istiod decodes it with each
-// stream's first request and keeps what it parses of it.
-func nodeMetadata(id int) *structpb.Struct {
+// stream's first request and keeps what it parses of it. The client is a
+// replica of app svc-(id mod apps): apps 0 means 1000, every sidecar its
+// own app in the default mesh (the least sharing of inbound configuration).
+func nodeMetadata(id, apps int) *structpb.Struct {
+	if apps <= 0 {
+		apps = 1000
+	}
 	name := fmt.Sprintf("client-%d", id)
-	app := fmt.Sprintf("svc-%d", id%1000)
+	app := fmt.Sprintf("svc-%d", id%apps)
 	m, err := structpb.NewStruct(map[string]any{
 		"NAME": name, "NAMESPACE": benchNS, "SERVICE_ACCOUNT": "xdsload", "CLUSTER_ID": "Kubernetes",
 		"MESH_ID": "cluster.local", "ISTIO_VERSION": "1.31.0", "INTERCEPTION_MODE": "REDIRECT",

@@ -34,6 +34,7 @@ type config struct {
 	agentStreams                 bool          // a NameTable stream per sidecar besides its ADS stream
 	ndsOnADS                     bool          // the NameTable subscribed on each sidecar's ADS stream
 	nodeMetadata                 bool          // each node carries an Istio agent's metadata
+	apps                         int           // with nodeMetadata: apps the sidecars are replicas of (0: each its own)
 	tls                          bool          // connect to the TLS port (15012) with a workload certificate
 	pods                         bool          // a pod per endpoint, injected and running
 	rolloutSteps                 int           // timed rollout steps: a new pod, then its endpoint (with pods)
@@ -123,6 +124,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 			c.subscribed = len(types)
 		}
 		c.track = cfg.reconnects > 0
+		c.apps = cfg.apps
 		clients[i] = c
 		wg.Go(func() {
 			if err := c.serve(cctx); err != nil && cctx.Err() == nil {
