@@ -59,7 +59,10 @@ func (c *mmsgConn) WriteBatch(ms []ipv4.Message, flags int) (int, error) {
 	}
 	ms = ms[:min(len(ms), udpBatch)]
 	s := sendScratches.Get().(*sendScratch)
-	defer sendScratches.Put(s)
+	defer func() {
+		clear(s.iovs[:len(ms)]) // back to the pool without pointers into ms
+		sendScratches.Put(s)
+	}()
 	for i := range ms {
 		if len(ms[i].Buffers) != 1 {
 			return c.batchConn.WriteBatch(ms, flags)
@@ -80,10 +83,7 @@ func (c *mmsgConn) WriteBatch(ms []ipv4.Message, flags int) (int, error) {
 		}
 	}
 	s.want = len(ms)
-	err := c.rc.Write(s.send)
-	// The scratch goes back to the pool: drop its pointers into ms.
-	clear(s.iovs[:len(ms)])
-	if err != nil {
+	if err := c.rc.Write(s.send); err != nil {
 		return 0, err
 	}
 	if s.errno != 0 {
