@@ -128,8 +128,8 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 		if err := c.sendDelta(stream, c.server.PushContext(), w, nil, first); err != nil {
 			return err
 		}
-		if first && c.server.synced != nil {
-			c.server.synced()
+		if first {
+			c.server.answeredFirst()
 		}
 	}
 	return nil

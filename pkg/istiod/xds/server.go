@@ -173,6 +173,14 @@ func (s *Server) Push(pc *model.PushContext, change model.Change) {
 	}
 }
 
+// answeredFirst runs the Synced hook: a stream answered a type for the
+// first time.
+func (s *Server) answeredFirst() {
+	if s.synced != nil {
+		s.synced()
+	}
+}
+
 // Connections returns the connected streams, sorted by id.
 func (s *Server) Connections() []*Connection {
 	s.mu.RLock()

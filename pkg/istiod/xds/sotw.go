@@ -121,8 +121,8 @@ func (c *Connection) handleSotW(stream sotwStream, raw *rawRequest) error {
 		if err := c.sendType(stream, c.server.PushContext(), w, nil, true); err != nil {
 			return err
 		}
-		if first && c.server.synced != nil {
-			c.server.synced()
+		if first {
+			c.server.answeredFirst()
 		}
 		return nil
 	}
