@@ -57,7 +57,7 @@ type client struct {
 	id         int
 	delta      bool
 	meta       bool // the node carries an Istio agent's metadata
-	apps       int  // with meta: the client is a replica of one of apps apps (nodeMetadata)
+	apps       int  // with meta: the client is a replica of app svc-(id mod apps) (nodeMetadata)
 	subscribed int  // how many of types it asks for
 	stream     grpc.ClientStream
 	open       func() (grpc.ClientStream, error) // a new stream, for retries
