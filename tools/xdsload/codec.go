@@ -86,20 +86,10 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 					return err
 				}
 			}
-		case protowire.VarintType:
-			if _, err := s.varint(); err != nil {
-				return err
-			}
-		case protowire.Fixed32Type:
-			if err := s.skip(4); err != nil {
-				return err
-			}
-		case protowire.Fixed64Type:
-			if err := s.skip(8); err != nil {
-				return err
-			}
 		default:
-			return fmt.Errorf("field %d: unexpected wire type %d", num, typ)
+			if err := s.skipScalar(num, typ); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -123,25 +113,11 @@ func scanResource(s *scanner, n int) (heldResource, error) {
 			return h, err
 		}
 		num, typ := protowire.DecodeTag(tag)
-		switch typ {
-		case protowire.BytesType:
-		case protowire.VarintType:
-			if _, err := s.varint(); err != nil {
-				return h, err
+		if typ != protowire.BytesType {
+			if err := s.skipScalar(num, typ); err != nil {
+				return h, fmt.Errorf("resource: %w", err)
 			}
 			continue
-		case protowire.Fixed32Type:
-			if err := s.skip(4); err != nil {
-				return h, err
-			}
-			continue
-		case protowire.Fixed64Type:
-			if err := s.skip(8); err != nil {
-				return h, err
-			}
-			continue
-		default:
-			return h, fmt.Errorf("resource field %d: unexpected wire type %d", num, typ)
 		}
 		l, err := s.varint()
 		if err != nil {
@@ -202,6 +178,21 @@ func (s *scanner) varint() (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("varint overflows 64 bits")
+}
+
+// skipScalar skips the value of field num, of a wire type other than
+// bytes.
+func (s *scanner) skipScalar(num protowire.Number, typ protowire.Type) error {
+	switch typ {
+	case protowire.VarintType:
+		_, err := s.varint()
+		return err
+	case protowire.Fixed32Type:
+		return s.skip(4)
+	case protowire.Fixed64Type:
+		return s.skip(8)
+	}
+	return fmt.Errorf("field %d: unexpected wire type %d", num, typ)
 }
 
 func (s *scanner) skip(n int) error {
