@@ -88,8 +88,7 @@ func startMesh(t testing.TB) *mesh {
 	}
 	d, _ := istiodtest.StartWith(t, func(c *istiod.Config) { c.DebugAddr, c.DebounceAfter = "", 10*time.Millisecond },
 		slog.New(slog.DiscardHandler), istiod.WithGRPC(authority.Register),
-		istiod.WithSecureGRPC("127.0.0.1:0", credentials.NewTLS(authority.ServerTLSConfig()),
-			grpc.StreamInterceptor(istiod.RequireIdentity(authority, slog.New(slog.DiscardHandler)))))
+		istiod.WithSecureGRPC("127.0.0.1:0", authority.ServerTLSConfig(), istiod.RequireIdentity(authority, slog.New(slog.DiscardHandler))))
 	return &mesh{addr: d.Addr("grpc"), tlsAddr: d.Addr("grpc-tls"), ca: authority}
 }
 

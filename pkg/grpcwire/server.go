@@ -149,7 +149,7 @@ func (s *Server) serveHTTP(hs *handlers, w http.ResponseWriter, r *http.Request)
 	}
 	ctx := r.Context()
 	if v := r.Header.Get("Grpc-Timeout"); v != "" {
-		d, err := parseTimeout(v)
+		d, err := ParseTimeout(v)
 		if err != nil {
 			writeStatus(w, false, &Status{Code: Internal, Message: "grpcwire: " + err.Error()})
 			return
@@ -184,7 +184,7 @@ func writeStatus(w http.ResponseWriter, sentHeader bool, st *Status) {
 	}
 	h[prefix+"Grpc-Status"] = []string{strconv.FormatUint(uint64(st.Code), 10)}
 	if st.Message != "" {
-		h[prefix+"Grpc-Message"] = []string{encodeMessage(st.Message)}
+		h[prefix+"Grpc-Message"] = []string{EncodeMessage(st.Message)}
 	}
 	if !sentHeader {
 		w.WriteHeader(http.StatusOK)

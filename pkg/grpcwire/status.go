@@ -123,9 +123,9 @@ func parseStatus(code, msg string) *Status {
 	return &Status{Code: Code(n), Message: decodeMessage(msg)}
 }
 
-// encodeMessage percent-encodes a grpc-message value: every byte outside
+// EncodeMessage percent-encodes a grpc-message value: every byte outside
 // printable ASCII, and '%' itself, becomes %XX.
-func encodeMessage(s string) string {
+func EncodeMessage(s string) string {
 	i := 0
 	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x7e && s[i] != '%' {
 		i++
@@ -150,7 +150,7 @@ func encodeMessage(s string) string {
 	return b.String()
 }
 
-// decodeMessage undoes encodeMessage. Sequences that are not %XX pass
+// decodeMessage undoes EncodeMessage. Sequences that are not %XX pass
 // through unchanged, as the specification asks of a lenient receiver.
 func decodeMessage(s string) string {
 	if !strings.Contains(s, "%") {

@@ -39,9 +39,9 @@ func encodeTimeout(d time.Duration) string {
 	return strconv.Itoa(maxTimeoutValue) + "H"
 }
 
-// parseTimeout reads a grpc-timeout value. A value too large for a
+// ParseTimeout reads a grpc-timeout value. A value too large for a
 // time.Duration is the largest Duration.
-func parseTimeout(s string) (time.Duration, error) {
+func ParseTimeout(s string) (time.Duration, error) {
 	if len(s) < 2 || len(s) > 9 {
 		return 0, fmt.Errorf("malformed grpc-timeout %q", s)
 	}

@@ -44,8 +44,8 @@ func TestMessageEncoding(t *testing.T) {
 		"ä\n":              "%C3%A4%0A",
 		"tab\there, ~ end": "tab%09here, ~ end",
 	} {
-		if got := encodeMessage(plain); got != wire {
-			t.Errorf("encodeMessage(%q) = %q; want %q", plain, got, wire)
+		if got := EncodeMessage(plain); got != wire {
+			t.Errorf("EncodeMessage(%q) = %q; want %q", plain, got, wire)
 		}
 		if got := decodeMessage(wire); got != plain {
 			t.Errorf("decodeMessage(%q) = %q; want %q", wire, got, plain)
@@ -70,18 +70,18 @@ func TestTimeout(t *testing.T) {
 		if got := encodeTimeout(d); got != want {
 			t.Errorf("encodeTimeout(%v) = %q; want %q", d, got, want)
 		}
-		back, err := parseTimeout(want)
+		back, err := ParseTimeout(want)
 		if err != nil || back < d {
-			t.Errorf("parseTimeout(%q) = %v, %v; want at least %v", want, back, err, d)
+			t.Errorf("ParseTimeout(%q) = %v, %v; want at least %v", want, back, err, d)
 		}
 	}
 	for _, bad := range []string{"", "1", "m", "123456789m", "-1m", "1x", "1.5S", "+1S"} {
-		if _, err := parseTimeout(bad); err == nil {
-			t.Errorf("parseTimeout(%q): no error", bad)
+		if _, err := ParseTimeout(bad); err == nil {
+			t.Errorf("ParseTimeout(%q): no error", bad)
 		}
 	}
-	if d, err := parseTimeout("99999999H"); err != nil || d != math.MaxInt64 {
-		t.Errorf("parseTimeout of the largest value = %v, %v", d, err)
+	if d, err := ParseTimeout("99999999H"); err != nil || d != math.MaxInt64 {
+		t.Errorf("ParseTimeout of the largest value = %v, %v", d, err)
 	}
 }
 
@@ -172,7 +172,7 @@ func FuzzStatusTrailer(f *testing.F) {
 	f.Add("", "%", "\x00\xff")
 	f.Fuzz(func(t *testing.T, code, wire, msg string) {
 		parseStatus(code, wire)
-		enc := encodeMessage(msg)
+		enc := EncodeMessage(msg)
 		for i := 0; i < len(enc); i++ {
 			if enc[i] < 0x20 || enc[i] > 0x7e {
 				t.Fatalf("encoded message %q has byte %#x", enc, enc[i])
@@ -181,6 +181,6 @@ func FuzzStatusTrailer(f *testing.F) {
 		if got := decodeMessage(enc); got != msg {
 			t.Fatalf("decode(encode(%q)) = %q", msg, got)
 		}
-		parseTimeout(wire)
+		ParseTimeout(wire)
 	})
 }

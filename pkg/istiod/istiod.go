@@ -19,6 +19,7 @@ import (
 
 	meshconfig "istio.io/api/mesh/v1alpha1"
 
+	"github.com/skiff-mesh/skiff/pkg/grpcserver"
 	"github.com/skiff-mesh/skiff/pkg/istiod/analysis"
 	"github.com/skiff-mesh/skiff/pkg/istiod/debug"
 	"github.com/skiff-mesh/skiff/pkg/istiod/mesh"
@@ -29,7 +30,6 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
 	"github.com/skiff-mesh/skiff/pkg/memory"
-	"github.com/skiff-mesh/skiff/pkg/tlsrecord"
 )
 
 // Istiod is a configured istiod with its listeners open.
@@ -45,7 +45,7 @@ type Istiod struct {
 	// ones under /debug/analyze.
 	analysis *analysis.Reporter
 
-	grpcServers []*grpc.Server
+	grpcServers []server
 	listeners   []net.Listener // parallel to grpcServers
 	httpServers []*http.Server
 	httpLis     []net.Listener
@@ -117,23 +117,15 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		return nil, err
 	}
 	if o.secureAddr != "" {
-		// No read buffer over TLS: tls.Conn already holds each record it
-		// decrypts, and gRPC's 32 KiB buffer on top of it would stay with
-		// every sidecar's connection for its life (gRPC pools its read
-		// buffers only on plain sockets).
-		//
-		// A write buffer of one TLS record (16 KiB, not gRPC's 32): what
-		// gRPC writes leaves in records of at most 16 KiB, one system call
-		// each, whatever the buffer; but during a push every connection's
-		// writer holds a filled buffer, so at 1000 sidecars the larger one
-		// holds about 16 MiB more at the peak (docs/benchmarks.md, istiod xDS).
-		//
-		// Reads that stop at each record's end (tlsrecord): tls.Conn's own
-		// buffer then holds one record, not the 30 KiB a sidecar's burst of
-		// subscriptions grew it to.
-		opts := append([]grpc.ServerOption{grpc.Creds(tlsrecord.ServerCredentials(o.secureCreds)), grpc.ReadBufferSize(0),
-			grpc.WriteBufferSize(16 << 10)}, o.secureOpts...)
-		if err := d.addGRPC("grpc-tls", o.secureAddr, o.registerGRPC, opts...); err != nil {
+		// pkg/grpcserver, not grpc-go's server: a sidecar's connection is
+		// one reader goroutine (and its stream's handler) instead of four
+		// goroutines and a transport, and the sender writes each frame
+		// in one TLS record, from a pooled buffer that no idle connection
+		// keeps (docs/benchmarks.md, istiod xDS, "one goroutine per
+		// connection").
+		s := grpcserver.New(grpcserver.Options{TLS: o.secureTLS, Codec: xds.Codec(), StreamInterceptor: o.secureIcpt,
+			Keepalive: d.keepalive(), Enforcement: enforcement, MaxRecvSize: maxRecvSize, MaxConcurrentStreams: maxStreams, Log: log})
+		if err := d.addServer("grpc-tls", o.secureAddr, s, o.registerGRPC); err != nil {
 			d.closeListeners()
 			return nil, err
 		}
@@ -197,19 +189,37 @@ func (d *Istiod) keepalive() keepalive.ServerParameters {
 // service as istiod serves it.
 func GRPCServerOptions(ka keepalive.ServerParameters) []grpc.ServerOption {
 	return append([]grpc.ServerOption{
-		grpc.MaxConcurrentStreams(100000),
-		grpc.MaxRecvMsgSize(4 << 20),
+		grpc.MaxConcurrentStreams(maxStreams),
+		grpc.MaxRecvMsgSize(maxRecvSize),
 		grpc.KeepaliveParams(ka),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveEnforcementPolicy(enforcement),
 	}, xds.ServerOptions()...)
 }
 
-func (d *Istiod) addGRPC(name, addr string, register []func(*grpc.Server), extra ...grpc.ServerOption) error {
+// The limits both gRPC servers apply.
+const (
+	maxStreams  = 100000
+	maxRecvSize = 4 << 20
+)
+
+var enforcement = keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}
+
+// server is a gRPC server istiod runs: grpc-go's or pkg/grpcserver's.
+type server interface {
+	grpc.ServiceRegistrar
+	Serve(net.Listener) error
+	Stop()
+}
+
+func (d *Istiod) addGRPC(name, addr string, register []func(grpc.ServiceRegistrar)) error {
+	return d.addServer(name, addr, grpc.NewServer(GRPCServerOptions(d.keepalive())...), register)
+}
+
+func (d *Istiod) addServer(name, addr string, g server, register []func(grpc.ServiceRegistrar)) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s %s: %w", name, addr, err)
 	}
-	g := grpc.NewServer(append(GRPCServerOptions(d.keepalive()), extra...)...)
 	d.xds.Register(g)
 	for _, r := range register {
 		r(g)
@@ -288,7 +298,7 @@ func (d *Istiod) Serve(ctx context.Context) error {
 	})
 	for i, g := range d.grpcServers {
 		wg.Go(func() {
-			if err := g.Serve(d.listeners[i]); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			if err := g.Serve(d.listeners[i]); err != nil && !errors.Is(err, grpc.ErrServerStopped) && !errors.Is(err, grpcserver.ErrServerStopped) {
 				errc <- fmt.Errorf("grpc serve: %w", err)
 			}
 		})

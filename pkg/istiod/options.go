@@ -1,12 +1,12 @@
 package istiod
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
 	"github.com/skiff-mesh/skiff/pkg/istiod/mesh"
@@ -16,10 +16,10 @@ import (
 type Option func(*options)
 
 type options struct {
-	registerGRPC []func(*grpc.Server)
+	registerGRPC []func(grpc.ServiceRegistrar)
 	secureAddr   string
-	secureCreds  credentials.TransportCredentials
-	secureOpts   []grpc.ServerOption
+	secureTLS    *tls.Config
+	secureIcpt   grpc.StreamServerInterceptor
 	registry     *prometheus.Registry
 	mesh         *mesh.Watcher
 	releaseHeap  bool
@@ -50,15 +50,17 @@ func WithMesh(w *mesh.Watcher) Option { return func(o *options) { o.mesh = w } }
 // WithGRPC calls register on every gRPC server istiod runs (plaintext
 // 15010 and, with WithSecureGRPC, TLS 15012) before it serves: the way the
 // CA adds its CreateCertificate service.
-func WithGRPC(register func(*grpc.Server)) Option {
+func WithGRPC(register func(grpc.ServiceRegistrar)) Option {
 	return func(o *options) { o.registerGRPC = append(o.registerGRPC, register) }
 }
 
-// WithSecureGRPC runs a second gRPC server on addr (":15012") with creds,
-// serving the same services as the plaintext one; extra options (such as
-// interceptors that authenticate callers) apply to it alone.
-func WithSecureGRPC(addr string, creds credentials.TransportCredentials, extra ...grpc.ServerOption) Option {
-	return func(o *options) { o.secureAddr, o.secureCreds, o.secureOpts = addr, creds, extra }
+// WithSecureGRPC runs a second gRPC server on addr (":15012") with TLS
+// configuration cfg, serving the same services as the plaintext one;
+// interceptor (such as one that authenticates callers), if not nil, wraps
+// its streams alone. It is pkg/grpcserver's server: one goroutine per
+// sidecar's connection.
+func WithSecureGRPC(addr string, cfg *tls.Config, interceptor grpc.StreamServerInterceptor) Option {
+	return func(o *options) { o.secureAddr, o.secureTLS, o.secureIcpt = addr, cfg, interceptor }
 }
 
 // WithMetricsRegistry makes istiod register its collectors in reg (so other

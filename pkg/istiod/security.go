@@ -8,8 +8,6 @@ import (
 	"os"
 
 	"github.com/spf13/pflag"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/ca"
 	"github.com/skiff-mesh/skiff/pkg/istiod/leader"
@@ -113,10 +111,9 @@ func SecurityOptions(ctx context.Context, cfg Config, sec Security, secureAddr s
 			}
 		})
 	}
-	opts := []Option{WithGRPC(func(s *grpc.Server) { authority.Register(s) })}
+	opts := []Option{WithGRPC(authority.Register)}
 	if secureAddr != "" {
-		opts = append(opts, WithSecureGRPC(secureAddr, credentials.NewTLS(authority.ServerTLSConfig()),
-			grpc.StreamInterceptor(RequireIdentity(authority, log))))
+		opts = append(opts, WithSecureGRPC(secureAddr, authority.ServerTLSConfig(), RequireIdentity(authority, log)))
 	}
 	return opts, authority, nil
 }

@@ -2,7 +2,6 @@ package tlsrecord_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,11 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/peer"
 
 	"github.com/skiff-mesh/skiff/pkg/tlsrecord"
 )
@@ -103,49 +97,6 @@ func TestTLSOverConn(t *testing.T) {
 	}
 }
 
-// TestServerCredentials: a gRPC server on ServerCredentials serves RPCs
-// over TLS, and its handlers see the client's identity as with gRPC's own
-// credentials.
-func TestServerCredentials(t *testing.T) {
-	scfg, ccfg := configs(t)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	peers := make(chan *peer.Peer, 1)
-	g := grpc.NewServer(grpc.Creds(tlsrecord.ServerCredentials(credentials.NewTLS(scfg))), grpc.ReadBufferSize(0),
-		grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			p, _ := peer.FromContext(ctx)
-			peers <- p
-			return h(ctx, req)
-		}))
-	healthpb.RegisterHealthServer(g, health.NewServer())
-	go g.Serve(lis)
-	defer g.Stop()
-
-	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(ccfg)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("Check: %v, %v", resp, err)
-	}
-	p := <-peers
-	info, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok {
-		t.Fatalf("peer AuthInfo %T, want credentials.TLSInfo", p.AuthInfo)
-	}
-	if info.SPIFFEID == nil || info.SPIFFEID.String() != spiffeID {
-		t.Fatalf("peer SPIFFE ID %v, want %s", info.SPIFFEID, spiffeID)
-	}
-	if n := len(info.State.PeerCertificates); n != 1 {
-		t.Fatalf("peer certificates: %d, want 1", n)
-	}
-}
 
 // BenchmarkHeldPerConn measures the heap TLS servers keep per connection
 // once each client has sent a 64 KiB burst and gone quiet: crypto/tls on

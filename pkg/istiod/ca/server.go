@@ -23,7 +23,7 @@ type service struct {
 
 // Register serves istio.v1.auth.IstioCertificateService from the CA on s.
 // Callers are authenticated with the configured Authenticators.
-func (c *CA) Register(s *grpc.Server) {
+func (c *CA) Register(s grpc.ServiceRegistrar) {
 	pb.RegisterIstioCertificateServiceServer(s, &service{ca: c})
 }
 

@@ -28,6 +28,10 @@ func ServerOptions() []grpc.ServerOption {
 		experimental.BufferPool(&requestBuffers)}
 }
 
+// Codec is the codec of ServerOptions, for a server other than grpc-go's
+// (pkg/grpcserver).
+func Codec() encoding.CodecV2 { return codec{} }
+
 // codec handles the ADS state-of-the-world messages itself and delegates
 // every other message to the standard proto codec.
 type codec struct{}

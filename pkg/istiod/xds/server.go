@@ -127,7 +127,7 @@ func New(o Options) *Server {
 
 // Register adds the ADS service to g, which must have been created with
 // ServerOptions.
-func (s *Server) Register(g *grpc.Server) { g.RegisterService(&adsService, s) }
+func (s *Server) Register(g grpc.ServiceRegistrar) { g.RegisterService(&adsService, s) }
 
 // PushContext returns the current snapshot (nil before the first push).
 func (s *Server) PushContext() *model.PushContext { return s.pc.Load() }

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package grpcserver
+
+import (
+	"net"
+	"time"
+)
+
+func setUserTimeout(net.Conn, time.Duration) {}

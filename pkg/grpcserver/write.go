@@ -1,0 +1,188 @@
+package grpcserver
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+)
+
+func randFloat() float64 { return rand.Float64() }
+
+// putHeader writes a frame header into b.
+func putHeader(b []byte, n int, typ http2.FrameType, flags http2.Flags, id uint32) {
+	b[0], b[1], b[2] = byte(n>>16), byte(n>>8), byte(n)
+	b[3], b[4] = byte(typ), byte(flags)
+	binary.BigEndian.PutUint32(b[5:], id)
+}
+
+// writeFrame writes one frame whose payload fits a pooled buffer.
+func (c *conn) writeFrame(typ http2.FrameType, flags http2.Flags, id uint32, payload []byte) error {
+	bp := framePool.Get().(*[]byte)
+	defer framePool.Put(bp)
+	b := *bp
+	putHeader(b, len(payload), typ, flags, id)
+	n := 9 + copy(b[9:], payload)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.write(b[:n])
+}
+
+// write writes whole frames, holding wmu; a failed write closes the
+// connection (the lock order is wmu, then mu).
+func (c *conn) write(b []byte) error {
+	if _, err := c.nc.Write(b); err != nil {
+		c.close(err)
+		return status.Errorf(codes.Unavailable, "grpcserver: connection lost: %v", err)
+	}
+	return nil
+}
+
+func (c *conn) writeWindowUpdate(id uint32, n int) error {
+	var p [4]byte
+	binary.BigEndian.PutUint32(p[:], uint32(n))
+	return c.writeFrame(http2.FrameWindowUpdate, 0, id, p[:])
+}
+
+func (c *conn) writeRST(id uint32, code http2.ErrCode) error {
+	var p [4]byte
+	binary.BigEndian.PutUint32(p[:], uint32(code))
+	return c.writeFrame(http2.FrameRSTStream, 0, id, p[:])
+}
+
+func (c *conn) writeGoAway(code http2.ErrCode, msg string) {
+	c.mu.Lock()
+	last := c.maxStream
+	c.mu.Unlock()
+	c.writeGoAwayLast(last, code, msg)
+}
+
+func (c *conn) writeGoAwayLast(last uint32, code http2.ErrCode, msg string) {
+	p := binary.BigEndian.AppendUint32(nil, last)
+	p = binary.BigEndian.AppendUint32(p, uint32(code))
+	c.writeFrame(http2.FrameGoAway, 0, 0, append(p, msg...))
+}
+
+// writeHeaders encodes fields into a HEADERS frame (and CONTINUATION
+// frames if they need more than one).
+func (c *conn) writeHeaders(id uint32, fields []hpack.HeaderField, endStream bool) error {
+	bp := framePool.Get().(*[]byte)
+	defer framePool.Put(bp)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.encBuf.Reset()
+	for _, f := range fields {
+		if err := c.enc.WriteField(f); err != nil {
+			return status.Errorf(codes.Internal, "grpcserver: encode header %s: %v", f.Name, err)
+		}
+	}
+	block := c.encBuf.Bytes()
+	typ, flags := http2.FrameHeaders, http2.Flags(0)
+	if endStream {
+		flags |= http2.FlagHeadersEndStream
+	}
+	b := *bp
+	for {
+		n := min(len(block), c.maxData)
+		if n == len(block) {
+			flags |= http2.FlagHeadersEndHeaders // the same bit for CONTINUATION
+		}
+		putHeader(b, n, typ, flags, id)
+		copy(b[9:], block[:n])
+		if err := c.write(b[:9+n]); err != nil {
+			return err
+		}
+		block = block[n:]
+		if len(block) == 0 {
+			break
+		}
+		typ, flags = http2.FrameContinuation, 0
+	}
+	if cap(c.encBuf.Bytes()) > 4096 {
+		c.encBuf = bytes.Buffer{} // a rare large block is not kept
+	}
+	c.wrote.Store(true)
+	return nil
+}
+
+// reserve waits until st may send, and takes up to want bytes of the
+// connection's and the stream's windows.
+func (c *conn) reserve(st *stream, want int) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		switch {
+		case c.closed:
+			return 0, status.Error(codes.Unavailable, "grpcserver: connection closed")
+		case st.reset:
+			return 0, status.Error(codes.Canceled, "grpcserver: stream reset")
+		case st.ctx.Err() != nil:
+			return 0, status.FromContextError(st.ctx.Err()).Err()
+		case c.sendWin > 0 && st.sendWin > 0:
+			n := int(min(int64(want), c.sendWin, st.sendWin, int64(c.maxData)))
+			c.sendWin -= int64(n)
+			st.sendWin -= int64(n)
+			return n, nil
+		}
+		c.cond.Wait()
+	}
+}
+
+// writeMessage sends one gRPC message (its 5-byte prefix and data) in DATA
+// frames as the windows allow, each frame in one write.
+func (c *conn) writeMessage(st *stream, data mem.BufferSlice) error {
+	var prefix [5]byte
+	binary.BigEndian.PutUint32(prefix[1:], uint32(data.Len()))
+	left := 5 + data.Len()
+	src := pieces{first: prefix[:], rest: data}
+	for left > 0 {
+		n, err := c.reserve(st, left)
+		if err != nil {
+			return err
+		}
+		// The buffer is taken once the window allows: a writer waiting
+		// for a slow client holds none.
+		bp := framePool.Get().(*[]byte)
+		b := *bp
+		putHeader(b, n, http2.FrameData, 0, st.id)
+		src.read(b[9 : 9+n])
+		c.wmu.Lock()
+		err = c.write(b[:9+n])
+		c.wmu.Unlock()
+		framePool.Put(bp)
+		if err != nil {
+			return err
+		}
+		left -= n
+	}
+	c.wrote.Store(true)
+	return nil
+}
+
+// pieces reads a message's prefix and then its buffers in order.
+type pieces struct {
+	first []byte
+	rest  mem.BufferSlice
+	off   int // into rest[0]
+}
+
+func (p *pieces) read(dst []byte) {
+	for len(dst) > 0 {
+		if len(p.first) > 0 {
+			n := copy(dst, p.first)
+			p.first, dst = p.first[n:], dst[n:]
+			continue
+		}
+		d := p.rest[0].ReadOnlyData()[p.off:]
+		n := copy(dst, d)
+		dst = dst[n:]
+		if p.off += n; p.off == len(p.rest[0].ReadOnlyData()) {
+			p.rest, p.off = p.rest[1:], 0
+		}
+	}
+}
