@@ -682,10 +682,10 @@ func clone(v any) any {
 	return v
 }
 
-// EncodeMessage is m as protojson.Marshal writes it, then decoded by
+// encodeMessage is m as protojson.Marshal writes it, then decoded by
 // encoding/json into an any: objects map[string]any by JSON name, numbers
 // float64, 64-bit integers strings, enums names (numbers when unnamed).
-func EncodeMessage(m *message) (any, error) {
+func encodeMessage(m *message) (any, error) {
 	switch m.t.WellKnown {
 	case wellKnownDuration:
 		secs, _ := m.fields[0].(int64)
@@ -732,7 +732,7 @@ func EncodeMessage(m *message) (any, error) {
 
 func encodeElem(f *field, v any) (any, error) {
 	if m, ok := v.(*message); ok {
-		return EncodeMessage(m)
+		return encodeMessage(m)
 	}
 	return encodeScalar(f, v), nil
 }

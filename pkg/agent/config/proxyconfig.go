@@ -241,7 +241,7 @@ func (p *ProxyConfig) AsMap() (map[string]any, error) {
 		doc = clone(p.doc).(*message)
 	}
 	p.apply(doc)
-	v, err := EncodeMessage(doc)
+	v, err := encodeMessage(doc)
 	if err != nil {
 		return nil, err
 	}
