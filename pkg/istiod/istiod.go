@@ -2,6 +2,7 @@ package istiod
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,7 +46,7 @@ type Istiod struct {
 	// ones under /debug/analyze.
 	analysis *analysis.Reporter
 
-	grpcServers []server
+	grpcServers []*grpcserver.Server
 	listeners   []net.Listener // parallel to grpcServers
 	httpServers []*http.Server
 	httpLis     []net.Listener
@@ -112,20 +113,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) (*Is
 		IdentityCheckOff: cfg.XDSIdentityCheckOff,
 	})
 
-	if err := d.addGRPC("grpc", cfg.GRPCAddr, o.registerGRPC); err != nil {
+	if err := d.addGRPC("grpc", cfg.GRPCAddr, NewGRPCServer(nil, d.keepalive(), nil, log), o.registerGRPC); err != nil {
 		d.closeListeners()
 		return nil, err
 	}
 	if o.secureAddr != "" {
-		// pkg/grpcserver, not grpc-go's server: a sidecar's connection is
-		// one reader goroutine (and its stream's handler) instead of four
-		// goroutines and a transport, and the sender writes each frame
-		// in one TLS record, from a pooled buffer that no idle connection
-		// keeps (docs/benchmarks.md, istiod xDS, "one goroutine per
-		// connection").
-		s := grpcserver.New(grpcserver.Options{TLS: o.secureTLS, Codec: xds.Codec(), StreamInterceptor: o.secureIcpt,
-			Keepalive: d.keepalive(), Enforcement: enforcement, MaxRecvSize: maxRecvSize, MaxConcurrentStreams: maxStreams, Log: log})
-		if err := d.addServer("grpc-tls", o.secureAddr, s, o.registerGRPC); err != nil {
+		s := NewGRPCServer(o.secureTLS, d.keepalive(), o.secureIcpt, log)
+		if err := d.addGRPC("grpc-tls", o.secureAddr, s, o.registerGRPC); err != nil {
 			d.closeListeners()
 			return nil, err
 		}
@@ -184,38 +178,26 @@ func (d *Istiod) keepalive() keepalive.ServerParameters {
 	return p
 }
 
-// GRPCServerOptions are the options of istiod's gRPC servers (xDS, CA)
-// but their credentials, with keepalive ka: for tools that measure a
-// service as istiod serves it.
-func GRPCServerOptions(ka keepalive.ServerParameters) []grpc.ServerOption {
-	return append([]grpc.ServerOption{
-		grpc.MaxConcurrentStreams(maxStreams),
-		grpc.MaxRecvMsgSize(maxRecvSize),
-		grpc.KeepaliveParams(ka),
-		grpc.KeepaliveEnforcementPolicy(enforcement),
-	}, xds.ServerOptions()...)
+// NewGRPCServer returns a gRPC server as istiod runs one on each of its
+// ports (xDS, CA): pkg/grpcserver with istiod's codec and limits, TLS when
+// cfg is set, keepalive ka and, if not nil, interceptor around its
+// streams. A sidecar's connection is one reader goroutine (and its
+// stream's handler) instead of grpc-go's four goroutines and transport,
+// and the sender writes each frame in one TLS record from a pooled buffer
+// no idle connection keeps (docs/benchmarks.md, istiod xDS, "one goroutine
+// per connection"). Tools that measure a service as istiod serves it use
+// it too.
+func NewGRPCServer(cfg *tls.Config, ka keepalive.ServerParameters, interceptor grpc.StreamServerInterceptor, log *slog.Logger) *grpcserver.Server {
+	return grpcserver.New(grpcserver.Options{
+		TLS: cfg, Codec: xds.Codec(), StreamInterceptor: interceptor, Keepalive: ka,
+		Enforcement:          keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true},
+		MaxRecvSize:          4 << 20,
+		MaxConcurrentStreams: 100000,
+		Log:                  log,
+	})
 }
 
-// The limits both gRPC servers apply.
-const (
-	maxStreams  = 100000
-	maxRecvSize = 4 << 20
-)
-
-var enforcement = keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}
-
-// server is a gRPC server istiod runs: grpc-go's or pkg/grpcserver's.
-type server interface {
-	grpc.ServiceRegistrar
-	Serve(net.Listener) error
-	Stop()
-}
-
-func (d *Istiod) addGRPC(name, addr string, register []func(grpc.ServiceRegistrar)) error {
-	return d.addServer(name, addr, grpc.NewServer(GRPCServerOptions(d.keepalive())...), register)
-}
-
-func (d *Istiod) addServer(name, addr string, g server, register []func(grpc.ServiceRegistrar)) error {
+func (d *Istiod) addGRPC(name, addr string, g *grpcserver.Server, register []func(grpc.ServiceRegistrar)) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen %s %s: %w", name, addr, err)
@@ -298,7 +280,7 @@ func (d *Istiod) Serve(ctx context.Context) error {
 	})
 	for i, g := range d.grpcServers {
 		wg.Go(func() {
-			if err := g.Serve(d.listeners[i]); err != nil && !errors.Is(err, grpc.ErrServerStopped) && !errors.Is(err, grpcserver.ErrServerStopped) {
+			if err := g.Serve(d.listeners[i]); err != nil && !errors.Is(err, grpcserver.ErrServerStopped) {
 				errc <- fmt.Errorf("grpc serve: %w", err)
 			}
 		})

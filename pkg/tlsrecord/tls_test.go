@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/skiff-mesh/skiff/pkg/tlsrecord"
 )
 
@@ -96,7 +95,6 @@ func TestTLSOverConn(t *testing.T) {
 		t.Fatalf("client read %q, %v", ans, err)
 	}
 }
-
 
 // BenchmarkHeldPerConn measures the heap TLS servers keep per connection
 // once each client has sent a 64 KiB burst and gone quiet: crypto/tls on

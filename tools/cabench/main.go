@@ -323,7 +323,7 @@ func serveChild(dir, profile string) error {
 		return err
 	}
 	// The CA's service on a server set up as istiod sets up its own.
-	s := grpc.NewServer(append(istiod.GRPCServerOptions(keepalive.ServerParameters{}), grpc.Creds(credentials.NewTLS(c.ServerTLSConfig())))...)
+	s := istiod.NewGRPCServer(c.ServerTLSConfig(), keepalive.ServerParameters{}, nil, slog.New(slog.DiscardHandler))
 	c.Register(s)
 	go func() { _, _ = io.Copy(io.Discard, os.Stdin); s.Stop() }()
 	fmt.Println(l.Addr().String())

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the proto codec delegated to
-	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -17,19 +16,9 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 )
 
-// ServerOptions returns the options a gRPC server needs to host the ADS
-// service (Register): the codec that assembles responses from shared,
-// pre-encoded resources and reads requests lazily, a write buffer
-// released between writes (thousands of mostly idle streams), and
-// received frames read into buffers that are not cleared first (pool.go:
-// each is overwritten by the frame read into it).
-func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.ForceServerCodecV2(codec{}), grpc.SharedWriteBuffer(true),
-		experimental.BufferPool(&requestBuffers)}
-}
-
-// Codec is the codec of ServerOptions, for a server other than grpc-go's
-// (pkg/grpcserver).
+// Codec is the codec a server of the ADS service (Register) needs: it
+// assembles responses from shared, pre-encoded resources and reads
+// requests lazily, into pooled buffers (pool.go).
 func Codec() encoding.CodecV2 { return codec{} }
 
 // codec handles the ADS state-of-the-world messages itself and delegates

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -78,9 +79,7 @@ func newDebugEnvWith(t *testing.T, auths ...ca.Authenticator) *debugEnv {
 		},
 		ControlPlane: xds.ControlPlane{ID: "istiod-5d8f9-abcde", Version: "1.31.0"},
 	})
-	opts := append(xds.ServerOptions(), grpc.Creds(credentials.NewTLS(authority.ServerTLSConfig())),
-		grpc.StreamInterceptor(istiod.RequireIdentity(authority, log)))
-	g := grpc.NewServer(opts...)
+	g := istiod.NewGRPCServer(authority.ServerTLSConfig(), keepalive.ServerParameters{}, istiod.RequireIdentity(authority, log), log)
 	e.srv.Register(g)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -11,8 +11,9 @@ import (
 	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
+	"github.com/skiff-mesh/skiff/pkg/istiod"
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/file"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds"
@@ -53,7 +54,7 @@ func newEnvWith(t *testing.T, o xds.Options) *env {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	e := &env{srv: xds.New(o)}
-	g := grpc.NewServer(xds.ServerOptions()...)
+	g := istiod.NewGRPCServer(nil, keepalive.ServerParameters{}, nil, o.Log)
 	e.srv.Register(g)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
