@@ -2,6 +2,7 @@ package grpcserver_test
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -221,4 +222,80 @@ func (l notifyListener) Accept() (net.Conn, error) {
 		l.accepted <- struct{}{}
 	}
 	return c, err
+}
+
+// holdConn holds writes while hold is set, then sends them in one write.
+type holdConn struct {
+	net.Conn
+	hold bool
+	buf  bytes.Buffer
+}
+
+func (h *holdConn) Write(b []byte) (int, error) {
+	if h.hold {
+		return h.buf.Write(b)
+	}
+	return h.Conn.Write(b)
+}
+
+func (h *holdConn) flush() error {
+	h.hold = false
+	_, err := h.Conn.Write(h.buf.Bytes())
+	return err
+}
+
+// TestRecordsInOneWrite: a request whose TLS records (the preface, each
+// frame) arrive in one TCP segment is served whole: the server reads one
+// record at a time (pkg/tlsrecord), and none waits for bytes already read.
+func TestRecordsInOneWrite(t *testing.T) {
+	serverTLS, clientTLS := tlsConfigs(t)
+	s := grpcserver.New(grpcserver.Options{TLS: serverTLS})
+	s.RegisterService(&echoDesc, &echoService{})
+	nc, err := net.Dial("tcp", serve(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(20 * time.Second))
+	hc := &holdConn{Conn: nc}
+	cfg := clientTLS.Clone()
+	cfg.NextProtos = []string{"h2"}
+	tc := tls.Client(hc, cfg)
+	if err := tc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	hc.hold = true
+	// Each Write below is a TLS record of its own.
+	io.WriteString(tc, http2.ClientPreface)
+	fr := http2.NewFramer(tc, tc)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	fr.WriteSettings()
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":path", "/skiff.test.Echo/Echo"}, {":authority", "x"}, {"content-type", "application/grpc"}} {
+		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+	}
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true})
+	// A BytesValue of "hi": field 1, length 2.
+	fr.WriteData(1, true, []byte{0, 0, 0, 0, 4, 0x0a, 2, 'h', 'i'})
+	if err := hc.flush(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("before the answer's trailers: %v", err)
+		}
+		if h, ok := f.(*http2.MetaHeadersFrame); ok && h.StreamEnded() {
+			if st := h.PseudoValue("status"); st != "" && h.Fields[len(h.Fields)-1].Name != "grpc-status" {
+				t.Errorf("trailers-only answer: %v", h.Fields)
+			}
+			for _, hf := range h.Fields {
+				if hf.Name == "grpc-status" && hf.Value != "0" {
+					t.Errorf("grpc-status %s", hf.Value)
+				}
+			}
+			return
+		}
+	}
 }
