@@ -1,7 +1,6 @@
 package grpcserver_test
 
 import (
-	"bytes"
 	"crypto/tls"
 	"io"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/skiff-mesh/skiff/pkg/grpcserver"
+	"github.com/skiff-mesh/skiff/pkg/pki/pkitest"
 )
 
 // BenchmarkIdleConn reports what the server holds for an idle TLS
@@ -22,7 +22,7 @@ import (
 // the stacks counted are the server's.
 func BenchmarkIdleConn(b *testing.B) {
 	const conns = 200
-	serverTLS, clientTLS := tlsConfigs(b)
+	serverTLS, clientTLS := pkitest.MutualTLS(b, spiffeID)
 	clientTLS.NextProtos = []string{"h2"}
 	s := grpcserver.New(grpcserver.Options{TLS: serverTLS})
 	s.RegisterService(&echoDesc, &echoService{})
@@ -68,14 +68,7 @@ func openChat(b *testing.B, addr string, cfg *tls.Config) *tls.Conn {
 	io.WriteString(tc, http2.ClientPreface)
 	fr := http2.NewFramer(tc, tc)
 	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	fr.WriteSettings()
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":path", "/skiff.test.Echo/Chat"}, {":authority", "x"}, {"content-type", "application/grpc"}} {
-		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
-	}
-	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true})
-	fr.WriteData(1, false, []byte{0, 0, 0, 0, 4, 0x0a, 2, 'h', 'i'})
+	writeRequest(fr, "/skiff.test.Echo/Chat", false)
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {

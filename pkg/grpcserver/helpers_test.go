@@ -1,21 +1,16 @@
 package grpcserver_test
 
 import (
+	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
-	"net/url"
 	"testing"
-	"time"
 
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -27,36 +22,6 @@ import (
 )
 
 const spiffeID = "spiffe://cluster.local/ns/default/sa/grpcserver"
-
-// tlsConfigs returns a server and a client configuration that trust one
-// self-signed certificate, which also names spiffeID.
-func tlsConfigs(t testing.TB) (server, client *tls.Config) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, _ := url.Parse(spiffeID)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "grpcserver"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, URIs: []*url.URL{u},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IsCA:        true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-	pool := x509.NewCertPool()
-	leaf, _ := x509.ParseCertificate(der)
-	pool.AddCert(leaf)
-	server = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool, MinVersion: tls.VersionTLS12}
-	client = &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "127.0.0.1"}
-	return server, client
-}
 
 // echoService is a test service: Echo (unary) returns its request, Chat
 // (bidirectional) answers every message with Repeat copies of it, and Wait
@@ -172,4 +137,18 @@ func wantCode(t testing.TB, err error, want codes.Code) {
 	if got := status.Code(err); got != want {
 		t.Fatalf("status %v (%v), want %v", got, err, want)
 	}
+}
+
+// writeRequest writes SETTINGS, then on stream 1 a request for path and a
+// BytesValue "hi", ending the stream when end is set.
+func writeRequest(fr *http2.Framer, path string, end bool) {
+	fr.WriteSettings()
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":path", path}, {":authority", "x"}, {"content-type", "application/grpc"}} {
+		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+	}
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true})
+	// A BytesValue of "hi": field 1, length 2.
+	fr.WriteData(1, end, []byte{0, 0, 0, 0, 4, 0x0a, 2, 'h', 'i'})
 }

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/skiff-mesh/skiff/pkg/grpcserver"
+	"github.com/skiff-mesh/skiff/pkg/pki/pkitest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -27,7 +28,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestGRPCGoClient: grpc-go's client calls a unary method and a streaming
 // one of grpc-go's own health service, over TLS and plaintext.
 func TestGRPCGoClient(t *testing.T) {
-	serverTLS, clientTLS := tlsConfigs(t)
+	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
 	for _, tc := range []struct {
 		name           string
 		server, client *tls.Config
@@ -66,7 +67,7 @@ func TestGRPCGoClient(t *testing.T) {
 // TestLargeMessages: messages far larger than the 64 KiB windows cross
 // both ways, several in flight, and the bytes arrive intact.
 func TestLargeMessages(t *testing.T) {
-	serverTLS, clientTLS := tlsConfigs(t)
+	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
 	s := grpcserver.New(grpcserver.Options{TLS: serverTLS, MaxRecvSize: 8 << 20})
 	s.RegisterService(&echoDesc, &echoService{Repeat: 3})
 	cc := dial(t, serve(t, s), clientTLS, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(8<<20)))
@@ -123,7 +124,7 @@ func echo(ctx context.Context, cc *grpc.ClientConn, b []byte) ([]byte, error) {
 // certificate and the method, ends with the client's deadline and when the
 // client cancels.
 func TestContext(t *testing.T) {
-	serverTLS, clientTLS := tlsConfigs(t)
+	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
 	e := &echoService{seen: make(chan context.Context, 1)}
 	var unaryMethod string
 	s := grpcserver.New(grpcserver.Options{TLS: serverTLS,
@@ -185,7 +186,7 @@ func TestContext(t *testing.T) {
 // TestOneGoroutinePerConnection: an idle connection costs its reader
 // alone, and each open stream its handler.
 func TestOneGoroutinePerConnection(t *testing.T) {
-	serverTLS, clientTLS := tlsConfigs(t)
+	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
 	e := &echoService{seen: make(chan context.Context, 1)}
 	s := grpcserver.New(grpcserver.Options{TLS: serverTLS})
 	s.RegisterService(&echoDesc, e)

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/skiff-mesh/skiff/pkg/grpcserver"
+	"github.com/skiff-mesh/skiff/pkg/pki/pkitest"
 )
 
 // rawClient speaks HTTP/2 frames to a plaintext server.
@@ -181,7 +182,7 @@ func TestProtocolErrors(t *testing.T) {
 // TestStopDuringHandshake: Stop closes a connection still in its TLS
 // handshake instead of waiting for the handshake's timeout.
 func TestStopDuringHandshake(t *testing.T) {
-	serverTLS, _ := tlsConfigs(t)
+	serverTLS, _ := pkitest.MutualTLS(t, spiffeID)
 	s := grpcserver.New(grpcserver.Options{TLS: serverTLS})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -248,7 +249,7 @@ func (h *holdConn) flush() error {
 // frame) arrive in one TCP segment is served whole: the server reads one
 // record at a time (pkg/tlsrecord), and none waits for bytes already read.
 func TestRecordsInOneWrite(t *testing.T) {
-	serverTLS, clientTLS := tlsConfigs(t)
+	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
 	s := grpcserver.New(grpcserver.Options{TLS: serverTLS})
 	s.RegisterService(&echoDesc, &echoService{})
 	nc, err := net.Dial("tcp", serve(t, s))
@@ -269,15 +270,7 @@ func TestRecordsInOneWrite(t *testing.T) {
 	io.WriteString(tc, http2.ClientPreface)
 	fr := http2.NewFramer(tc, tc)
 	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	fr.WriteSettings()
-	var hb bytes.Buffer
-	enc := hpack.NewEncoder(&hb)
-	for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":path", "/skiff.test.Echo/Echo"}, {":authority", "x"}, {"content-type", "application/grpc"}} {
-		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
-	}
-	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true})
-	// A BytesValue of "hi": field 1, length 2.
-	fr.WriteData(1, true, []byte{0, 0, 0, 0, 4, 0x0a, 2, 'h', 'i'})
+	writeRequest(fr, "/skiff.test.Echo/Echo", true)
 	if err := hc.flush(); err != nil {
 		t.Fatal(err)
 	}

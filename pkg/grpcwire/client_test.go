@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/skiff-mesh/skiff/pkg/grpcwire"
+	"github.com/skiff-mesh/skiff/pkg/pki/pkitest"
 )
 
 // goPeer is a grpc-go server and a grpcwire Conn to it.
@@ -40,7 +41,7 @@ func dialGoServer(t *testing.T, network string, h grpc.StreamHandler, o grpcwire
 	addr := ln.Addr().String()
 	switch network {
 	case "tls":
-		cert, pool := selfSigned(t)
+		cert, pool := pkitest.SelfSigned(t)
 		creds = credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}})
 		o.TLS = &tls.Config{RootCAs: pool}
 	case "unix":

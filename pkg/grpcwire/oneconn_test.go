@@ -11,13 +11,14 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/skiff-mesh/skiff/pkg/grpcwire"
+	"github.com/skiff-mesh/skiff/pkg/pki/pkitest"
 )
 
 // TestFirstRPCsShareOneConnection: RPCs that start together on a new Conn
 // (the agent's CSR and its xDS streams at start-up) share one HTTP/2
 // connection, over plaintext and TLS, instead of each dialing its own.
 func TestFirstRPCsShareOneConnection(t *testing.T) {
-	cert, pool := selfSigned(t)
+	cert, pool := pkitest.SelfSigned(t)
 	for _, tc := range []struct {
 		name  string
 		creds credentials.TransportCredentials

@@ -2,60 +2,23 @@ package tlsrecord_test
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"io"
-	"math/big"
 	"net"
-	"net/url"
 	"runtime"
 	"testing"
-	"time"
 
+	"github.com/skiff-mesh/skiff/pkg/pki/pkitest"
 	"github.com/skiff-mesh/skiff/pkg/tlsrecord"
 )
 
 const spiffeID = "spiffe://cluster.local/ns/default/sa/tlsrecord"
 
-// configs returns a server and a client TLS config that trust each other:
-// one self-signed certificate for 127.0.0.1 with a SPIFFE URI, presented
-// by both, the client's required and verified.
-func configs(t testing.TB) (server, client *tls.Config) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, _ := url.Parse(spiffeID)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tlsrecord"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, URIs: []*url.URL{u},
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IsCA:        true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	pair := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-	server = &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
-	client = &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, ServerName: "127.0.0.1"}
-	return server, client
-}
-
 // TestTLSOverConn: a TLS server reading through a Conn gets every byte a
 // client sent in bursts of records of many sizes, and answers.
 func TestTLSOverConn(t *testing.T) {
-	scfg, ccfg := configs(t)
+	scfg, ccfg := pkitest.MutualTLS(t, spiffeID)
 	s, c := tcpPair(t)
 	srv, cli := tls.Server(tlsrecord.NewConn(s), scfg), tls.Client(c, ccfg)
 	sizes := []int{1, 100, 16 << 10, 70 << 10, 3, 200 << 10}
@@ -109,7 +72,7 @@ func BenchmarkHeldPerConn(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			const conns, burst = 100, 64 << 10
-			scfg, ccfg := configs(b)
+			scfg, ccfg := pkitest.MutualTLS(b, spiffeID)
 			msg := make([]byte, burst)
 			var held float64
 			for b.Loop() {
