@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"unicode/utf8"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the proto codec delegated to
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -43,55 +46,42 @@ func (codec) Marshal(v any) (mem.BufferSlice, error) {
 }
 
 func (codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if r, ok := v.(*rawRequest); ok {
-		// A pooled copy: the names of an ACK are hashed and dropped; free
-		// returns it once the request is handled.
+	// The ADS streams' requests are kept encoded here, in a pooled copy:
+	// they are decoded aside (see aside), with their handling.
+	switch r := v.(type) {
+	case *rawRequest:
 		r.buf = data.MaterializeToBuffer(&requestBuffers)
-		b := r.buf.ReadOnlyData()
-		if hasField(b, 2) { // DiscoveryRequest.node
-			return aside(func() error { return r.decode(b) })
-		}
-		return r.decode(b)
-	}
-	if _, ok := v.(*discoveryv3.DeltaDiscoveryRequest); ok && len(data) > 0 {
-		// DeltaDiscoveryRequest.node is field 1, so encoders put it first.
-		if num, _, n := protowire.ConsumeTag(data[0].ReadOnlyData()); n > 0 && num == 1 {
-			return aside(func() error { return protoCodec.Unmarshal(data, v) })
-		}
+		return nil
+	case *rawDelta:
+		r.buf = data.MaterializeToBuffer(&requestBuffers)
+		return nil
 	}
 	return protoCodec.Unmarshal(data, v)
 }
 
-// hasField reports whether the top level of the encoded message b has
-// field num.
-func hasField(b []byte, num protowire.Number) bool {
-	for len(b) > 0 {
-		n, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return false
-		}
-		if n == num {
-			return true
-		}
-		m := protowire.ConsumeFieldValue(n, typ, b[l:])
-		if m < 0 {
-			return false
-		}
-		b = b[l+m:]
+// rawDelta is a DeltaDiscoveryRequest as received, decoded with its
+// handling.
+type rawDelta struct{ buf mem.Buffer }
+
+// decode decodes the request and releases its buffer.
+func (r *rawDelta) decode() (*discoveryv3.DeltaDiscoveryRequest, error) {
+	defer r.buf.Free()
+	req := &discoveryv3.DeltaDiscoveryRequest{}
+	if err := proto.Unmarshal(r.buf.ReadOnlyData(), req); err != nil {
+		return nil, status.Errorf(codes.Internal, "decode delta discovery request: %v", err)
 	}
-	return false
+	return req, nil
 }
 
 // aside runs f on a goroutine of its own and returns its error. A stream's
-// handler goroutine runs aside what can take a deep stack: the decoding of
-// a request that carries a node (a Struct in a Value in a Struct: an Istio
-// agent's proxy config, labels and annotations), the parsing of that
-// metadata into the proxy, and the handling of each request (the
-// configuration a proxy with labels is given includes its inbound
-// listeners, whose encoding recurses deeply). Run on the handler, any of
-// them grows its stack to 16 KiB, which the runtime then keeps for the
-// stream's life, since parked in RecvMsg the handler uses more than a
-// quarter of 8 KiB (docs/benchmarks.md, istiod xDS; pkg/istiod's
+// handler goroutine runs each request aside, from its decoding on: the
+// protobuf decoder's frames (deeper for a request that carries a node, a
+// Struct in a Value in a Struct), the parsing of a node's metadata into the
+// proxy, and the handling (the configuration a proxy with labels is given
+// includes its inbound listeners, whose encoding recurses deeply). Run on
+// the handler, any of them grows its stack, which the runtime then keeps
+// for the stream's life: parked in RecvMsg, the handler uses more than a
+// quarter of it (docs/benchmarks.md, istiod xDS; pkg/istiod's
 // authenticateAside does the same for the certificate check).
 func aside(f func() error) error {
 	done := make(chan error, 1)
@@ -238,6 +228,15 @@ func (r *rawRequest) decode(b []byte) error {
 		}
 		rest = append(rest, b[i:i+n+m]...)
 		i += n + m
+	}
+	// As protobuf's decoder: a string field holds valid UTF-8.
+	for nb := r.names; len(nb) > 0; {
+		_, _, n := protowire.ConsumeTag(nb)
+		v, m := protowire.ConsumeBytes(nb[n:])
+		if !utf8.Valid(v) {
+			return fmt.Errorf("decode discovery request: resource name %q is not valid UTF-8", v)
+		}
+		nb = nb[n+m:]
 	}
 	r.namesHash = maphash.Bytes(namesSeed, r.names)
 	if err := proto.Unmarshal(rest, &r.req); err != nil {

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -92,32 +91,5 @@ func TestRequestDecode(t *testing.T) {
 	must(b.decode(field(field(field(nil, 5, "n2"), 3, "x"), 3, "y")))
 	if a.namesHash != b.namesHash {
 		t.Error("equal names hash differently")
-	}
-}
-
-// TestHasField: the check that sends a request with a node to be decoded
-// aside finds the node wherever it is among the top-level fields.
-func TestHasField(t *testing.T) {
-	node := &corev3.Node{Id: "sidecar~1.2.3.4~a.b~b.svc.cluster.local"}
-	for _, tc := range []struct {
-		name string
-		msg  proto.Message
-		want bool
-	}{
-		{"first request", &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: "t"}, true},
-		{"node after the version", &discoveryv3.DiscoveryRequest{VersionInfo: "v1", Node: node, ResourceNames: []string{"a"}}, true},
-		{"an ACK", &discoveryv3.DiscoveryRequest{VersionInfo: "v1", ResourceNames: []string{"a"}, TypeUrl: "t", ResponseNonce: "n"}, false},
-		{"empty", &discoveryv3.DiscoveryRequest{}, false},
-	} {
-		b, err := proto.Marshal(tc.msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := hasField(b, 2); got != tc.want {
-			t.Errorf("%s: hasField = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-	if hasField([]byte{0x12, 0x7f}, 2) != true || hasField([]byte{0xff}, 2) {
-		t.Error("a truncated node counts (the decoder reports it); a bad tag does not")
 	}
 }

@@ -34,32 +34,34 @@ func (s *Server) streamDelta(stream deltaStream) error {
 	var node *debugNode
 	debugSent := map[string]bool{}
 	for {
-		req := &discoveryv3.DeltaDiscoveryRequest{}
-		if err := stream.RecvMsg(req); err != nil {
+		raw := &rawDelta{}
+		if err := stream.RecvMsg(raw); err != nil {
 			if ctx.Err() != nil || errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled {
 				return nil
 			}
 			return err
 		}
-		if node == nil && req.GetNode() != nil {
-			node = debugNodeOf(req.GetNode())
-		}
-		if isDebugType(req.GetTypeUrl()) {
-			if err := c.whole(func() error { return s.answerDebugDelta(stream, node, req, debugSent) }); err != nil {
-				return err
-			}
-			continue
-		}
-		if c == nil {
-			err := aside(func() (err error) {
-				c, err = s.initConnection(ctx, req.GetNode().GetId(), req.GetNode().GetMetadata(), true, stream)
-				return err
-			})
+		// The handler goroutine waits: each request is decoded and
+		// handled aside.
+		err := aside(func() error {
+			req, err := raw.decode()
 			if err != nil {
 				return err
 			}
-		}
-		if err := aside(func() error { return c.whole(func() error { return c.handleDelta(stream, req) }) }); err != nil {
+			if node == nil && req.GetNode() != nil {
+				node = debugNodeOf(req.GetNode())
+			}
+			if isDebugType(req.GetTypeUrl()) {
+				return c.whole(func() error { return s.answerDebugDelta(stream, node, req, debugSent) })
+			}
+			if c == nil {
+				if c, err = s.initConnection(ctx, req.GetNode().GetId(), req.GetNode().GetMetadata(), true, stream); err != nil {
+					return err
+				}
+			}
+			return c.whole(func() error { return c.handleDelta(stream, req) })
+		})
+		if err != nil {
 			return err
 		}
 	}

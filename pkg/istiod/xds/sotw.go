@@ -41,32 +41,30 @@ func (s *Server) streamSotW(stream sotwStream) error {
 			}
 			return err
 		}
-		if node == nil && req.req.GetNode() != nil {
-			node = debugNodeOf(req.req.GetNode())
-		}
-		if isDebugType(req.req.GetTypeUrl()) {
-			// Debug streams (istioctl's) are not proxies: they are answered
-			// without a connection (and a proxy's stream sends nothing else
-			// meanwhile).
-			err := c.whole(func() error { return s.answerDebug(stream, node, &req.req, req.Names(&s.names), debugSent) })
-			req.free()
-			if err != nil {
-				return err
+		// The handler goroutine waits: each request is decoded and
+		// handled aside.
+		err := aside(func() error {
+			defer req.free()
+			if err := req.decode(req.buf.ReadOnlyData()); err != nil {
+				return status.Error(codes.Internal, err.Error())
 			}
-			continue
-		}
-		if c == nil {
-			err := aside(func() (err error) {
-				c, err = s.initConnection(ctx, req.req.GetNode().GetId(), req.req.GetNode().GetMetadata(), false, stream)
-				return err
-			})
-			if err != nil {
-				req.free()
-				return err
+			if node == nil && req.req.GetNode() != nil {
+				node = debugNodeOf(req.req.GetNode())
 			}
-		}
-		err := aside(func() error { return c.whole(func() error { return c.handleSotW(stream, req) }) })
-		req.free()
+			if isDebugType(req.req.GetTypeUrl()) {
+				// Debug streams (istioctl's) are not proxies: they are
+				// answered without a connection (and a proxy's stream
+				// sends nothing else meanwhile).
+				return c.whole(func() error { return s.answerDebug(stream, node, &req.req, req.Names(&s.names), debugSent) })
+			}
+			if c == nil {
+				var err error
+				if c, err = s.initConnection(ctx, req.req.GetNode().GetId(), req.req.GetNode().GetMetadata(), false, stream); err != nil {
+					return err
+				}
+			}
+			return c.whole(func() error { return c.handleSotW(stream, req) })
+		})
 		if err != nil {
 			return err
 		}
