@@ -107,6 +107,11 @@ func newConn(s *Server, nc net.Conn, authInfo any) *conn {
 	return c
 }
 
+// streamCreditAt is when a stream's received bytes are credited back: at
+// half a small window (a quarter made a client's 100 KiB request cost
+// twice the WINDOW_UPDATEs and records), at most at creditAt.
+func (s *Server) streamCreditAt() int { return min(creditAt, s.opts.StreamWindow/2) }
+
 // connError ends the connection with a GOAWAY carrying code.
 type connError struct {
 	code http2.ErrCode
@@ -137,6 +142,10 @@ func (c *conn) readLoop() error {
 	}
 	settings := binary.BigEndian.AppendUint16(nil, uint16(http2.SettingMaxConcurrentStreams))
 	settings = binary.BigEndian.AppendUint32(settings, c.s.opts.MaxConcurrentStreams)
+	if w := c.s.opts.StreamWindow; w != initialWindow {
+		settings = binary.BigEndian.AppendUint16(settings, uint16(http2.SettingInitialWindowSize))
+		settings = binary.BigEndian.AppendUint32(settings, uint32(w))
+	}
 	if err := c.writeFrame(http2.FrameSettings, 0, 0, settings); err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ func (st *stream) recv() ([]byte, error) {
 				st.credit, st.withheld = st.credit+st.withheld, 0
 			}
 			var credit int
-			if st.credit >= creditAt && !st.halfClosed {
+			if st.credit >= st.c.s.streamCreditAt() && !st.halfClosed {
 				credit, st.credit = st.credit, 0
 			}
 			c.mu.Unlock()

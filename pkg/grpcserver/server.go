@@ -64,7 +64,13 @@ type Options struct {
 	MaxConcurrentStreams uint32
 	// HandshakeTimeout bounds a TLS handshake; 0 means 120 s as grpc-go.
 	HandshakeTimeout time.Duration
-	Log              *slog.Logger
+	// StreamWindow is each stream's receive window (SETTINGS_INITIAL_WINDOW_SIZE),
+	// from 1 KiB to HTTP/2's default 64 KiB, which 0 means. A client sends no
+	// more than the window before it is credited, so a small window keeps its
+	// TLS records small, and with them the buffer crypto/tls keeps for the
+	// connection's life (it grows to the largest record received).
+	StreamWindow int
+	Log          *slog.Logger
 }
 
 // Server serves registered services on the listeners given to Serve.
@@ -102,6 +108,10 @@ func New(o Options) *Server {
 	if o.MaxConcurrentStreams == 0 {
 		o.MaxConcurrentStreams = 100
 	}
+	if o.StreamWindow <= 0 || o.StreamWindow > initialWindow {
+		o.StreamWindow = initialWindow
+	}
+	o.StreamWindow = max(o.StreamWindow, 1024)
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = 120 * time.Second
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"runtime"
 	"testing"
@@ -64,11 +65,18 @@ func TestGRPCGoClient(t *testing.T) {
 	}
 }
 
-// TestLargeMessages: messages far larger than the 64 KiB windows cross
-// both ways, several in flight, and the bytes arrive intact.
+// TestLargeMessages: messages far larger than the windows cross both ways,
+// several in flight, and the bytes arrive intact, with HTTP/2's default
+// receive window and with the smallest.
 func TestLargeMessages(t *testing.T) {
+	for _, window := range []int{0, 1024} {
+		t.Run(fmt.Sprintf("window %d", window), func(t *testing.T) { largeMessages(t, window) })
+	}
+}
+
+func largeMessages(t *testing.T, window int) {
 	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
-	s := grpcserver.New(grpcserver.Options{TLS: serverTLS, MaxRecvSize: 8 << 20})
+	s := grpcserver.New(grpcserver.Options{TLS: serverTLS, MaxRecvSize: 8 << 20, StreamWindow: window})
 	s.RegisterService(&echoDesc, &echoService{Repeat: 3})
 	cc := dial(t, serve(t, s), clientTLS, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(8<<20)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

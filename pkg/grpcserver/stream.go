@@ -235,7 +235,7 @@ func (c *conn) data(flags http2.Flags, id uint32, p []byte) error {
 		st.feed(p)
 		if st.queued > queueLimit {
 			st.withheld += n
-		} else if st.credit += n; st.credit >= creditAt {
+		} else if st.credit += n; st.credit >= c.s.streamCreditAt() {
 			streamCredit, st.credit = st.credit, 0
 		}
 		if flags.Has(http2.FlagDataEndStream) {
