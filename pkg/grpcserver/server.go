@@ -55,7 +55,8 @@ type Options struct {
 	// MaxConnectionIdle is not implemented.
 	Keepalive keepalive.ServerParameters
 	// Enforcement ends connections whose client pings more often than
-	// MinTime (after two strikes, as grpc-go does).
+	// MinTime (after two strikes, as grpc-go does). PermitWithoutStream is
+	// not read: pings without streams are allowed, as Istio sets it.
 	Enforcement keepalive.EnforcementPolicy
 	// MaxRecvSize bounds a received message; 0 means 4 MiB.
 	MaxRecvSize int
