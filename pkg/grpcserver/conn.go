@@ -41,7 +41,11 @@ var clientPreface = []byte(http2.ClientPreface)
 
 // framePool holds buffers of one frame, header included, for the reader's
 // payloads and the writers' frames; none is kept by an idle connection.
-var framePool = sync.Pool{New: func() any { b := make([]byte, 9+maxFrame); return &b }}
+var framePool = sync.Pool{New: func() any { b := make([]byte, 9+maxFrame, 9+maxFrame+frameSpare); return &b }}
+
+// frameSpare is room in a pooled buffer for the response headers and a
+// unary call's trailers written with a DATA frame.
+const frameSpare = 512
 
 // conn is one HTTP/2 connection: its reader goroutine owns the read side;
 // writers hold wmu for a frame at a time.

@@ -50,7 +50,8 @@ func (st *stream) runUnary(u *grpc.MethodDesc) error {
 	if err != nil {
 		return err
 	}
-	return st.SendMsg(resp)
+	// The answer and its status go out together.
+	return st.send(resp, statusFields(nil, status.New(codes.OK, ""), st.trailer))
 }
 
 func (st *stream) unmarshal(msg []byte, v any) error {
@@ -66,6 +67,9 @@ func (st *stream) finish(err error) {
 	c.mu.Lock()
 	reset, halfClosed, closed := st.reset, st.halfClosed, c.closed
 	c.mu.Unlock()
+	if st.sentTrailers && err == nil {
+		reset = true // the status went out with the answer
+	}
 	if !reset && !closed {
 		var fields []hpack.HeaderField
 		if !st.sentHeader {
@@ -186,18 +190,16 @@ func (st *stream) RecvMsg(m any) error {
 	return st.unmarshal(msg, m)
 }
 
-func (st *stream) SendMsg(m any) error {
-	if !st.sentHeader {
-		if err := st.SendHeader(nil); err != nil {
-			return err
-		}
-	}
+func (st *stream) SendMsg(m any) error { return st.send(m, nil) }
+
+// send writes a message, and trailers after it when given.
+func (st *stream) send(m any, trailers []hpack.HeaderField) error {
 	data, err := st.c.s.codec.Marshal(m)
 	if err != nil {
 		return status.Errorf(codes.Internal, "grpcserver: error marshalling response: %v", err)
 	}
 	defer data.Free()
-	return st.c.writeMessage(st, data)
+	return st.c.writeMessage(st, data, trailers)
 }
 
 func (st *stream) SetHeader(md metadata.MD) error {

@@ -48,6 +48,7 @@ type stream struct {
 
 	// The handler's.
 	sentHeader      bool
+	sentTrailers    bool
 	header, trailer metadata.MD
 }
 

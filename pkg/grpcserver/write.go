@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -68,17 +69,27 @@ func (c *conn) writeGoAwayLast(last uint32, code http2.ErrCode, msg string) {
 	c.writeFrame(http2.FrameGoAway, 0, 0, append(p, msg...))
 }
 
-// writeHeaders encodes fields into a HEADERS frame (and CONTINUATION
-// frames if they need more than one).
+// writeHeaders writes fields as a HEADERS frame (and CONTINUATION frames
+// if they need more than one).
 func (c *conn) writeHeaders(id uint32, fields []hpack.HeaderField, endStream bool) error {
 	bp := framePool.Get().(*[]byte)
 	defer framePool.Put(bp)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	b, err := c.appendHeaders((*bp)[:0], id, fields, endStream)
+	if err != nil {
+		return err
+	}
+	return c.write(b)
+}
+
+// appendHeaders encodes fields and appends them to b as a HEADERS frame
+// and the CONTINUATION frames they need; holding wmu (the encoder's).
+func (c *conn) appendHeaders(b []byte, id uint32, fields []hpack.HeaderField, endStream bool) ([]byte, error) {
 	c.encBuf.Reset()
 	for _, f := range fields {
 		if err := c.enc.WriteField(f); err != nil {
-			return status.Errorf(codes.Internal, "grpcserver: encode header %s: %v", f.Name, err)
+			return nil, status.Errorf(codes.Internal, "grpcserver: encode header %s: %v", f.Name, err)
 		}
 	}
 	block := c.encBuf.Bytes()
@@ -86,19 +97,16 @@ func (c *conn) writeHeaders(id uint32, fields []hpack.HeaderField, endStream boo
 	if endStream {
 		flags |= http2.FlagHeadersEndStream
 	}
-	b := *bp
 	for {
 		n := min(len(block), c.maxData)
 		if n == len(block) {
 			flags |= http2.FlagHeadersEndHeaders // the same bit for CONTINUATION
 		}
-		putHeader(b, n, typ, flags, id)
-		copy(b[9:], block[:n])
-		if err := c.write(b[:9+n]); err != nil {
-			return err
-		}
-		block = block[n:]
-		if len(block) == 0 {
+		start := len(b)
+		b = append(b, make([]byte, 9)...)
+		putHeader(b[start:], n, typ, flags, id)
+		b = append(b, block[:n]...)
+		if block = block[n:]; len(block) == 0 {
 			break
 		}
 		typ, flags = http2.FrameContinuation, 0
@@ -107,7 +115,7 @@ func (c *conn) writeHeaders(id uint32, fields []hpack.HeaderField, endStream boo
 		c.encBuf = bytes.Buffer{} // a rare large block is not kept
 	}
 	c.wrote.Store(true)
-	return nil
+	return b, nil
 }
 
 // reserve waits until st may send, and takes up to want bytes of the
@@ -134,8 +142,11 @@ func (c *conn) reserve(st *stream, want int) (int, error) {
 }
 
 // writeMessage sends one gRPC message (its 5-byte prefix and data) in DATA
-// frames as the windows allow, each frame in one write.
-func (c *conn) writeMessage(st *stream, data mem.BufferSlice) error {
+// frames as the windows allow, each frame in one write. The stream's
+// response headers, if not sent yet, go in the first write, and trailers,
+// if given (a unary call's status), in the last: one TLS record for a
+// small answer, not three.
+func (c *conn) writeMessage(st *stream, data mem.BufferSlice, trailers []hpack.HeaderField) error {
 	var prefix [5]byte
 	binary.BigEndian.PutUint32(prefix[1:], uint32(data.Len()))
 	left := 5 + data.Len()
@@ -148,20 +159,40 @@ func (c *conn) writeMessage(st *stream, data mem.BufferSlice) error {
 		// The buffer is taken once the window allows: a writer waiting
 		// for a slow client holds none.
 		bp := framePool.Get().(*[]byte)
-		b := *bp
-		putHeader(b, n, http2.FrameData, 0, st.id)
-		src.read(b[9 : 9+n])
-		c.wmu.Lock()
-		err = c.write(b[:9+n])
-		c.wmu.Unlock()
+		err = c.writeData(st, (*bp)[:0], &src, n, left == n, trailers)
 		framePool.Put(bp)
 		if err != nil {
 			return err
 		}
 		left -= n
 	}
-	c.wrote.Store(true)
 	return nil
+}
+
+// writeData writes n bytes of src in a DATA frame, after the response
+// headers if they are due and before trailers if this is the last frame.
+func (c *conn) writeData(st *stream, b []byte, src *pieces, n int, last bool, trailers []hpack.HeaderField) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var err error
+	if !st.sentHeader {
+		if b, err = c.appendHeaders(b, st.id, responseFields(st.header), false); err != nil {
+			return err
+		}
+		st.sentHeader = true
+	}
+	start := len(b)
+	b = slices.Grow(b, 9+n)[:start+9+n]
+	putHeader(b[start:], n, http2.FrameData, 0, st.id)
+	src.read(b[start+9:])
+	if last && trailers != nil {
+		if b, err = c.appendHeaders(b, st.id, trailers, true); err != nil {
+			return err
+		}
+		st.sentTrailers = true
+	}
+	c.wrote.Store(true)
+	return c.write(b)
 }
 
 // pieces reads a message's prefix and then its buffers in order.
