@@ -296,15 +296,22 @@ func (c *conn) windowUpdate(id uint32, p []byte) error {
 		return nil
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	overflow := false
 	if id == 0 {
 		if c.sendWin += inc; c.sendWin > 1<<31-1 {
+			c.mu.Unlock()
 			return connError{http2.ErrCodeFlowControl, "connection window overflow"}
 		}
 	} else if st := c.streams[id]; st != nil {
 		st.sendWin += inc
+		overflow = st.sendWin > 1<<31-1
 	}
 	c.cond.Broadcast()
+	c.mu.Unlock()
+	if overflow {
+		// A stream error (RFC 9113, 6.9.1).
+		c.resetStream(id, http2.ErrCodeFlowControl)
+	}
 	return nil
 }
 

@@ -292,3 +292,25 @@ func TestRecordsInOneWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowOverflow: a WINDOW_UPDATE that takes a stream's window past
+// 2^31-1 resets that stream with FLOW_CONTROL_ERROR, and the connection
+// goes on.
+func TestWindowOverflow(t *testing.T) {
+	s := grpcserver.New(grpcserver.Options{})
+	s.RegisterService(&echoDesc, &echoService{})
+	c := rawDial(t, serve(t, s))
+	writeRequest(c.fr, "/skiff.test.Echo/Chat", false)
+	c.until(func(f http2.Frame) bool { _, ok := f.(*http2.DataFrame); return ok })
+	if err := c.fr.WriteWindowUpdate(1, 1<<31-1); err != nil {
+		t.Fatal(err)
+	}
+	rst := c.until(func(f http2.Frame) bool { _, ok := f.(*http2.RSTStreamFrame); return ok }).(*http2.RSTStreamFrame)
+	if rst.StreamID != 1 || rst.ErrCode != http2.ErrCodeFlowControl {
+		t.Errorf("RST_STREAM %d %v, want 1 FLOW_CONTROL_ERROR", rst.StreamID, rst.ErrCode)
+	}
+	if err := c.fr.WritePing(false, [8]byte{7}); err != nil {
+		t.Fatal(err)
+	}
+	c.until(func(f http2.Frame) bool { p, ok := f.(*http2.PingFrame); return ok && p.IsAck() })
+}
