@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -352,7 +353,7 @@ func (c *conn) startTimers() {
 	}
 	if ka.MaxConnectionAge > 0 {
 		// grpc-go's jitter: +/- 10 %.
-		age := ka.MaxConnectionAge + time.Duration((randFloat()*0.2-0.1)*float64(ka.MaxConnectionAge))
+		age := ka.MaxConnectionAge + time.Duration((rand.Float64()*0.2-0.1)*float64(ka.MaxConnectionAge))
 		c.ageEnd = time.AfterFunc(age, c.aged)
 	}
 }

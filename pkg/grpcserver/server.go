@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -121,7 +122,7 @@ func New(o Options) *Server {
 	}
 	if o.TLS != nil {
 		o.TLS = o.TLS.Clone()
-		if !containsString(o.TLS.NextProtos, "h2") {
+		if !slices.Contains(o.TLS.NextProtos, "h2") {
 			o.TLS.NextProtos = append([]string{"h2"}, o.TLS.NextProtos...)
 		}
 	}
@@ -131,15 +132,6 @@ func New(o Options) *Server {
 	}
 	return &Server{opts: o, codec: codec, log: o.Log.With("component", "grpcserver"),
 		methods: map[string]*method{}, lis: map[net.Listener]struct{}{}, raw: map[net.Conn]struct{}{}, conns: map[*conn]struct{}{}}
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // RegisterService registers a service and its implementation, as

@@ -127,11 +127,6 @@ func decodeBinary(v string) ([]byte, error) {
 	return base64.RawStdEncoding.DecodeString(v)
 }
 
-func isGRPC(contentType string) bool {
-	rest, ok := strings.CutPrefix(contentType, "application/grpc")
-	return ok && (rest == "" || rest[0] == '+' || rest[0] == ';')
-}
-
 // open decodes a complete header block and starts its stream's handler,
 // or answers it at once.
 func (c *conn) open(id uint32, block []byte, end bool) error {
@@ -158,7 +153,7 @@ func (c *conn) open(id uint32, block []byte, end bool) error {
 	if err != nil {
 		return c.refuse(id, end, status.Convert(err))
 	}
-	if r.method != "POST" || !isGRPC(r.contentType) {
+	if r.method != "POST" || !grpcwire.IsGRPC(r.contentType) {
 		return c.writeRST(id, http2.ErrCodeProtocol)
 	}
 	c.mu.Lock()

@@ -3,7 +3,6 @@ package grpcserver
 import (
 	"bytes"
 	"encoding/binary"
-	"math/rand/v2"
 	"slices"
 
 	"golang.org/x/net/http2"
@@ -12,8 +11,6 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 )
-
-func randFloat() float64 { return rand.Float64() }
 
 // putHeader writes a frame header into b.
 func putHeader(b []byte, n int, typ http2.FrameType, flags http2.Flags, id uint32) {

@@ -113,9 +113,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// isGRPC reports whether a content type is gRPC's: application/grpc, alone
+// IsGRPC reports whether a content type is gRPC's: application/grpc, alone
 // or with a "+codec" or ";parameters" suffix.
-func isGRPC(contentType string) bool {
+func IsGRPC(contentType string) bool {
 	rest, ok := strings.CutPrefix(contentType, "application/grpc")
 	return ok && (rest == "" || rest[0] == '+' || rest[0] == ';')
 }
@@ -126,7 +126,7 @@ func (s *Server) serveHTTP(hs *handlers, w http.ResponseWriter, r *http.Request)
 		http.Error(w, "grpcwire: gRPC requires POST", http.StatusMethodNotAllowed)
 		return
 	}
-	if !isGRPC(r.Header.Get("Content-Type")) {
+	if !IsGRPC(r.Header.Get("Content-Type")) {
 		http.Error(w, "grpcwire: content-type is not application/grpc", http.StatusUnsupportedMediaType)
 		return
 	}

@@ -209,7 +209,7 @@ func (s *clientStream) finish(st *Status) error {
 // status in the headers. It returns nil for a response with messages to read.
 func responseStatus(resp *http.Response) *Status {
 	ct := resp.Header.Get("Content-Type")
-	if resp.StatusCode != http.StatusOK || !isGRPC(ct) {
+	if resp.StatusCode != http.StatusOK || !IsGRPC(ct) {
 		code := Unknown
 		if resp.StatusCode != http.StatusOK {
 			code = httpCode(resp.StatusCode)

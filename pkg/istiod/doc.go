@@ -6,5 +6,6 @@
 //
 // Other components join through Options: WithGRPC registers services (the
 // CA) on every gRPC server istiod runs, and WithSecureGRPC adds the TLS
-// server (15012) with given credentials.
+// server (15012) with a TLS configuration. Both servers are pkg/grpcserver's
+// (NewGRPCServer).
 package istiod
