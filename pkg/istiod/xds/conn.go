@@ -26,6 +26,11 @@ type pushEvent struct {
 	// proxies (scopeChange): a thousand sidecars of a namespace share one.
 	scopesMu sync.Mutex
 	scopes   map[*model.Scope]*scopeChange
+
+	// What a held list lacks of a generated one, per pair of lists
+	// (held.go): the connections of a scope share both.
+	changedMemo diffMemo[[]*gen.Resource]
+	missingMemo diffMemo[[]string]
 }
 
 // scopeChange is what an endpoint-only event changes for the proxies of

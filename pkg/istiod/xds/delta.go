@@ -186,9 +186,14 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 			return nil // nothing sent: the client keeps what it holds
 		}
 	}
+	if !partial {
+		// Shared first: the sidecars of a scope then compare the same two
+		// lists, once per push (ev.changed).
+		rs = c.server.lists.share(rs)
+	}
 	c.mu.Lock()
 	resp := &deltaResponse{typeURL: w.typeURL, systemVersion: pc.Version}
-	for _, r := range changed(w.held, rs) {
+	for _, r := range ev.changed(w.held, rs) {
 		if v, ok := w.initial[r.Name]; ok && v == r.Version {
 			continue // the client brought it from its previous stream
 		}
@@ -197,7 +202,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	// What the client holds but is gone: for wildcard everything absent, for
 	// named subscriptions the subscribed names that no longer exist.
 	if !partial {
-		resp.removed = missing(w.held, rs)
+		resp.removed = slices.Clone(ev.missing(w.held, rs)) // appended to and sorted below
 		// What the client brought that no longer exists: the initial
 		// names left once those generated are settled.
 		w.settleInitial(rs, nil)
@@ -211,7 +216,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	if partial {
 		w.held = c.server.overlays.overlay(w.held, rs)
 	} else {
-		w.held = c.server.lists.share(rs)
+		w.held = rs
 	}
 	w.settleInitial(rs, resp.removed)
 	if len(resp.resources) == 0 && len(resp.removed) == 0 && !force {

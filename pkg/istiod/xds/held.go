@@ -189,3 +189,67 @@ func combinedHash(rs []*gen.Resource) uint64 {
 	}
 	return h
 }
+
+// diffKey identifies a held list and a generated one by their arrays:
+// lists are never modified in place, and a push event keeps both alive.
+type diffKey struct {
+	held, next   **gen.Resource
+	nHeld, nNext int
+}
+
+func firstOf(rs []*gen.Resource) **gen.Resource {
+	if len(rs) == 0 {
+		return nil
+	}
+	return &rs[0]
+}
+
+// diffMemo shares, within one push event, a result computed from a held
+// list and a generated one: after a full push a thousand sidecars of a
+// scope hold one shared list (lists.share) and are given one shared list,
+// and comparing them once replaces a thousand merges of two thousand names.
+type diffMemo[T any] struct {
+	mu sync.Mutex
+	m  map[diffKey]T
+}
+
+// get returns f(held, next), from the memo when this event computed it
+// for the same lists. Short lists are computed each time.
+func (d *diffMemo[T]) get(held, next []*gen.Resource, f func(held, next []*gen.Resource) T) T {
+	if max(len(held), len(next)) < minSharedBody {
+		return f(held, next)
+	}
+	k := diffKey{firstOf(held), firstOf(next), len(held), len(next)}
+	d.mu.Lock()
+	v, ok := d.m[k]
+	d.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = f(held, next)
+	d.mu.Lock()
+	if d.m == nil {
+		d.m = map[diffKey]T{}
+	}
+	d.m[k] = v
+	d.mu.Unlock()
+	return v
+}
+
+// changed is changed(held, next), shared by the connections of ev; ev may
+// be nil (an answer to a request).
+func (ev *pushEvent) changed(held, next []*gen.Resource) []*gen.Resource {
+	if ev == nil {
+		return changed(held, next)
+	}
+	return ev.changedMemo.get(held, next, changed)
+}
+
+// missing is missing(held, next), shared by the connections of ev; the
+// caller must not modify it.
+func (ev *pushEvent) missing(held, next []*gen.Resource) []string {
+	if ev == nil {
+		return missing(held, next)
+	}
+	return ev.missingMemo.get(held, next, missing)
+}

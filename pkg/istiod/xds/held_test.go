@@ -129,3 +129,34 @@ func TestListsShare(t *testing.T) {
 		t.Error("a short list was replaced")
 	}
 }
+
+// TestPushEventDiff: a push event compares a held list with a generated
+// one once, and gives the connections that hold and are given the same
+// lists that result; other lists, and answers to requests (no event), are
+// compared anew.
+func TestPushEventDiff(t *testing.T) {
+	held := heldList(t, "a", seq(0, 50)...)
+	next := append(heldList(t, "b", 0, 1), held[2:40]...) // two changed, ten gone
+	ev := &pushEvent{}
+	calls := 0
+	count := func(h, n []*gen.Resource) []*gen.Resource { calls++; return changed(h, n) }
+	first := ev.changedMemo.get(held, next, count)
+	if again := ev.changedMemo.get(held, next, count); calls != 1 || &again[0] != &first[0] {
+		t.Errorf("%d comparisons for one pair of lists, want 1", calls)
+	}
+	if got, want := namesAndHashes(first), namesAndHashes(changed(held, next)); !slices.Equal(got, want) {
+		t.Errorf("changed %v, want %v", got, want)
+	}
+	other := slices.Clone(held) // equal contents, another array
+	ev.changedMemo.get(other, next, count)
+	if calls != 2 {
+		t.Error("another held list was given the first one's result")
+	}
+	if got, want := ev.missing(held, next), missing(held, next); !slices.Equal(got, want) || len(got) != 10 {
+		t.Errorf("missing %v, want %v (10 names)", got, want)
+	}
+	var none *pushEvent
+	if got := none.changed(held, next); len(got) != 2 {
+		t.Errorf("without an event: %d changed, want 2", len(got))
+	}
+}
