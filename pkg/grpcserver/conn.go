@@ -55,7 +55,6 @@ type conn struct {
 	nc     net.Conn
 	ctx    context.Context // the peer's; ends when the connection closes
 	cancel context.CancelCauseFunc
-	tls    bool
 
 	// The reader's: the frame header being read, the header block awaiting
 	// CONTINUATION frames, the highest stream opened, ping enforcement.
@@ -94,13 +93,15 @@ func tlsInfo(cs tls.ConnectionState) credentials.TLSInfo {
 	return credentials.TLSInfo{State: cs, CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}
 }
 
-func newConn(s *Server, nc net.Conn, authInfo any) *conn {
+// newConn makes a connection on nc; authInfo is the TLS handshake's, nil
+// on plaintext.
+func newConn(s *Server, nc net.Conn, authInfo credentials.AuthInfo) *conn {
 	c := &conn{s: s, nc: nc, streams: map[uint32]*stream{}, sendWin: initialWindow, initWin: initialWindow, maxData: maxFrame}
 	p := &peer.Peer{Addr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()}
-	if ai, ok := authInfo.(credentials.AuthInfo); ok {
-		p.AuthInfo = ai
+	if authInfo != nil {
+		p.AuthInfo = authInfo
 		// A frame and its header fill one TLS record.
-		c.tls, c.maxData = true, maxFrame-9
+		c.maxData = maxFrame - 9
 	}
 	c.ctx, c.cancel = context.WithCancelCause(peer.NewContext(context.Background(), p))
 	c.cond.L = &c.mu

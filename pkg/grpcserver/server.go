@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/keepalive"
 
@@ -225,7 +226,7 @@ func (s *Server) handshake(nc net.Conn) {
 	if ka := s.opts.Keepalive; ka.Time > 0 {
 		setUserTimeout(nc, cmp.Or(ka.Timeout, 20*time.Second))
 	}
-	var authInfo any
+	var authInfo credentials.AuthInfo
 	if s.opts.TLS != nil {
 		// Reads that stop at each record's end: tls.Conn's own buffer then
 		// holds one record (pkg/tlsrecord).
