@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skiff-mesh/skiff/pkg/cni"
 )
 
 var bin string
@@ -17,8 +19,13 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// The plugin and its API-server helper, side by side as install-cni
+	// installs them.
 	bin = filepath.Join(dir, "istio-cni")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cni.LookupBinary), "../cni-lookup").CombinedOutput(); err != nil {
 		panic(string(out))
 	}
 	code := m.Run()
@@ -91,7 +98,7 @@ func TestErrors(t *testing.T) {
 		{"bad backend", "ADD", "", conf("1.0.0", `,"iptables_backend":"xt"`), 7, `iptables_backend: "xt"`},
 		{"bad log level", "ADD", "", conf("1.0.0", `,"plugin_log_level":"loud"`), 7, `plugin_log_level: "loud"`},
 		{"log file not writable", "ADD", "", conf("1.0.0", `,"log_file":"/nonexistent/dir/cni.log"`), 5, "/nonexistent/dir/cni.log"},
-		{"no kubeconfig", "ADD", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p", conf("1.0.0", ""), 7, "kubeconfig"},
+		{"no kubeconfig", "ADD", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p", conf("1.0.0", ""), 7, "read kubeconfig"},
 		{"status without kubeconfig", "STATUS", "", conf("1.1.0", ""), 50, "kubeconfig"},
 	}
 	for _, tt := range tests {
@@ -111,21 +118,49 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestWithoutHelper: a plugin installed without its helper fails the ADD of
+// a pod the cache does not hold, naming the missing file.
+func TestWithoutHelper(t *testing.T) {
+	alone := filepath.Join(t.TempDir(), "istio-cni")
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(alone)
+	cmd.Env = []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=c1", "CNI_NETNS=/run/netns/none", "CNI_IFNAME=eth0",
+		"CNI_PATH=/usr/lib/cni", "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=p"}
+	cmd.Stdin = strings.NewReader(conf("1.0.0", ""))
+	out, _ := cmd.Output()
+	var e map[string]any
+	if err := json.Unmarshal(out, &e); err != nil {
+		t.Fatalf("stdout is not a CNI error: %q", out)
+	}
+	if e["code"] != float64(11) || !strings.Contains(fmt.Sprint(e["details"]), cni.LookupBinary) {
+		t.Errorf("error %v, want code 11 naming %s", e, cni.LookupBinary)
+	}
+}
+
 func TestDelAlwaysSucceeds(t *testing.T) {
 	if _, stderr, code := invoke(t, "DEL", "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=gone", conf("1.0.0", "")); code != 0 {
 		t.Errorf("DEL: exit %d: %s", code, stderr)
 	}
 }
 
-// TestLean keeps grpc, Envoy's protos and client-go out of a binary that runs once per pod.
+// TestLean keeps grpc, Envoy's protos, client-go, and the HTTP, TLS and
+// YAML code of the API-server fallback (its helper's) out of a binary that
+// runs once per pod.
 func TestLean(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, banned := range []string{"google.golang.org/grpc", "github.com/envoyproxy/", "k8s.io/client-go", "k8s.io/api/", "google.golang.org/protobuf"} {
-			if strings.HasPrefix(dep, banned) {
+		for _, banned := range []string{"google.golang.org/grpc", "github.com/envoyproxy/", "k8s.io/client-go", "k8s.io/api/", "google.golang.org/protobuf",
+			"net/http", "crypto/tls", "crypto/x509", "sigs.k8s.io/yaml", "go.yaml.in/"} {
+			if dep == banned || strings.HasPrefix(dep, strings.TrimSuffix(banned, "/")+"/") {
 				t.Errorf("cni-plugin links %s", dep)
 			}
 		}

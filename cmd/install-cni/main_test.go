@@ -64,7 +64,7 @@ func TestSIGTERMRemovesEverything(t *testing.T) {
 	}
 	files := map[string]string{
 		"net.d/10-k8s.conflist": `{"cniVersion":"1.0.0","name":"k8s","plugins":[{"type":"bridge"}]}`,
-		"plugin":                "plugin", "sa/token": "tok", "sa/ca.crt": "ca",
+		"plugin":                "plugin", "istio-cni-lookup": "lookup", "sa/token": "tok", "sa/ca.crt": "ca",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(d, name), []byte(content), 0o644); err != nil {
@@ -111,7 +111,7 @@ func TestSIGTERMRemovesEverything(t *testing.T) {
 	if b, _ := os.ReadFile(conf); string(b) != files["net.d/10-k8s.conflist"] {
 		t.Errorf("the conflist is not as found after SIGTERM:\n%s", b)
 	}
-	for _, p := range []string{"bin/istio-cni", "run/istio-cni-kubeconfig"} {
+	for _, p := range []string{"bin/istio-cni", "bin/istio-cni-lookup", "run/istio-cni-kubeconfig"} {
 		if _, err := os.Stat(filepath.Join(d, p)); !os.IsNotExist(err) {
 			t.Errorf("%s left after SIGTERM", p)
 		}

@@ -263,7 +263,7 @@ func (c chart) start(tb testing.TB, env *kubetest.Env, bin, tok, node string) ru
 	must(tb, err)
 	for name, content := range map[string]string{
 		"net.d/10-k8s.conflist": `{"cniVersion":"1.0.0","name":"k8s","plugins":[{"type":"bridge"}]}`,
-		"plugin":                "plugin", "sa/token": tok, "sa/ca.crt": string(ca),
+		"plugin":                "plugin", "istio-cni-lookup": "lookup", "sa/token": tok, "sa/ca.crt": string(ca),
 	} {
 		must(tb, os.WriteFile(filepath.Join(d, name), []byte(content), 0o644))
 	}

@@ -33,7 +33,7 @@ import (
 const debianPlugins = "/usr/lib/cni"
 
 var (
-	pluginDir string        // holds our plugin, built once, as "istio-cni"
+	pluginDir string        // holds our plugin, built once, as "istio-cni", and its helper
 	kube      *kubetest.Env // one API server for the package's tests
 )
 
@@ -50,10 +50,13 @@ func TestMain(m *testing.M) {
 		pluginDir = dir
 		// Built as make build and the images build it (static, stripped),
 		// so the benchmarks time the binary a node runs.
-		build := exec.Command("go", "build", "-ldflags", "-s -w", "-o", filepath.Join(dir, "istio-cni"), "../../cmd/cni-plugin")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			panic(string(out))
+		// The helper beside it, as install-cni installs them.
+		for name, pkg := range map[string]string{"istio-cni": "../../cmd/cni-plugin", cni.LookupBinary: "../../cmd/cni-lookup"} {
+			build := exec.Command("go", "build", "-ldflags", "-s -w", "-o", filepath.Join(dir, name), pkg)
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			if out, err := build.CombinedOutput(); err != nil {
+				panic(string(out))
+			}
 		}
 		if kube, err = kubetest.StartEnv(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -27,8 +27,9 @@ type Plugin struct {
 	Stdout io.Writer
 	// Stderr receives logs.
 	Stderr io.Writer
-	// Pods builds the pod lookup from a kubeconfig path; nil uses client-go.
-	Pods func(kubeconfig string) (PodGetter, error)
+	// Fallback reads a pod the node agent's cache cannot give; nil runs
+	// the LookupBinary helper beside the plugin.
+	Fallback func(ctx context.Context, l Lookup) (*Pod, error)
 	// Apply programs a namespace; nil uses capture.Run.
 	Apply func(ctx context.Context, cfg *capture.Config, log *slog.Logger) error
 }
@@ -47,17 +48,12 @@ func Versions() version.PluginInfo {
 // what hung before the runtime kills it (the kubelet's CRI calls give up
 // after 2 minutes by default).
 const (
-	// requestTimeout bounds one GET of the pod from the API server.
-	requestTimeout = 5 * time.Second
 	// captureTimeout bounds programming or checking a pod's namespace.
 	captureTimeout = 30 * time.Second
+	// helperStart is the helper's start-up, allowed on top of the
+	// lookup's own time limit.
+	helperStart = 2 * time.Second
 )
-
-// lookupTimeout bounds the whole pod lookup: every try may take
-// requestTimeout, and the tries are interval apart.
-func lookupTimeout(tries int, interval time.Duration) time.Duration {
-	return time.Duration(tries) * (requestTimeout + interval)
-}
 
 // logger is the command's logger at conf's level, writing to Stderr and,
 // when conf names one, a log file (left open until the process exits).
@@ -135,25 +131,29 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 }
 
 // lookup finds the pod: in the node agent's cache when it holds it, without
-// reading the kubeconfig, or else from the API server, with retries.
+// reading the kubeconfig, or else from the API server, with retries, by the
+// helper (Fallback).
 func (p *Plugin) lookup(conf *Config, ns, name string) (*Pod, error) {
 	if pod := fromCache(conf, ns, name); pod != nil {
 		return pod, nil
 	}
-	newPods := p.Pods
-	if newPods == nil {
-		newPods = NewPodGetter
-	}
-	pods, err := newPods(conf.KubeconfigPath())
-	if err != nil {
-		return nil, cniError(types.ErrInvalidNetworkConfig, "kubeconfig", err)
-	}
-	pods = withPodCache(conf, pods)
 	interval, _ := conf.lookupInterval() // checked by ParseConfig
-	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout(conf.PodLookupTries, interval))
+	l := Lookup{Kubeconfig: conf.KubeconfigPath(), Namespace: ns, Name: name, Tries: conf.PodLookupTries, Interval: interval}
+	if l.Kubeconfig == "" {
+		return nil, cniError(types.ErrInvalidNetworkConfig, "kubeconfig", errors.New("no kubeconfig: set cni_agent_run_dir"))
+	}
+	fallback := p.Fallback
+	if fallback == nil {
+		fallback = runHelper
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.Timeout()+helperStart)
 	defer cancel()
-	pod, err := getPodWithRetry(ctx, pods, ns, name, conf.PodLookupTries, interval)
-	if err != nil {
+	pod, err := fallback(ctx, l)
+	var kerr *KubeconfigError
+	switch {
+	case errors.As(err, &kerr):
+		return nil, cniError(types.ErrInvalidNetworkConfig, "kubeconfig", err)
+	case err != nil:
 		return nil, cniError(types.ErrTryAgainLater, "pod lookup failed", err)
 	}
 	return pod, nil

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,6 +22,10 @@ const PodCacheSocket = "pods.sock"
 // error or a slow answer falls back to the API server.
 const cacheTimeout = 200 * time.Millisecond
 
+// userAgent is the plugin's User-Agent towards the API server and the
+// node agent.
+const userAgent = "skiff-cni"
+
 // PodCachePath is where the plugin finds the node agent's pod cache, or ""
 // without a cni_agent_run_dir.
 func (c *Config) PodCachePath() string {
@@ -31,10 +35,15 @@ func (c *Config) PodCachePath() string {
 	return filepath.Join(c.AgentRunDir, PodCacheSocket)
 }
 
-// cacheClient asks the node agent's socket for a pod: one GET on a new
-// connection, written and read directly. The plugin asks once per process,
-// so an http.Transport's pooling and goroutines would only add start-up
-// time.
+// PodPath is the API's path of one pod.
+func PodPath(namespace, name string) string {
+	return "/api/v1/namespaces/" + url.PathEscape(namespace) + "/pods/" + url.PathEscape(name)
+}
+
+// cacheClient asks the node agent's socket for a pod: one HTTP/1.0 GET on
+// a new connection, written and read directly (readAnswer). The plugin asks
+// once per process, so an HTTP client's pooling, goroutines and linked code
+// would only add start-up time.
 type cacheClient struct{ sock string }
 
 func (c cacheClient) GetPod(ctx context.Context, namespace, name string) (*Pod, error) {
@@ -47,22 +56,22 @@ func (c cacheClient) GetPod(ctx context.Context, namespace, name string) (*Pod, 
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	path := podPath(namespace, name)
-	req := "GET " + path + " HTTP/1.1\r\nHost: node-agent\r\nUser-Agent: " + userAgent +
-		"\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+	path := PodPath(namespace, name)
+	req := "GET " + path + " HTTP/1.0\r\nHost: node-agent\r\nUser-Agent: " + userAgent +
+		"\r\nAccept: application/json\r\n\r\n"
 	if _, err := io.WriteString(conn, req); err != nil {
 		return nil, fmt.Errorf("pod cache %s: %w", c.sock, err)
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	a, err := readAnswer(bufio.NewReader(conn))
 	if err != nil {
 		return nil, fmt.Errorf("pod cache %s: %w", c.sock, err)
 	}
-	defer resp.Body.Close()
-	return readPod("unix:"+c.sock+path, resp)
+	return DecodePod("unix:"+c.sock+path, a.status, a.reason, a.body)
 }
 
-// cacheFor is the node agent's cache when its socket exists, or nil.
-func cacheFor(conf *Config) PodGetter {
+// fromCache is the pod from the node agent's cache, or nil when there is no
+// cache or it does not answer with the pod in time.
+func fromCache(conf *Config, namespace, name string) *Pod {
 	sock := conf.PodCachePath()
 	if sock == "" {
 		return nil
@@ -70,46 +79,11 @@ func cacheFor(conf *Config) PodGetter {
 	if _, err := os.Stat(sock); err != nil {
 		return nil
 	}
-	return cacheClient{sock: sock}
-}
-
-// fromCache is the pod from the node agent's cache, or nil when there is no
-// cache or it does not answer with the pod in time.
-func fromCache(conf *Config, namespace, name string) *Pod {
-	c := cacheFor(conf)
-	if c == nil {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), cacheTimeout)
 	defer cancel()
-	p, err := c.GetPod(ctx, namespace, name)
+	p, err := cacheClient{sock: sock}.GetPod(ctx, namespace, name)
 	if err != nil {
 		return nil
 	}
 	return p
-}
-
-// cachedPods asks the node agent's cache first and the API server when the
-// cache does not answer with the pod.
-type cachedPods struct{ cache, api PodGetter }
-
-// withPodCache puts the node agent's cache in front of pods when its
-// socket exists.
-func withPodCache(conf *Config, pods PodGetter) PodGetter {
-	c := cacheFor(conf)
-	if c == nil {
-		return pods
-	}
-	return cachedPods{cache: c, api: pods}
-}
-
-// GetPod returns the cache's pod, or else the API server's.
-func (c cachedPods) GetPod(ctx context.Context, namespace, name string) (*Pod, error) {
-	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
-	p, err := c.cache.GetPod(cctx, namespace, name)
-	cancel()
-	if err == nil {
-		return p, nil
-	}
-	return c.api.GetPod(ctx, namespace, name)
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-mesh/skiff/pkg/cni"
 	"github.com/skiff-mesh/skiff/pkg/kubenode"
 )
 
@@ -119,6 +120,11 @@ func (c *Cluster) CheckCapture(ctx context.Context, mode Mode) error {
 		if run, err := c.NodeDir(ctx, "/var/run/istio-cni"); err != nil || !slices.Contains(run, "pods.sock") {
 			errs = append(errs, fmt.Errorf("no pod cache socket in /var/run/istio-cni: %v %v", run, err))
 		}
+		// Its API-server helper is installed beside it, for the pods the
+		// cache cannot answer.
+		if bins, err := c.NodeDir(ctx, kubenode.CNIBinDir); err != nil || !slices.Contains(bins, "istio-cni") || !slices.Contains(bins, cni.LookupBinary) {
+			errs = append(errs, fmt.Errorf("want istio-cni and %s in %s: %v %v", cni.LookupBinary, kubenode.CNIBinDir, bins, err))
+		}
 	}
 	for _, re := range []string{
 		`-A ISTIO_OUTPUT_DNS (-d \S+ )?-p udp -m udp --dport 53 -j REDIRECT --to-ports 15053`,
@@ -222,7 +228,7 @@ func (c *Cluster) CheckSplit(ctx context.Context) error {
 
 // CheckClean checks what helm uninstall left: no webhook configuration,
 // cluster role or istio pod, the node's conflist byte for byte as before
-// and no istio-cni binary.
+// and no istio-cni binary or its helper.
 func (c *Cluster) CheckClean(ctx context.Context) error {
 	var errs []error
 	// helm uninstall --wait returns when the objects are deleted; their
@@ -247,8 +253,8 @@ func (c *Cluster) CheckClean(ctx context.Context) error {
 	} else {
 		c.Say("the node's conflist is byte for byte as before")
 	}
-	if bins, _ := c.NodeDir(ctx, kubenode.CNIBinDir); slices.Contains(bins, "istio-cni") {
-		errs = append(errs, fmt.Errorf("%s still has istio-cni: %v", kubenode.CNIBinDir, bins))
+	if bins, _ := c.NodeDir(ctx, kubenode.CNIBinDir); slices.Contains(bins, "istio-cni") || slices.Contains(bins, cni.LookupBinary) {
+		errs = append(errs, fmt.Errorf("%s still has istio-cni or %s: %v", kubenode.CNIBinDir, cni.LookupBinary, bins))
 	}
 	return errors.Join(errs...)
 }

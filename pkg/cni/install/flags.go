@@ -51,6 +51,7 @@ func ParseFlags(args []string, lookupEnv func(string) (string, bool), usage io.W
 	fs.StringVar(&c.BinDir, "cni-bin-dir", env.str("CNI_BIN_DIR", "/host/opt/cni/bin"), "the node's CNI plugin dir (env CNI_BIN_DIR)")
 	fs.StringVar(&c.AgentRunDir, "cni-agent-run-dir", env.str("CNI_AGENT_RUN_DIR", "/var/run/istio-cni"), "where the plugin's kubeconfig is written (env CNI_AGENT_RUN_DIR)")
 	fs.StringVar(&c.PluginSource, "plugin-binary", env.str("CNI_PLUGIN_BINARY", "/opt/cni/bin/istio-cni"), "the plugin binary to install (env CNI_PLUGIN_BINARY)")
+	fs.StringVar(&c.LookupSource, "lookup-binary", env.str("CNI_LOOKUP_BINARY", ""), "the plugin's API-server helper to install beside it; empty: "+cni.LookupBinary+" beside --plugin-binary (env CNI_LOOKUP_BINARY)")
 	fs.StringVar(&c.TokenPath, "token", env.str("SERVICE_ACCOUNT_TOKEN", "/var/run/secrets/kubernetes.io/serviceaccount/token"), "service-account token (env SERVICE_ACCOUNT_TOKEN)")
 	fs.StringVar(&c.CAPath, "ca", env.str("SERVICE_ACCOUNT_CA", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"), "API server CA (env SERVICE_ACCOUNT_CA)")
 	fs.StringVar(&c.KubeHost, "kube-host", env.str("KUBERNETES_SERVICE_HOST", ""), "API server host (env KUBERNETES_SERVICE_HOST)")

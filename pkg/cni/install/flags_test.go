@@ -67,6 +67,7 @@ func TestParseFlags(t *testing.T) {
 			func(f *Flags) any { return []any{f.Config.NetDir, f.Config.KubeHost, f.Config.KubePort} }, []any{"/n", "10.0.0.1", uint16(6443)}},
 		{"flag beats env", []string{"--mounted-cni-net-dir", "/flag"}, env("MOUNTED_CNI_NET_DIR", "/env"),
 			func(f *Flags) any { return f.Config.NetDir }, "/flag"},
+		{"CNI_LOOKUP_BINARY", nil, env("CNI_LOOKUP_BINARY", "/bin/lookup"), func(f *Flags) any { return f.Config.LookupSource }, "/bin/lookup"},
 		{"NATIVE_NFTABLES=1", nil, env("NATIVE_NFTABLES", "1"), func(f *Flags) any { return f.Config.Entry.NativeNFTables }, true},
 		{"NATIVE_NFTABLES=True", nil, env("NATIVE_NFTABLES", "True"), func(f *Flags) any { return f.Config.Entry.NativeNFTables }, true},
 		{"NATIVE_NFTABLES empty", nil, env("NATIVE_NFTABLES", ""), func(f *Flags) any { return f.Config.Entry.NativeNFTables }, false},

@@ -26,6 +26,10 @@ type Config struct {
 	BinDir       string // CNI plugin dir (/opt/cni/bin)
 	AgentRunDir  string // where the plugin's kubeconfig goes (/var/run/istio-cni)
 	PluginSource string // the plugin binary to install
+	// LookupSource is the plugin's API-server helper (cni.LookupBinary)
+	// to install beside it; New sets it to the file of that name beside
+	// PluginSource when empty.
+	LookupSource string
 	// Service-account credentials and the API server address for the kubeconfig.
 	TokenPath string
 	CAPath    string
@@ -73,6 +77,9 @@ func New(cfg Config, log *slog.Logger) (*Installer, error) {
 		}
 	}
 	cfg.Entry.Type = PluginType
+	if cfg.LookupSource == "" {
+		cfg.LookupSource = filepath.Join(filepath.Dir(cfg.PluginSource), cni.LookupBinary)
+	}
 	if cfg.Entry.AgentRunDir == "" {
 		cfg.Entry.AgentRunDir = cfg.AgentRunDir
 	}
@@ -85,12 +92,12 @@ func New(cfg Config, log *slog.Logger) (*Installer, error) {
 	return &Installer{cfg: cfg, log: log.With("component", "install-cni")}, nil
 }
 
-// Ready reports whether the binary, kubeconfig and conflist entry are installed.
+// Ready reports whether the binaries, kubeconfig and conflist entry are installed.
 func (in *Installer) Ready() bool { return in.ready.Load() }
 
 // Run installs, then watches the bin dir, the net dir and the token and
 // repairs what another component changes, until ctx ends; then it removes
-// its entry, binary and kubeconfig.
+// its entry, binaries and kubeconfig.
 func (in *Installer) Run(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -161,7 +168,8 @@ func (in *Installer) throttle() time.Duration {
 
 // installAll makes every installed file right, touching only what is wrong.
 func (in *Installer) installAll() error {
-	err := errors.Join(in.installBinary(), in.installKubeconfig(), in.installEntry())
+	err := errors.Join(in.installBinary(in.cfg.PluginSource, PluginType), in.installBinary(in.cfg.LookupSource, cni.LookupBinary),
+		in.installKubeconfig(), in.installEntry())
 	in.ready.Store(err == nil)
 	if in.passed != nil {
 		in.passed(err)
@@ -169,11 +177,13 @@ func (in *Installer) installAll() error {
 	return err
 }
 
-func (in *Installer) installBinary() error {
-	dst := filepath.Join(in.cfg.BinDir, PluginType)
-	want, err := os.ReadFile(in.cfg.PluginSource)
+// installBinary installs the file src as name in the bin dir, unless it is
+// there already.
+func (in *Installer) installBinary(src, name string) error {
+	dst := filepath.Join(in.cfg.BinDir, name)
+	want, err := os.ReadFile(src)
 	if err != nil {
-		return fmt.Errorf("read plugin binary: %w", err)
+		return fmt.Errorf("read %s binary: %w", name, err)
 	}
 	if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) {
 		return nil
@@ -181,7 +191,7 @@ func (in *Installer) installBinary() error {
 	if err := writeAtomic(dst, want, 0o755); err != nil {
 		return err
 	}
-	in.log.Info("plugin binary installed", "path", dst)
+	in.log.Info("binary installed", "path", dst)
 	return nil
 }
 
@@ -285,7 +295,7 @@ func (in *Installer) installEntry() error {
 	return nil
 }
 
-// Uninstall removes our conflist entry, the binary and the kubeconfig. The
+// Uninstall removes our conflist entry, the binaries and the kubeconfig. The
 // node's CNI configuration is left as the installer found it, byte for
 // byte, when nobody else changed it meanwhile; otherwise only our entry is
 // cut from it.
@@ -302,7 +312,8 @@ func (in *Installer) Uninstall() error {
 	for _, p := range paths {
 		errs = append(errs, in.unchain(p, o, recorded))
 	}
-	for _, p := range []string{filepath.Join(in.cfg.BinDir, PluginType), filepath.Join(in.cfg.AgentRunDir, cni.KubeconfigName), in.originPath()} {
+	for _, p := range []string{filepath.Join(in.cfg.BinDir, PluginType), filepath.Join(in.cfg.BinDir, cni.LookupBinary),
+		filepath.Join(in.cfg.AgentRunDir, cni.KubeconfigName), in.originPath()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -82,6 +82,7 @@ func newTree(t *testing.T) *tree {
 	must(t, os.WriteFile(filepath.Join(cfg.NetDir, "10-bridge.conf"), []byte(bridgeConf), 0o644))
 	must(t, os.WriteFile(filepath.Join(cfg.NetDir, "99-other.conflist"), []byte(`{"cniVersion":"1.0.0","name":"other","plugins":[{"type":"ptp"}]}`), 0o644))
 	must(t, os.WriteFile(cfg.PluginSource, []byte("#!/bin/true\nplugin v1"), 0o755))
+	must(t, os.WriteFile(filepath.Join(d, cni.LookupBinary), []byte("#!/bin/true\nlookup v1"), 0o755))
 	must(t, os.WriteFile(cfg.TokenPath, []byte("token-1\n"), 0o600))
 	must(t, os.WriteFile(cfg.CAPath, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644))
 	return &tree{cfg: cfg, conf: filepath.Join(cfg.NetDir, "10-bridge.conflist")}
@@ -165,6 +166,9 @@ func (tr *tree) intact() bool {
 func TestInstallRepairAndUninstall(t *testing.T) {
 	tr := newTree(t)
 	in, stop := tr.start(t)
+	if want := filepath.Join(filepath.Dir(tr.cfg.PluginSource), cni.LookupBinary); in.cfg.LookupSource != want {
+		t.Errorf("lookup helper from %s, want %s beside the plugin", in.cfg.LookupSource, want)
+	}
 
 	if !tr.intact() {
 		t.Fatal("entry not installed")
@@ -196,11 +200,13 @@ func TestInstallRepairAndUninstall(t *testing.T) {
 	b, _ = os.ReadFile(tr.conf)
 	must(t, os.WriteFile(tr.conf, []byte(strings.Replace(string(b), `"plugins": [`, `"plugins": [{"type":"istio-cni"},`, 1)), 0o644))
 	polltest.Until(t, "repair of a duplicated entry", tr.intact)
-	// The binary is replaced by something else.
+	// The binaries are replaced by something else, or removed.
 	must(t, os.WriteFile(filepath.Join(tr.cfg.BinDir, PluginType), []byte("junk"), 0o755))
-	polltest.Until(t, "binary restored", func() bool {
+	must(t, os.Remove(filepath.Join(tr.cfg.BinDir, cni.LookupBinary)))
+	polltest.Until(t, "binaries restored", func() bool {
 		b, _ := os.ReadFile(filepath.Join(tr.cfg.BinDir, PluginType))
-		return string(b) == "#!/bin/true\nplugin v1"
+		l, _ := os.ReadFile(filepath.Join(tr.cfg.BinDir, cni.LookupBinary))
+		return string(b) == "#!/bin/true\nplugin v1" && string(l) == "#!/bin/true\nlookup v1"
 	})
 	// Token rotation.
 	must(t, os.WriteFile(tr.cfg.TokenPath, []byte("token-2\n"), 0o600))
@@ -232,7 +238,7 @@ func TestInstallRepairAndUninstall(t *testing.T) {
 	if !strings.Contains(string(b), `"cni0"`) {
 		t.Errorf("the bridge entry did not survive uninstall:\n%s", b)
 	}
-	for _, p := range []string{filepath.Join(tr.cfg.BinDir, PluginType), kc} {
+	for _, p := range []string{filepath.Join(tr.cfg.BinDir, PluginType), filepath.Join(tr.cfg.BinDir, cni.LookupBinary), kc} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s left behind", p)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/cni"
+	"github.com/skiff-mesh/skiff/pkg/cni/kubeapi"
 	"github.com/skiff-mesh/skiff/pkg/pki"
 )
 
@@ -56,7 +57,7 @@ func TestKubeconfigTrust(t *testing.T) {
 				t.Fatal(err)
 			}
 			must(t, in.installKubeconfig())
-			getter, err := cni.NewPodGetter(filepath.Join(tr.cfg.AgentRunDir, cni.KubeconfigName))
+			getter, err := kubeapi.New(filepath.Join(tr.cfg.AgentRunDir, cni.KubeconfigName))
 			if err != nil {
 				t.Fatal(err)
 			}

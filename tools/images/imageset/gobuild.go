@@ -14,7 +14,7 @@ import (
 // packages are the module's commands the images hold; each installs as the
 // last element of its path.
 var packages = []string{
-	"./cmd/pilot-agent", "./cmd/istio-iptables", "./cmd/istiod", "./cmd/install-cni", "./cmd/cni-plugin",
+	"./cmd/pilot-agent", "./cmd/istio-iptables", "./cmd/istiod", "./cmd/install-cni", "./cmd/cni-plugin", "./cmd/cni-lookup",
 	"./examples/grpc-app", "./examples/capture-listener", "./tools/images/pause",
 }
 

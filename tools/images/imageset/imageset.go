@@ -9,8 +9,9 @@
 //     libraries and extensions they load): the sidecar and istio-init.
 //   - Pilot: istiod as /usr/local/bin/pilot-discovery (entrypoint; the chart
 //     passes "discovery"), user 1337.
-//   - InstallCNI: /usr/local/bin/install-cni and the plugin at
-//     /opt/cni/bin/istio-cni, as the istio-cni DaemonSet runs them.
+//   - InstallCNI: /usr/local/bin/install-cni, the plugin at
+//     /opt/cni/bin/istio-cni and its API-server helper beside it
+//     (istio-cni-lookup), as the istio-cni DaemonSet runs them.
 //   - App: the examples, /usr/local/bin/grpc-app (entrypoint) and
 //     capture-listener.
 //   - Pause: a static /pause for the pod sandbox.

@@ -79,7 +79,7 @@ func TestImagesRunInContainerd(t *testing.T) {
 			[]string{"-A ISTIO_OUTPUT -m owner --uid-owner 1337 -j RETURN", "-j REDIRECT --to-ports 15001", "-j REDIRECT --to-ports 15006"}},
 		{"istiod", containerdtest.Run{Image: imageset.Pilot, ReadOnly: true, Args: []string{"sh", "-c", "id -u && pilot-discovery discovery --help"}},
 			[]string{"1337\n", "--config-dir"}},
-		{"install-cni", containerdtest.Run{Image: imageset.InstallCNI, Args: []string{"sh", "-c", "command -v install-cni && test -x /opt/cni/bin/istio-cni && echo plugin"}},
+		{"install-cni", containerdtest.Run{Image: imageset.InstallCNI, Args: []string{"sh", "-c", "command -v install-cni && test -x /opt/cni/bin/istio-cni && test -x /opt/cni/bin/istio-cni-lookup && echo plugin"}},
 			[]string{"/usr/local/bin/install-cni\nplugin\n"}},
 		{"app", containerdtest.Run{Image: imageset.App, Args: []string{"grpc-app", "--help"}}, []string{"mtls"}},
 	} {

@@ -87,6 +87,7 @@ func specs(bin string, h host) ([]spec, error) {
 			Layers: [][]ociimage.Entry{base(h), {
 				exe("/usr/local/bin/install-cni", "install-cni"),
 				exe("/opt/cni/bin/istio-cni", "cni-plugin"),
+				exe("/opt/cni/bin/istio-cni-lookup", "cni-lookup"),
 			}},
 		},
 	}, {

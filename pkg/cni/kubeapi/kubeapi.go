@@ -1,10 +1,14 @@
-package cni
+// Package kubeapi reads one pod from the Kubernetes API server with the
+// CNI plugin's kubeconfig: the lookup helper (cmd/cni-lookup) that the
+// plugin runs when the node agent's pod cache cannot answer. It lives apart
+// from package cni so that the plugin, started for every pod, links no
+// HTTP, TLS or YAML code.
+package kubeapi
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,12 +20,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
-)
 
-// PodGetter fetches a pod from the Kubernetes API.
-type PodGetter interface {
-	GetPod(ctx context.Context, namespace, name string) (*Pod, error)
-}
+	"github.com/skiff-mesh/skiff/pkg/cni"
+)
 
 // kubeconfig is the part of a kubeconfig file the plugin reads: the current
 // context's cluster and user. The node agent writes it (token and CA).
@@ -54,17 +55,18 @@ type kubeconfig struct {
 	} `json:"contexts"`
 }
 
-// apiClient is a minimal Kubernetes API client: one GET per pod. The plugin
-// runs once per pod, so it does without client-go's start-up cost and size
-// (a 38 MB binary with every core/v1 type registered at init).
-type apiClient struct {
+// Client is a minimal Kubernetes API client: one GET per pod. The helper
+// runs once per pod the cache misses, so it does without client-go's
+// start-up cost and size (a 38 MB binary with every core/v1 type
+// registered at init).
+type Client struct {
 	server string
 	token  string
 	http   *http.Client
 }
 
-// NewPodGetter builds a PodGetter from a kubeconfig file.
-func NewPodGetter(path string) (PodGetter, error) {
+// New builds a Client from a kubeconfig file.
+func New(path string) (*Client, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read kubeconfig: %w", err)
@@ -79,7 +81,7 @@ func NewPodGetter(path string) (PodGetter, error) {
 			clusterName, userName = c.Context.Cluster, c.Context.User
 		}
 	}
-	c := &apiClient{}
+	c := &Client{}
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	found := false
 	for _, cl := range kc.Clusters {
@@ -133,15 +135,14 @@ func NewPodGetter(path string) (PodGetter, error) {
 			tlsCfg.Certificates = []tls.Certificate{cert}
 		}
 	}
-	c.http = &http.Client{Timeout: requestTimeout, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	c.http = &http.Client{Timeout: cni.RequestTimeout, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	return c, nil
 }
 
-// errNotFound is a pod the API server does not know (yet).
-var errNotFound = errors.New("not found")
-
-func (c *apiClient) GetPod(ctx context.Context, namespace, name string) (*Pod, error) {
-	u := c.server + podPath(namespace, name)
+// GetPod reads one pod: cni.ErrPodNotFound when the API server does not
+// know it.
+func (c *Client) GetPod(ctx context.Context, namespace, name string) (*cni.Pod, error) {
+	u := c.server + cni.PodPath(namespace, name)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -156,43 +157,34 @@ func (c *apiClient) GetPod(ctx context.Context, namespace, name string) (*Pod, e
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return readPod(u, resp)
-}
-
-// userAgent is the plugin's User-Agent towards the API server and the
-// node agent.
-const userAgent = "skiff-cni"
-
-// podPath is the API's path of one pod.
-func podPath(namespace, name string) string {
-	return "/api/v1/namespaces/" + url.PathEscape(namespace) + "/pods/" + url.PathEscape(name)
-}
-
-// readPod decodes the answer to a pod GET of u: the pod, errNotFound, or
-// an error with the status and body.
-func readPod(u string, resp *http.Response) (*Pod, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
-		return nil, errNotFound
-	default:
-		return nil, fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+	return cni.DecodePod(u, resp.StatusCode, http.StatusText(resp.StatusCode), body)
+}
+
+// userAgent is the helper's User-Agent towards the API server.
+const userAgent = "skiff-cni"
+
+// Lookup reads the pod l names with l's kubeconfig, trying up to l.Tries
+// times, l.Interval apart, while the pod is not visible yet or the API
+// server does not answer. A kubeconfig it cannot use is a
+// *cni.KubeconfigError.
+func Lookup(ctx context.Context, l cni.Lookup) (*cni.Pod, error) {
+	c, err := New(l.Kubeconfig)
+	if err != nil {
+		return nil, &cni.KubeconfigError{Err: err}
 	}
-	var pod Pod
-	if err := json.Unmarshal(body, &pod); err != nil {
-		return nil, fmt.Errorf("decode pod: %w", err)
-	}
-	return &pod, nil
+	ctx, cancel := context.WithTimeout(ctx, l.Timeout())
+	defer cancel()
+	return getPodWithRetry(ctx, c, l.Namespace, l.Name, l.Tries, l.Interval)
 }
 
 // getPodWithRetry tries the lookup up to tries times, interval apart: the
 // pod may not be visible yet, or the API server briefly unreachable. It
 // stops early when ctx ends.
-func getPodWithRetry(ctx context.Context, pods PodGetter, namespace, name string, tries int, interval time.Duration) (*Pod, error) {
+func getPodWithRetry(ctx context.Context, pods *Client, namespace, name string, tries int, interval time.Duration) (*cni.Pod, error) {
 	var err error
 	for i := 0; i < tries; i++ {
 		if i > 0 {
@@ -202,7 +194,7 @@ func getPodWithRetry(ctx context.Context, pods PodGetter, namespace, name string
 			case <-time.After(interval):
 			}
 		}
-		var pod *Pod
+		var pod *cni.Pod
 		if pod, err = pods.GetPod(ctx, namespace, name); err == nil {
 			return pod, nil
 		}
