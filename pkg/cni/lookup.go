@@ -101,6 +101,8 @@ func runHelper(ctx context.Context, l Lookup) (*Pod, error) {
 	switch {
 	case errors.As(err, &exit) && exit.ExitCode() == ExitKubeconfig:
 		return nil, &KubeconfigError{Err: errors.New(msg)}
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: no answer in time: %w (%s)", path, ctx.Err(), msg)
 	case errors.As(err, &exit) && msg != "":
 		return nil, errors.New(msg)
 	case err != nil:

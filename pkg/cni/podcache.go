@@ -22,9 +22,9 @@ const PodCacheSocket = "pods.sock"
 // error or a slow answer falls back to the API server.
 const cacheTimeout = 200 * time.Millisecond
 
-// userAgent is the plugin's User-Agent towards the API server and the
-// node agent.
-const userAgent = "skiff-cni"
+// UserAgent is the plugin's User-Agent towards the node agent, and its
+// helper's towards the API server.
+const UserAgent = "skiff-cni"
 
 // PodCachePath is where the plugin finds the node agent's pod cache, or ""
 // without a cni_agent_run_dir.
@@ -57,7 +57,7 @@ func (c cacheClient) GetPod(ctx context.Context, namespace, name string) (*Pod, 
 		_ = conn.SetDeadline(dl)
 	}
 	path := PodPath(namespace, name)
-	req := "GET " + path + " HTTP/1.0\r\nHost: node-agent\r\nUser-Agent: " + userAgent +
+	req := "GET " + path + " HTTP/1.0\r\nHost: node-agent\r\nUser-Agent: " + UserAgent +
 		"\r\nAccept: application/json\r\n\r\n"
 	if _, err := io.WriteString(conn, req); err != nil {
 		return nil, fmt.Errorf("pod cache %s: %w", c.sock, err)

@@ -148,7 +148,7 @@ func (c *Client) GetPod(ctx context.Context, namespace, name string) (*cni.Pod, 
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("User-Agent", cni.UserAgent)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -163,9 +163,6 @@ func (c *Client) GetPod(ctx context.Context, namespace, name string) (*cni.Pod, 
 	}
 	return cni.DecodePod(u, resp.StatusCode, http.StatusText(resp.StatusCode), body)
 }
-
-// userAgent is the helper's User-Agent towards the API server.
-const userAgent = "skiff-cni"
 
 // Lookup reads the pod l names with l's kubeconfig, trying up to l.Tries
 // times, l.Interval apart, while the pod is not visible yet or the API
