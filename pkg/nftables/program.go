@@ -1,9 +1,9 @@
 package nftables
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/netip"
 	"slices"
 	"strings"
@@ -149,15 +149,19 @@ func (r *Rule) familySpecific() bool {
 // fingerprintVersion changes whenever the translation of a rule into
 // netlink expressions changes, so that rules installed by an older build
 // are rewritten.
-const fingerprintVersion = "skiff-nft/2"
+const fingerprintVersion = "skiff-nft/3"
 
 // fingerprint identifies the rule at its place: table, chain, position and
-// text. Apply stores it in the rule's user data and compares it on read-back.
+// text. Apply stores it in the rule's user data and compares it on
+// read-back. It is FNV-1a's 128 bits, not a cryptographic hash: it tells
+// our own rules apart, and anyone who could forge one in a pod's namespace
+// could rewrite its rules anyway. (SHA-256 linked the FIPS module's
+// packages into the CNI plugin, a process started for every pod.)
 func (r *Rule) fingerprint(table, chain string, index int) [16]byte {
-	h := sha256.New()
+	h := fnv.New128a()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s", fingerprintVersion, table, chain, index, r.String())
 	var out [16]byte
-	copy(out[:], h.Sum(nil))
+	h.Sum(out[:0])
 	return out
 }
 

@@ -328,3 +328,40 @@ func TestMergeHeadsAsIstioInserts(t *testing.T) {
 		t.Errorf("unaligned: got %v, want %v", got, want)
 	}
 }
+
+// TestFingerprint: a rule's fingerprint names its table, chain, place and
+// text, so a rule moved, changed or put in another chain reads as not ours,
+// and the same rule at the same place reads the same in every run.
+func TestFingerprint(t *testing.T) {
+	p, err := Translate([]*ipt.Ruleset{{Family: ipt.IPv4, Rules: []ipt.Rule{
+		{Table: ipt.NAT, Chain: "OUTPUT", Match: ipt.Match{Proto: "tcp"}, Target: ret},
+		{Table: ipt.NAT, Chain: "OUTPUT", Match: ipt.Match{Proto: "udp"}, Target: ret}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []*Rule
+	for _, c := range p.Tables[0].Chains {
+		rules = append(rules, c.Rules...)
+	}
+	if len(rules) != 2 {
+		t.Fatalf("%d rules, want 2", len(rules))
+	}
+	a, b := rules[0], rules[1]
+	seen := map[[16]byte]string{}
+	for name, fp := range map[string][16]byte{
+		"a":               a.fingerprint("t", "c", 0),
+		"b":               b.fingerprint("t", "c", 0),
+		"a at 1":          a.fingerprint("t", "c", 1),
+		"a in chain d":    a.fingerprint("t", "d", 0),
+		"a in table u":    a.fingerprint("u", "c", 0),
+		"a, name shifted": a.fingerprint("t\x00c", "", 0),
+	} {
+		if other, ok := seen[fp]; ok {
+			t.Errorf("%s and %s share a fingerprint", name, other)
+		}
+		seen[fp] = name
+	}
+	if a.fingerprint("t", "c", 0) != a.fingerprint("t", "c", 0) {
+		t.Error("the same rule at the same place has two fingerprints")
+	}
+}
