@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-mesh/skiff/pkg/cni"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 	"github.com/skiff-mesh/skiff/pkg/procfields"
@@ -20,7 +18,7 @@ import (
 
 // BenchmarkIdleRSS: install-cni as the chart runs it, on a node of 110
 // pods (the kubelet's default maximum) on a kube-apiserver, 5 s after its
-// pod cache serves the last of them. Reports its resident memory, split
+// pod cache publishes the last of them. Reports its resident memory, split
 // into the binary's pages and the rest, and the binary's size.
 // INSTALL_CNI_BIN measures another build instead of this tree's.
 //
@@ -43,22 +41,13 @@ func BenchmarkIdleRSS(b *testing.B) {
 		}, metav1.CreateOptions{})
 		must(b, err)
 	}
-	last := fmt.Sprintf("http://node-agent/api/v1/namespaces/default/pods/app-%d", pods-1)
 	var sum [3]float64 // VmRSS, RssFile, RssAnon in kB
 	for b.Loop() {
 		r := ch.start(b, env, bin, tok, node)
-		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				var d net.Dialer
-				return d.DialContext(ctx, "unix", filepath.Join(r.dir, "run", "pods.sock"))
-			}}}
-		polltest.Until(b, "the pod cache serves the node's last pod", func() bool {
-			resp, err := hc.Get(last)
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
+		last := cni.PodFile(filepath.Join(r.dir, "run", cni.PodCacheDir), "default", fmt.Sprintf("app-%d", pods-1))
+		polltest.Until(b, "the pod cache publishes the node's last pod", func() bool {
+			_, err := os.Stat(last)
+			return err == nil
 		})
 		time.Sleep(5 * time.Second) // the measurement's settle time, not a wait for an event
 		st, err := procfields.Read(fmt.Sprintf("/proc/%d/status", r.cmd.Process.Pid))

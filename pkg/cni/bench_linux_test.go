@@ -4,8 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
-	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,8 +60,9 @@ func BenchmarkAdd(b *testing.B) {
 // benchNode is the node name pods are bound to for the pod cache.
 const benchNode = "bench-node"
 
-// startPodCache serves the node agent's pod cache in the node's run dir.
-func startPodCache(b *testing.B, n *node) *http.Client {
+// startPodCache publishes the node's pods in the node's run dir, as
+// install-cni does, and returns the dir.
+func startPodCache(b testing.TB, n *node) string {
 	core, err := kuberest.NewCore(kube.Config, true)
 	if err != nil {
 		b.Fatal(err)
@@ -73,34 +73,28 @@ func startPodCache(b *testing.B, n *node) *http.Client {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	sock := filepath.Join(n.dir, cni.PodCacheSocket)
-	go func() { _ = c.Serve(ctx, sock); close(done) }()
+	dir := filepath.Join(n.dir, cni.PodCacheDir)
+	go func() { _ = c.Publish(ctx, dir); close(done) }()
 	b.Cleanup(func() { cancel(); <-done })
-	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}}
+	return dir
 }
 
-// bindAndWait binds a pod to the bench node and waits until the cache has it.
-func bindAndWait(b *testing.B, hc *http.Client, name string) {
+// bindAndWait binds a pod to the bench node and waits until the cache in
+// dir has published it.
+func bindAndWait(b testing.TB, dir, name string) {
 	ctx := kubetest.Context(b)
 	if err := kube.Client.CoreV1().Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Target: corev1.ObjectReference{Kind: "Node", Name: benchNode}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	polltest.Until(b, "the pod cache has "+name, func() bool {
-		resp, err := hc.Get("http://node-agent/api/v1/namespaces/default/pods/" + name)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		_, err := os.Stat(cni.PodFile(dir, "default", name))
+		return err == nil
 	})
 }
 
 func benchAdd(b *testing.B, chained, cached, nft, istio bool, parallel int) {
-	n, hc := benchNodeFor(b, cached, nft)
+	n, cache := benchNodeFor(b, cached, nft)
 	if istio {
 		n.cni = istioPlugins(b, n)
 	}
@@ -113,7 +107,7 @@ func benchAdd(b *testing.B, chained, cached, nft, istio bool, parallel int) {
 	b.ResetTimer()
 	for r := 0; r < rounds; r++ {
 		b.StopTimer()
-		pods, names := benchPods(b, hc, parallel)
+		pods, names := benchPods(b, cache, parallel)
 		b.StartTimer()
 		var wg sync.WaitGroup
 		for i := range pods {
@@ -164,7 +158,7 @@ func BenchmarkAddPaired(b *testing.B) {
 		{"istio+nftables", true, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			n, hc := benchNodeFor(b, !c.istio, c.nft)
+			n, cache := benchNodeFor(b, !c.istio, c.nft)
 			if c.istio {
 				n.cni = istioPlugins(b, n)
 			}
@@ -174,7 +168,7 @@ func BenchmarkAddPaired(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				pods, names := benchPods(b, hc, 2)
+				pods, names := benchPods(b, cache, 2)
 				b.StartTimer()
 				var d [2]time.Duration
 				for k := range 2 {
@@ -217,11 +211,11 @@ func requireCaptured(b *testing.B, pod *netnstest.NS) {
 }
 
 // benchNodeFor is a node for the benchmarks, with install-cni's pod cache
-// when cached (its client returned, else nil).
-func benchNodeFor(b *testing.B, cached, nft bool) (*node, *http.Client) {
+// when cached (its dir returned, else "").
+func benchNodeFor(b *testing.B, cached, nft bool) (*node, string) {
 	n := newNode(b, map[string]any{"plugin_log_level": "warn", "native_nftables": nft})
 	if !cached {
-		return n, nil
+		return n, ""
 	}
 	return n, startPodCache(b, n)
 }
@@ -240,16 +234,16 @@ func bridgeOnly(b *testing.B, list *libcni.NetworkConfigList) *libcni.NetworkCon
 }
 
 // benchPods makes k pod namespaces and injected pods (bound to the bench
-// node and in its cache when hc is set).
-func benchPods(b *testing.B, hc *http.Client, k int) ([]*netnstest.NS, []string) {
+// node and in its cache when there is one).
+func benchPods(b *testing.B, cache string, k int) ([]*netnstest.NS, []string) {
 	pods := make([]*netnstest.NS, k)
 	names := make([]string, k)
 	for i := range pods {
 		pods[i] = netnstest.New(b)
 		names[i] = netnstest.UniqueName("bench-")
 		createPod(b, names[i], injected(nil))
-		if hc != nil {
-			bindAndWait(b, hc, names[i])
+		if cache != "" {
+			bindAndWait(b, cache, names[i])
 		}
 	}
 	return pods, names

@@ -308,6 +308,39 @@ func TestUnreachableAPIServer(t *testing.T) {
 	}
 }
 
+// TestAddFromPodCache: with install-cni's pod cache publishing the node's
+// pods (pkg/cni/podcache on the API server), the ADD reads the pod from its
+// file and captures with the API server out of reach; a pod of the same
+// name with another uid in CNI_ARGS is not taken from the file.
+func TestAddFromPodCache(t *testing.T) {
+	n := newNode(t, nil)
+	cache := startPodCache(t, n)
+	createPod(t, "cached", injected(nil))
+	bindAndWait(t, cache, "cached")
+	if err := kubetest.WriteKubeconfig(filepath.Join(n.dir, cni.KubeconfigName), "https://127.0.0.1:1", kube.CAFile, "x"); err != nil {
+		t.Fatal(err)
+	}
+	pod := netnstest.New(t)
+	if _, err := n.add(t, pod, "cached"); err != nil {
+		t.Fatalf("ADD of a cached pod with the API server down: %v", err)
+	}
+	if rules := istioRules(t, pod); !strings.Contains(rules, "--to-ports 15001") {
+		t.Errorf("no capture from the cached pod:\n%s", rules)
+	}
+	other := netnstest.New(t)
+	rt := n.rt(other, "cached")
+	rt.ContainerID = "c-cached-again"
+	rt.Args = append(rt.Args, [2]string{"K8S_POD_UID", "not-the-cached-one"})
+	err := n.do(t, func(ctx context.Context) error {
+		_, err := n.cni.AddNetworkList(ctx, n.conflist, rt)
+		return err
+	})
+	var ce *types.Error
+	if !errors.As(err, &ce) || ce.Code != types.ErrTryAgainLater {
+		t.Errorf("ADD of a pod whose uid is not the cached one's: %v, want the API server asked (code %d)", err, types.ErrTryAgainLater)
+	}
+}
+
 func TestConcurrentAddsLegacy(t *testing.T) {
 	n := newNode(t, map[string]any{"iptables_backend": "legacy"})
 	const pods = 30

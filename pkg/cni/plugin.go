@@ -114,7 +114,7 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 		return t, nil
 	}
 	start := time.Now()
-	pod, err := p.lookup(conf, ns, name)
+	pod, err := p.lookup(conf, ns, name, string(pa.K8S_POD_UID))
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +133,8 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 // lookup finds the pod: in the node agent's cache when it holds it, without
 // reading the kubeconfig, or else from the API server, with retries, by the
 // helper (Fallback).
-func (p *Plugin) lookup(conf *Config, ns, name string) (*Pod, error) {
-	if pod := fromCache(conf, ns, name); pod != nil {
+func (p *Plugin) lookup(conf *Config, ns, name, uid string) (*Pod, error) {
+	if pod := fromCache(conf, ns, name, uid); pod != nil {
 		return pod, nil
 	}
 	interval, _ := conf.lookupInterval() // checked by ParseConfig

@@ -1,29 +1,22 @@
 package cni
 
 import (
-	"bufio"
-	"context"
-	"fmt"
-	"io"
-	"net"
+	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
-	"time"
+	"strings"
 )
 
-// PodCacheSocket is the node agent's pod cache, a Unix socket in
+// PodCacheDir is the node agent's pod cache, a directory in
 // cni_agent_run_dir: install-cni keeps a watch-fed copy of the node's pods
-// and answers the API's pod GET there, so the plugin needs no TLS
-// handshake with the API server for each pod.
-const PodCacheSocket = "pods.sock"
+// there, one JSON file per pod (PodFile), so the plugin reads its pod with
+// one open and read: no TLS handshake with the API server, and no round
+// trip to another process, which costs a trip through the scheduler each
+// way when many pods start at once.
+const PodCacheDir = "pods"
 
-// cacheTimeout bounds one question to the node agent's cache; a miss, an
-// error or a slow answer falls back to the API server.
-const cacheTimeout = 200 * time.Millisecond
-
-// UserAgent is the plugin's User-Agent towards the node agent, and its
-// helper's towards the API server.
+// UserAgent is the plugin's helper's User-Agent towards the API server.
 const UserAgent = "skiff-cni"
 
 // PodCachePath is where the plugin finds the node agent's pod cache, or ""
@@ -32,7 +25,19 @@ func (c *Config) PodCachePath() string {
 	if c.AgentRunDir == "" {
 		return ""
 	}
-	return filepath.Join(c.AgentRunDir, PodCacheSocket)
+	return filepath.Join(c.AgentRunDir, PodCacheDir)
+}
+
+// PodFile is the file of pod namespace/name in the cache dir, or "" for a
+// name that could not be a file of its own there (Kubernetes allows
+// neither "_" nor "/" in namespaces and pod names).
+func PodFile(dir, namespace, name string) string {
+	for _, s := range []string{namespace, name} {
+		if s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/_\x00") {
+			return ""
+		}
+	}
+	return filepath.Join(dir, namespace+"_"+name+".json")
 }
 
 // PodPath is the API's path of one pod.
@@ -40,50 +45,24 @@ func PodPath(namespace, name string) string {
 	return "/api/v1/namespaces/" + url.PathEscape(namespace) + "/pods/" + url.PathEscape(name)
 }
 
-// cacheClient asks the node agent's socket for a pod: one HTTP/1.0 GET on
-// a new connection, written and read directly (readAnswer). The plugin asks
-// once per process, so an HTTP client's pooling, goroutines and linked code
-// would only add start-up time.
-type cacheClient struct{ sock string }
-
-func (c cacheClient) GetPod(ctx context.Context, namespace, name string) (*Pod, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.sock)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	path := PodPath(namespace, name)
-	req := "GET " + path + " HTTP/1.0\r\nHost: node-agent\r\nUser-Agent: " + UserAgent +
-		"\r\nAccept: application/json\r\n\r\n"
-	if _, err := io.WriteString(conn, req); err != nil {
-		return nil, fmt.Errorf("pod cache %s: %w", c.sock, err)
-	}
-	a, err := readAnswer(bufio.NewReader(conn))
-	if err != nil {
-		return nil, fmt.Errorf("pod cache %s: %w", c.sock, err)
-	}
-	return DecodePod("unix:"+c.sock+path, a.status, a.reason, a.body)
-}
-
 // fromCache is the pod from the node agent's cache, or nil when there is no
-// cache or it does not answer with the pod in time.
-func fromCache(conf *Config, namespace, name string) *Pod {
-	sock := conf.PodCachePath()
-	if sock == "" {
+// cache, it does not hold the pod, or it holds another pod of that name
+// (uid, from CNI_ARGS, differs; "" skips the check).
+func fromCache(conf *Config, namespace, name, uid string) *Pod {
+	path := PodFile(conf.PodCachePath(), namespace, name)
+	if conf.AgentRunDir == "" || path == "" {
 		return nil
 	}
-	if _, err := os.Stat(sock); err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cacheTimeout)
-	defer cancel()
-	p, err := cacheClient{sock: sock}.GetPod(ctx, namespace, name)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil
 	}
-	return p
+	var p Pod
+	if err := json.Unmarshal(b, &p); err != nil || p.Metadata.Name != name || p.Metadata.Namespace != namespace {
+		return nil
+	}
+	if uid != "" && p.Metadata.UID != uid {
+		return nil
+	}
+	return &p
 }

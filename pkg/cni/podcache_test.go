@@ -2,18 +2,15 @@ package cni
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"net"
-	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
-
-	"github.com/skiff-mesh/skiff/pkg/httpserver"
 )
 
 // fallbacks records the lookups the plugin hands to its helper.
@@ -27,70 +24,69 @@ func (f *fallbacks) lookup(_ context.Context, l Lookup) (*Pod, error) {
 	return p, nil
 }
 
-// serveCache serves pods on dir's pods.sock with Go's HTTP server, as
-// install-cni does; the pod "big" is larger than the server's 2 KiB
-// buffer, which an HTTP/1.1 answer would send chunked.
-func serveCache(t *testing.T, dir string) {
-	ln, err := net.Listen("unix", filepath.Join(dir, PodCacheSocket))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- httpserver.Serve(ctx, &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			name, ok := strings.CutPrefix(r.URL.Path, "/api/v1/namespaces/shop/pods/")
-			if !ok || (name != "cached" && name != "big") {
-				http.NotFound(w, r)
-				return
-			}
-			labels := map[string]string{"from": "cache", "pad": strings.Repeat("x", 10)}
-			if name == "big" {
-				labels["pad"] = strings.Repeat("x", 64<<10)
-			}
-			_ = json.NewEncoder(w).Encode(map[string]any{"metadata": map[string]any{"name": name, "namespace": "shop", "labels": labels}})
-		})}, ln, 5*time.Second) // a grace of 0 fails a connection not yet seen idle
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Error(err)
-		}
-	})
-}
-
-// TestPodCacheFirst: with the node agent's socket in cni_agent_run_dir the
-// plugin takes the pod from it, without its helper; on a miss, or without
-// the socket, it runs the helper with the kubeconfig and retries of its
-// configuration.
+// TestPodCacheFirst: with the node agent's file of the pod in
+// cni_agent_run_dir/pods the plugin takes the pod from it, without its
+// helper; without the file, with a file of another pod of that name (its
+// uid differs from CNI_ARGS') or one it cannot read, it runs the helper
+// with the kubeconfig and retries of its configuration.
 func TestPodCacheFirst(t *testing.T) {
 	dir := t.TempDir()
 	conf := &Config{AgentRunDir: dir, PodLookupTries: 3, PodLookupInterval: "50ms"}
 	f := &fallbacks{}
 	p := &Plugin{Fallback: f.lookup}
-	lookup := func(name, from string) {
+	lookup := func(name, uid, from string) {
 		t.Helper()
-		pod, err := p.lookup(conf, "shop", name)
+		pod, err := p.lookup(conf, "shop", name, uid)
 		if err != nil || pod.Metadata.Name != name {
 			t.Fatalf("lookup %s: %v %v", name, pod, err)
 		}
 		if pod.Metadata.Labels["from"] != from {
-			t.Errorf("pod %s came from %s, want %s", name, pod.Metadata.Labels["from"], from)
+			t.Errorf("pod %s (uid %q) came from %s, want %s", name, uid, pod.Metadata.Labels["from"], from)
 		}
 	}
-	lookup("cached", "api") // no socket yet
-	serveCache(t, dir)
-	lookup("cached", "cache")
-	lookup("big", "cache")
-	lookup("missed", "api")
-	want := Lookup{Kubeconfig: filepath.Join(dir, KubeconfigName), Namespace: "shop", Tries: 3, Interval: 50 * time.Millisecond}
-	if len(f.asked) != 2 {
-		t.Fatalf("helper asked %d times (%+v), want for the pod before the socket and the missed one", len(f.asked), f.asked)
+	lookup("cached", "", "api") // no cache dir yet
+	cache := filepath.Join(dir, PodCacheDir)
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	for i, name := range []string{"cached", "missed"} {
-		want.Name = name
-		if f.asked[i] != want {
-			t.Errorf("helper asked %+v, want %+v", f.asked[i], want)
+	for name, body := range map[string]string{
+		"cached": `{"metadata":{"name":"cached","namespace":"shop","uid":"u-1","labels":{"from":"cache"}}}`,
+		"broken": `{"metadata":`,
+		"other":  `{"metadata":{"name":"someone-else","namespace":"shop","labels":{"from":"cache"}}}`,
+	} {
+		if err := os.WriteFile(PodFile(cache, "shop", name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lookup("cached", "", "cache")
+	lookup("cached", "u-1", "cache")
+	lookup("cached", "u-2", "api") // a pod of the same name, recreated
+	lookup("broken", "", "api")
+	lookup("other", "", "api")
+	lookup("missed", "", "api")
+	want := Lookup{Kubeconfig: filepath.Join(dir, KubeconfigName), Namespace: "shop", Tries: 3, Interval: 50 * time.Millisecond}
+	var asked []string
+	for _, l := range f.asked {
+		asked = append(asked, l.Name)
+		want.Name = l.Name
+		if l != want {
+			t.Errorf("helper asked %+v, want %+v", l, want)
+		}
+	}
+	if !slices.Equal(asked, []string{"cached", "cached", "broken", "other", "missed"}) {
+		t.Errorf("helper asked for %v", asked)
+	}
+}
+
+// TestPodFile: a name that could leave the cache dir, or be two pods' file,
+// has none.
+func TestPodFile(t *testing.T) {
+	if got := PodFile("/run/pods", "shop", "web-0.a"); got != "/run/pods/shop_web-0.a.json" {
+		t.Errorf("PodFile = %q", got)
+	}
+	for _, bad := range [][2]string{{"", "p"}, {"ns", ""}, {"..", "p"}, {"ns", ".."}, {"a/b", "p"}, {"ns", "../p"}, {"a_b", "p"}, {"ns", "p\x00"}} {
+		if got := PodFile("/run/pods", bad[0], bad[1]); got != "" {
+			t.Errorf("PodFile(%q, %q) = %q, want none", bad[0], bad[1], got)
 		}
 	}
 }
@@ -107,7 +103,7 @@ func TestLookupErrors(t *testing.T) {
 		{errors.New("get pod shop/a (1 tries): not found"), types.ErrTryAgainLater},
 	} {
 		p := &Plugin{Fallback: func(context.Context, Lookup) (*Pod, error) { return nil, tc.err }}
-		_, err := p.lookup(conf, "shop", "a")
+		_, err := p.lookup(conf, "shop", "a", "")
 		var ce *types.Error
 		if !errors.As(err, &ce) || ce.Code != tc.code || !strings.Contains(ce.Details, tc.err.Error()) {
 			t.Errorf("%v: got %#v, want code %d with the helper's message", tc.err, err, tc.code)

@@ -116,9 +116,12 @@ func (c *Cluster) CheckCapture(ctx context.Context, mode Mode) error {
 	c.Say("iptables-save in the shell pod's network namespace (installed by %s):\n%s", mode, rules)
 	var errs []error
 	if mode == CNIMode {
-		// The plugin reads its pods from install-cni's cache, not the API server.
-		if run, err := c.NodeDir(ctx, "/var/run/istio-cni"); err != nil || !slices.Contains(run, "pods.sock") {
-			errs = append(errs, fmt.Errorf("no pod cache socket in /var/run/istio-cni: %v %v", run, err))
+		// The plugin reads its pods from install-cni's cache, not the API
+		// server: one file per pod of the node.
+		dir := filepath.Join("/var/run/istio-cni", cni.PodCacheDir)
+		want := filepath.Base(cni.PodFile(dir, shell.Namespace, shell.Name))
+		if files, err := c.NodeDir(ctx, dir); err != nil || !slices.Contains(files, want) {
+			errs = append(errs, fmt.Errorf("no pod cache file %s in %s: %v %v", want, dir, files, err))
 		}
 		// Its API-server helper is installed beside it, for the pods the
 		// cache cannot answer.

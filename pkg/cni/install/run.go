@@ -67,7 +67,7 @@ func Run(ctx context.Context, f Flags, log *slog.Logger) error {
 		g.Go(func() error { return rc.Run(ctx) })
 	}
 	if pc != nil {
-		g.Go(func() error { return pc.Serve(ctx, filepath.Join(f.Config.AgentRunDir, cni.PodCacheSocket)) })
+		g.Go(func() error { return pc.Publish(ctx, filepath.Join(f.Config.AgentRunDir, cni.PodCacheDir)) })
 	}
 	for _, s := range servers {
 		g.Go(func() error {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -139,7 +140,7 @@ func New(path string) (*Client, error) {
 	return c, nil
 }
 
-// GetPod reads one pod: cni.ErrPodNotFound when the API server does not
+// GetPod reads one pod: ErrPodNotFound when the API server does not
 // know it.
 func (c *Client) GetPod(ctx context.Context, namespace, name string) (*cni.Pod, error) {
 	u := c.server + cni.PodPath(namespace, name)
@@ -161,7 +162,27 @@ func (c *Client) GetPod(ctx context.Context, namespace, name string) (*cni.Pod, 
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
-	return cni.DecodePod(u, resp.StatusCode, http.StatusText(resp.StatusCode), body)
+	return decodePod(u, resp.StatusCode, body)
+}
+
+// ErrPodNotFound is a pod the API server does not know (yet).
+var ErrPodNotFound = errors.New("not found")
+
+// decodePod reads the answer to a pod GET of u: the pod on 200,
+// ErrPodNotFound on 404, or an error with the status and body.
+func decodePod(u string, status int, body []byte) (*cni.Pod, error) {
+	switch status {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return nil, ErrPodNotFound
+	default:
+		return nil, fmt.Errorf("GET %s: %d %s: %s", u, status, http.StatusText(status), strings.TrimSpace(string(body)))
+	}
+	var pod cni.Pod
+	if err := json.Unmarshal(body, &pod); err != nil {
+		return nil, fmt.Errorf("decode pod from %s: %w", u, err)
+	}
+	return &pod, nil
 }
 
 // Lookup reads the pod l names with l's kubeconfig, trying up to l.Tries

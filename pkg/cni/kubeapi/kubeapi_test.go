@@ -74,11 +74,29 @@ func TestLookupRetries(t *testing.T) {
 	}
 	asked.Store(0)
 	l.Tries = 2
-	if _, err := Lookup(context.Background(), l); !errors.Is(err, cni.ErrPodNotFound) || !strings.Contains(err.Error(), "shop/web-0 (2 tries)") {
+	if _, err := Lookup(context.Background(), l); !errors.Is(err, ErrPodNotFound) || !strings.Contains(err.Error(), "shop/web-0 (2 tries)") {
 		t.Errorf("two tries: %v, want not found after 2 tries", err)
 	}
 	l.Name = "other"
 	if _, err := Lookup(context.Background(), l); err == nil || !strings.Contains(err.Error(), "403 Forbidden: forbidden") {
 		t.Errorf("forbidden: %v, want the status and body", err)
+	}
+}
+
+// TestDecodePod: 200 is a pod, 404 ErrPodNotFound, anything else an error
+// with the status and body.
+func TestDecodePod(t *testing.T) {
+	p, err := decodePod("src", 200, []byte(`{"metadata":{"name":"a","namespace":"b"}}`))
+	if err != nil || p.Metadata.Name != "a" {
+		t.Errorf("200: %+v %v", p, err)
+	}
+	if _, err := decodePod("src", 404, nil); !errors.Is(err, ErrPodNotFound) {
+		t.Errorf("404: %v", err)
+	}
+	if _, err := decodePod("src", 503, []byte("overloaded\n")); err == nil || !strings.Contains(err.Error(), "GET src: 503 Service Unavailable: overloaded") {
+		t.Errorf("503: %v", err)
+	}
+	if _, err := decodePod("src", 200, []byte(`{`)); err == nil || !strings.Contains(err.Error(), "decode pod from src") {
+		t.Errorf("bad JSON: %v", err)
 	}
 }

@@ -1,24 +1,22 @@
 // Package podcache is the CNI node agent's cache of its node's pods: an
-// informer over the pods bound to the node, served on a Unix socket as the
-// API server's pod GET (/api/v1/namespaces/NS/pods/NAME), so the plugin,
-// which runs once per pod, reads its pod without a TLS handshake with the
-// API server. Until the informer has synced, and for a pod it does not
-// hold, it answers 503 or 404 and the plugin asks the API server.
+// informer over the pods bound to the node, published as one file per pod
+// in cni_agent_run_dir/pods (cni.PodFile), so the plugin, which runs once
+// per pod, reads its pod with one open and read: no TLS handshake with the
+// API server and no round trip to another process. For a pod it has no
+// file of (not listed yet, or not on this node) the plugin asks the API
+// server.
 package podcache
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,7 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/skiff-mesh/skiff/pkg/httpserver"
+	"github.com/skiff-mesh/skiff/pkg/cni"
 )
 
 // Cache is the node's pods, kept by a watch.
@@ -82,51 +80,115 @@ func trimContainers(cs []corev1.Container) []corev1.Container {
 	return out
 }
 
-// ServeHTTP answers GET /api/v1/namespaces/NS/pods/NAME from the cache.
-func (c *Cache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/namespaces/")
-	ns, name, ok2 := strings.Cut(rest, "/pods/")
-	if r.Method != http.MethodGet || !ok || !ok2 || ns == "" || name == "" || strings.Contains(name, "/") {
-		http.Error(w, "only GET /api/v1/namespaces/NS/pods/NAME", http.StatusBadRequest)
-		return
+// Publish runs the watch and keeps one file per pod of the node in dir
+// (cni.PodFile: the trimmed pod as JSON, mode 0600, written through a
+// temporary file and a rename, so the plugin reads a whole pod or none),
+// until ctx ends; then it removes dir. It starts from an empty dir, so no
+// file outlives the pod it describes across restarts; until the first
+// list is in, the plugin finds no file and asks the API server.
+func (c *Cache) Publish(ctx context.Context, dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("pod cache: %w", err)
 	}
-	if !c.informer.HasSynced() {
-		http.Error(w, "pod cache not synced yet", http.StatusServiceUnavailable)
-		return
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("pod cache: %w", err)
 	}
-	obj, exists, err := c.informer.GetStore().GetByKey(ns + "/" + name)
-	if err != nil || !exists {
-		http.Error(w, "pod "+ns+"/"+name+" not in the node's cache", http.StatusNotFound)
-		return
-	}
-	b, err := json.Marshal(obj.(*corev1.Pod))
+	defer os.RemoveAll(dir)
+	w := &writer{dir: dir, log: c.log}
+	reg, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.write(obj) },
+		UpdateFunc: func(old, obj any) { w.update(old, obj) },
+		DeleteFunc: func(obj any) { w.remove(obj) },
+	})
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return fmt.Errorf("pod cache: %w", err)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
+	defer func() { _ = c.informer.RemoveEventHandler(reg) }()
+	c.log.Info("publishing the node's pods", "dir", dir)
+	c.informer.RunWithContext(ctx)
+	return nil
 }
 
-// Serve runs the watch and serves the socket at path (replacing a stale
-// one, mode 0600: the plugin runs as root) until ctx ends, then removes it.
-func (c *Cache) Serve(ctx context.Context, path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("pod cache: %w", err)
+// writer writes and removes the pods' files; the informer calls it from
+// one goroutine.
+type writer struct {
+	dir string
+	log *slog.Logger
+}
+
+// update rewrites the pod's file when what the plugin reads changed: the
+// trimmed pod without its resource version, which every status change
+// bumps.
+func (w *writer) update(old, obj any) {
+	o, ok1 := old.(*corev1.Pod)
+	n, ok2 := obj.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("pod cache: %w", err)
+	ob, err1 := encode(o)
+	nb, err2 := encode(n)
+	if err1 == nil && err2 == nil && bytes.Equal(ob, nb) {
+		return
 	}
-	ln, err := net.Listen("unix", path)
+	w.write(obj)
+}
+
+// encode is the pod's file: the trimmed pod without its resource version.
+func encode(p *corev1.Pod) ([]byte, error) {
+	q := *p
+	q.ResourceVersion = ""
+	return json.Marshal(&q)
+}
+
+func (w *writer) write(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	path := cni.PodFile(w.dir, p.Namespace, p.Name)
+	if path == "" {
+		w.log.Warn("pod name cannot be a file; the plugin will ask the API server", "pod", p.Namespace+"/"+p.Name)
+		return
+	}
+	b, err := encode(p)
+	if err == nil {
+		err = writeFile(path, b)
+	}
 	if err != nil {
-		return fmt.Errorf("pod cache: %w", err)
+		w.log.Warn("pod not published; the plugin will ask the API server", "pod", p.Namespace+"/"+p.Name, "err", err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		return fmt.Errorf("pod cache: %w", err)
+}
+
+func (w *writer) remove(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
 	}
-	c.log.Info("serving the node's pods", "socket", path)
-	go c.informer.RunWithContext(ctx)
-	defer os.Remove(path)
-	return httpserver.Serve(ctx, &http.Server{Handler: c, ReadHeaderTimeout: 5 * time.Second}, ln, time.Second)
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if path := cni.PodFile(w.dir, p.Namespace, p.Name); path != "" {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			w.log.Warn("pod file not removed", "pod", p.Namespace+"/"+p.Name, "err", err)
+		}
+	}
+}
+
+// writeFile replaces path with b through a temporary file in its
+// directory and a rename.
+func writeFile(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -4,40 +4,35 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
-	"net/http"
+	"os"
 	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/skiff-mesh/skiff/pkg/cni"
 	"github.com/skiff-mesh/skiff/pkg/kuberest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
-func unixClient(sock string) *http.Client {
-	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}}
-}
-
-// TestServesTheNodesPods: against a real API server, the cache answers the
-// API's pod GET for pods bound to its node, 404 for others, and follows a
-// pod created after it started.
-func TestServesTheNodesPods(t *testing.T) {
+// TestPublishesTheNodesPods: against a real API server, the cache keeps a
+// file for each pod bound to its node and none for others, follows a pod
+// created, changed and deleted after it started, starts from an empty dir
+// and removes it when it stops.
+func TestPublishesTheNodesPods(t *testing.T) {
 	if _, err := kubetest.AssetsDir(); err != nil {
 		t.Skip(err) // built by `make k8s-assets`, which `make test` runs first
 	}
 	env := kubetest.Start(t)
 	ctx := kubetest.Context(t)
+	pods := env.Client.CoreV1().Pods("default")
 	pod := func(name, node string) {
 		t.Helper()
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{"sidecar.istio.io/status": "{}"}},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "app"}}}}
-		if _, err := env.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,45 +46,73 @@ func TestServesTheNodesPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(t.TempDir(), "run", "pods.sock")
+	dir := filepath.Join(t.TempDir(), "run", cni.PodCacheDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale := cni.PodFile(dir, "default", "gone")
+	if err := os.WriteFile(stale, []byte(`{"metadata":{"name":"gone","namespace":"default"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- c.Serve(sctx, sock) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	hc := unixClient(sock)
-	get := func(name string) (int, *corev1.Pod) {
-		resp, err := hc.Get("http://node-agent/api/v1/namespaces/default/pods/" + name)
-		if err != nil {
-			return 0, nil
-		}
-		defer resp.Body.Close()
-		var p corev1.Pod
-		if resp.StatusCode == http.StatusOK {
-			if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
-				t.Fatal(err)
+	go func() { done <- c.Publish(sctx, dir) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
 			}
 		}
-		return resp.StatusCode, &p
 	}
-	polltest.Until(t, "the cache serves pod here", func() bool { code, _ := get("here"); return code == http.StatusOK })
-	if code, p := get("here"); code != http.StatusOK || p.Annotations["sidecar.istio.io/status"] != "{}" || p.Spec.Containers[0].Name != "app" {
-		t.Errorf("here: %d %+v", code, p)
+	t.Cleanup(stop)
+	read := func(name string) *cni.Pod {
+		b, err := os.ReadFile(cni.PodFile(dir, "default", name))
+		if err != nil {
+			return nil
+		}
+		var p cni.Pod
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return &p
 	}
-	if code, _ := get("there"); code != http.StatusNotFound {
-		t.Errorf("a pod of another node: %d, want 404", code)
+	polltest.Until(t, "the cache publishes pod here", func() bool { return read("here") != nil })
+	p := read("here")
+	live, err := pods.Get(ctx, "here", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Metadata.Annotations["sidecar.istio.io/status"] != "{}" || p.Spec.Containers[0].Name != "app" || p.Metadata.UID != string(live.UID) {
+		t.Errorf("here: %+v", p)
+	}
+	if read("there") != nil {
+		t.Error("a pod of another node was published")
+	}
+	if read("gone") != nil {
+		t.Error("a file from before the cache started is still there")
+	}
+	if st, err := os.Stat(cni.PodFile(dir, "default", "here")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("pod file: %v %v, want mode 0600", st, err)
 	}
 	pod("later", "node-a")
-	polltest.Until(t, "the cache serves a pod created after it started", func() bool { code, _ := get("later"); return code == http.StatusOK })
-	resp, err := hc.Post("http://node-agent/api/v1/namespaces/default/pods/here", "text/plain", nil)
-	if err != nil || resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("POST: %v %v, want 400", resp, err)
+	polltest.Until(t, "the cache publishes a pod created after it started", func() bool { return read("later") != nil })
+	live.Annotations["traffic.sidecar.istio.io/excludeOutboundPorts"] = "9000"
+	if _, err := pods.Update(ctx, live, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	if resp != nil {
-		resp.Body.Close()
+	polltest.Until(t, "the cache rewrites a changed pod", func() bool {
+		p := read("here")
+		return p != nil && p.Metadata.Annotations["traffic.sidecar.istio.io/excludeOutboundPorts"] == "9000"
+	})
+	if err := pods.Delete(ctx, "later", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	polltest.Until(t, "the cache removes a deleted pod", func() bool { return read("later") == nil })
+	stop()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the cache dir is left after stop: %v", err)
 	}
 }
