@@ -49,8 +49,12 @@ func PodPath(namespace, name string) string {
 // cache, it does not hold the pod, or it holds another pod of that name
 // (uid, from CNI_ARGS, differs; "" skips the check).
 func fromCache(conf *Config, namespace, name, uid string) *Pod {
-	path := PodFile(conf.PodCachePath(), namespace, name)
-	if conf.AgentRunDir == "" || path == "" {
+	dir := conf.PodCachePath()
+	if dir == "" {
+		return nil
+	}
+	path := PodFile(dir, namespace, name)
+	if path == "" {
 		return nil
 	}
 	b, err := os.ReadFile(path)
