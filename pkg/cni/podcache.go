@@ -2,7 +2,6 @@ package cni
 
 import (
 	"encoding/json"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,9 +14,6 @@ import (
 // trip to another process, which costs a trip through the scheduler each
 // way when many pods start at once.
 const PodCacheDir = "pods"
-
-// UserAgent is the plugin's helper's User-Agent towards the API server.
-const UserAgent = "skiff-cni"
 
 // PodCachePath is where the plugin finds the node agent's pod cache, or ""
 // without a cni_agent_run_dir.
@@ -38,11 +34,6 @@ func PodFile(dir, namespace, name string) string {
 		}
 	}
 	return filepath.Join(dir, namespace+"_"+name+".json")
-}
-
-// PodPath is the API's path of one pod.
-func PodPath(namespace, name string) string {
-	return "/api/v1/namespaces/" + url.PathEscape(namespace) + "/pods/" + url.PathEscape(name)
 }
 
 // fromCache is the pod from the node agent's cache, or nil when there is no

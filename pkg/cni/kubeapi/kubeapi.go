@@ -143,13 +143,13 @@ func New(path string) (*Client, error) {
 // GetPod reads one pod: ErrPodNotFound when the API server does not
 // know it.
 func (c *Client) GetPod(ctx context.Context, namespace, name string) (*cni.Pod, error) {
-	u := c.server + cni.PodPath(namespace, name)
+	u := c.server + podPath(namespace, name)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", cni.UserAgent)
+	req.Header.Set("User-Agent", userAgent)
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -163,6 +163,14 @@ func (c *Client) GetPod(ctx context.Context, namespace, name string) (*cni.Pod, 
 		return nil, fmt.Errorf("GET %s: %w", u, err)
 	}
 	return decodePod(u, resp.StatusCode, body)
+}
+
+// userAgent is the helper's User-Agent towards the API server.
+const userAgent = "skiff-cni"
+
+// podPath is the API's path of one pod.
+func podPath(namespace, name string) string {
+	return "/api/v1/namespaces/" + url.PathEscape(namespace) + "/pods/" + url.PathEscape(name)
 }
 
 // ErrPodNotFound is a pod the API server does not know (yet).
