@@ -17,6 +17,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/skiff-mesh/skiff/pkg/atomicfile"
 	"github.com/skiff-mesh/skiff/pkg/cni"
 )
 
@@ -188,7 +189,7 @@ func (in *Installer) installBinary(src, name string) error {
 	if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) {
 		return nil
 	}
-	if err := writeAtomic(dst, want, 0o755); err != nil {
+	if err := atomicfile.Write(dst, want, 0o755); err != nil {
 		return err
 	}
 	in.log.Info("binary installed", "path", dst)
@@ -250,7 +251,7 @@ func (in *Installer) installKubeconfig() error {
 	if err := os.MkdirAll(in.cfg.AgentRunDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", in.cfg.AgentRunDir, err)
 	}
-	if err := writeAtomic(path, want, mode); err != nil {
+	if err := atomicfile.Write(path, want, mode); err != nil {
 		return err
 	}
 	in.log.Info("kubeconfig written", "path", path)
@@ -279,7 +280,7 @@ func (in *Installer) installEntry() error {
 	if err := in.recordOrigin(path, data, mode, dst, out); err != nil {
 		return err
 	}
-	if err := writeAtomic(dst, out, mode); err != nil {
+	if err := atomicfile.Write(dst, out, mode); err != nil {
 		return err
 	}
 	if dst != path {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/skiff-mesh/skiff/pkg/atomicfile"
 )
 
 // originName is the file in the agent run dir that remembers the CNI
@@ -68,7 +70,7 @@ func (in *Installer) recordOrigin(path string, data []byte, mode os.FileMode, ds
 	if err := os.MkdirAll(in.cfg.AgentRunDir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", in.cfg.AgentRunDir, err)
 	}
-	return writeAtomic(in.originPath(), b, 0o600)
+	return atomicfile.Write(in.originPath(), b, 0o600)
 }
 
 // unchain removes our entry from the conflist at path. When the file is
@@ -92,11 +94,11 @@ func (in *Installer) unchain(path string, o origin, recorded bool) error {
 			if bytes.Equal(data, o.Data) {
 				return nil
 			}
-			return writeAtomic(path, o.Data, o.Mode)
+			return atomicfile.Write(path, o.Data, o.Mode)
 		}
 		// A .conf we replaced: back under its name unless someone made a new one.
 		if _, err := os.Stat(o.Path); errors.Is(err, os.ErrNotExist) {
-			if err := writeAtomic(o.Path, o.Data, o.Mode); err != nil {
+			if err := atomicfile.Write(o.Path, o.Data, o.Mode); err != nil {
 				return err
 			}
 			if err := os.Remove(path); err != nil {
@@ -108,7 +110,7 @@ func (in *Installer) unchain(path string, o origin, recorded bool) error {
 	if !had {
 		return nil
 	}
-	return writeAtomic(path, out, fileMode(path))
+	return atomicfile.Write(path, out, fileMode(path))
 }
 
 // fileMode is path's permission bits, 0644 when it cannot be read.

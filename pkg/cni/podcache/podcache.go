@@ -16,7 +16,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/skiff-mesh/skiff/pkg/atomicfile"
 	"github.com/skiff-mesh/skiff/pkg/cni"
 )
 
@@ -152,7 +152,7 @@ func (w *writer) write(obj any) {
 	}
 	b, err := encode(p)
 	if err == nil {
-		err = writeFile(path, b)
+		err = atomicfile.Write(path, b, 0o600)
 	}
 	if err != nil {
 		w.log.Warn("pod not published; the plugin will ask the API server", "pod", p.Namespace+"/"+p.Name, "err", err)
@@ -172,23 +172,4 @@ func (w *writer) remove(obj any) {
 			w.log.Warn("pod file not removed", "pod", p.Namespace+"/"+p.Name, "err", err)
 		}
 	}
-}
-
-// writeFile replaces path with b through a temporary file in its
-// directory and a rename.
-func writeFile(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

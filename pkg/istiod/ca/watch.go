@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/skiff-mesh/skiff/pkg/atomicfile"
 	"github.com/skiff-mesh/skiff/pkg/kubecache"
 	"github.com/skiff-mesh/skiff/pkg/pki"
 )
@@ -102,7 +103,7 @@ func writeRootFile(path string, roots *pki.Bundle) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("publish root certificate: %w", err)
 	}
-	if err := writeFileAtomic(path, roots.PEM(), 0o644); err != nil {
+	if err := atomicfile.Write(path, roots.PEM(), 0o644); err != nil {
 		return fmt.Errorf("publish root certificate: %w", err)
 	}
 	return nil
