@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // PodCacheDir is the node agent's pod cache, a directory in
@@ -14,6 +15,12 @@ import (
 // trip to another process, which costs a trip through the scheduler each
 // way when many pods start at once.
 const PodCacheDir = "pods"
+
+// PodCacheOwner is the file in the cache dir that install-cni holds an
+// exclusive flock on while it keeps the files current. The kernel drops the
+// lock when the process ends, however it ends, so a plugin that can take
+// the lock knows nobody keeps the files and does not trust them.
+const PodCacheOwner = ".owner"
 
 // PodCachePath is where the plugin finds the node agent's pod cache, or ""
 // without a cni_agent_run_dir.
@@ -37,15 +44,16 @@ func PodFile(dir, namespace, name string) string {
 }
 
 // fromCache is the pod from the node agent's cache, or nil when there is no
-// cache, it does not hold the pod, or it holds another pod of that name
-// (uid, from CNI_ARGS, differs; "" skips the check).
+// cache, nobody keeps it current, it does not hold the pod, or it holds
+// another pod of that name (uid, from CNI_ARGS, differs; "" skips the
+// check).
 func fromCache(conf *Config, namespace, name, uid string) *Pod {
 	dir := conf.PodCachePath()
 	if dir == "" {
 		return nil
 	}
 	path := PodFile(dir, namespace, name)
-	if path == "" {
+	if path == "" || !kept(dir) {
 		return nil
 	}
 	b, err := os.ReadFile(path)
@@ -60,4 +68,15 @@ func fromCache(conf *Config, namespace, name, uid string) *Pod {
 		return nil
 	}
 	return &p
+}
+
+// kept reports whether a live install-cni holds the cache dir's owner lock:
+// a shared lock on PodCacheOwner cannot be taken while it does.
+func kept(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, PodCacheOwner))
+	if err != nil {
+		return false
+	}
+	defer f.Close() // drops the lock if we took it
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == syscall.EWOULDBLOCK
 }

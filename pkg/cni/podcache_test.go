@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,10 +26,11 @@ func (f *fallbacks) lookup(_ context.Context, l Lookup) (*Pod, error) {
 }
 
 // TestPodCacheFirst: with the node agent's file of the pod in
-// cni_agent_run_dir/pods the plugin takes the pod from it, without its
-// helper; without the file, with a file of another pod of that name (its
-// uid differs from CNI_ARGS') or one it cannot read, it runs the helper
-// with the kubeconfig and retries of its configuration.
+// cni_agent_run_dir/pods, and the node agent holding the dir's owner lock,
+// the plugin takes the pod from the file, without its helper; without the
+// file, without the lock, with a file of another pod of that name (its uid
+// differs from CNI_ARGS') or one it cannot read, it runs the helper with
+// the kubeconfig and retries of its configuration.
 func TestPodCacheFirst(t *testing.T) {
 	dir := t.TempDir()
 	conf := &Config{AgentRunDir: dir, PodLookupTries: 3, PodLookupInterval: "50ms"}
@@ -58,12 +60,22 @@ func TestPodCacheFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	lookup("cached", "", "api") // files nobody keeps: no owner lock
+	owner, err := os.OpenFile(filepath.Join(cache, PodCacheOwner), os.O_CREATE|os.O_RDONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(owner.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
 	lookup("cached", "", "cache")
 	lookup("cached", "u-1", "cache")
 	lookup("cached", "u-2", "api") // a pod of the same name, recreated
 	lookup("broken", "", "api")
 	lookup("other", "", "api")
 	lookup("missed", "", "api")
+	owner.Close() // install-cni gone: its files are not trusted
+	lookup("cached", "u-1", "api")
 	want := Lookup{Kubeconfig: filepath.Join(dir, KubeconfigName), Namespace: "shop", Tries: 3, Interval: 50 * time.Millisecond}
 	var asked []string
 	for _, l := range f.asked {
@@ -73,7 +85,7 @@ func TestPodCacheFirst(t *testing.T) {
 			t.Errorf("helper asked %+v, want %+v", l, want)
 		}
 	}
-	if !slices.Equal(asked, []string{"cached", "cached", "broken", "other", "missed"}) {
+	if !slices.Equal(asked, []string{"cached", "cached", "cached", "broken", "other", "missed", "cached"}) {
 		t.Errorf("helper asked for %v", asked)
 	}
 }

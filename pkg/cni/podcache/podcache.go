@@ -16,6 +16,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,17 +86,30 @@ func trimContainers(cs []corev1.Container) []corev1.Container {
 // Publish runs the watch and keeps one file per pod of the node in dir
 // (cni.PodFile: the trimmed pod as JSON, mode 0600, written through a
 // temporary file and a rename, so the plugin reads a whole pod or none),
-// until ctx ends; then it removes dir. It starts from an empty dir, so no
-// file outlives the pod it describes across restarts; until the first
-// list is in, the plugin finds no file and asks the API server.
+// until ctx ends; then it removes them.
+//
+// It first takes an exclusive flock on dir's cni.PodCacheOwner, and holds
+// it until the files are gone: the plugin trusts the files only while the
+// lock is held, so files left by an install-cni that died are not used.
+// While another install-cni holds the lock (a rolling update), it waits.
+// Then it removes whatever files are there, so none outlives its pod
+// across restarts; until the first list is in, the plugin finds no file
+// and asks the API server.
 func (c *Cache) Publish(ctx context.Context, dir string) error {
-	if err := os.RemoveAll(dir); err != nil {
+	owner, err := c.own(ctx, dir)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting for the lock
+		}
 		return fmt.Errorf("pod cache: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	defer owner.Close()
+	// The files go before the lock; the owner file stays, so that a
+	// successor waiting for the lock locks the file that is there.
+	defer clearExcept(dir, cni.PodCacheOwner)
+	if err := clearExcept(dir, cni.PodCacheOwner); err != nil {
 		return fmt.Errorf("pod cache: %w", err)
 	}
-	defer os.RemoveAll(dir)
 	w := &writer{dir: dir, log: c.log}
 	reg, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.write(obj) },
@@ -106,6 +122,66 @@ func (c *Cache) Publish(ctx context.Context, dir string) error {
 	defer func() { _ = c.informer.RemoveEventHandler(reg) }()
 	c.log.Info("publishing the node's pods", "dir", dir)
 	c.informer.RunWithContext(ctx)
+	return nil
+}
+
+// ownerRetry is how often own tries again for a lock another install-cni
+// holds.
+const ownerRetry = time.Second
+
+// own returns dir's owner file with an exclusive flock on it, made if
+// need be. It waits while another process holds the lock, and tries again
+// when the file it locked was removed meanwhile (by hand: Publish leaves it
+// in place).
+func (c *Cache) own(ctx context.Context, dir string) (*os.File, error) {
+	path := filepath.Join(dir, cni.PodCacheOwner)
+	for waited := false; ; {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			held, herr := f.Stat()
+			named, nerr := os.Stat(path)
+			if herr == nil && nerr == nil && os.SameFile(held, named) {
+				return f, nil
+			}
+			f.Close() // locked a file that is gone: lock the one there now
+			continue
+		}
+		f.Close()
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if !waited {
+			waited = true
+			c.log.Info("another process keeps the pod cache; waiting for it to stop", "lock", path)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(ownerRetry):
+		}
+	}
+}
+
+// clearExcept removes every entry of dir but keep.
+func clearExcept(dir, keep string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != keep {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,13 +16,15 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/cni"
 	"github.com/skiff-mesh/skiff/pkg/kuberest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
+	"github.com/skiff-mesh/skiff/pkg/logtest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
 // TestPublishesTheNodesPods: against a real API server, the cache keeps a
 // file for each pod bound to its node and none for others, follows a pod
 // created, changed and deleted after it started, starts from an empty dir
-// and removes it when it stops.
+// and holds its owner lock; a second cache on the same dir waits, and takes
+// over when the first stops; the last leaves only the unlocked owner file.
 func TestPublishesTheNodesPods(t *testing.T) {
 	if _, err := kubetest.AssetsDir(); err != nil {
 		t.Skip(err) // built by `make k8s-assets`, which `make test` runs first
@@ -97,6 +101,9 @@ func TestPublishesTheNodesPods(t *testing.T) {
 	if st, err := os.Stat(cni.PodFile(dir, "default", "here")); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("pod file: %v %v, want mode 0600", st, err)
 	}
+	if !locked(t, dir) {
+		t.Error("the owner lock is not held while the cache runs")
+	}
 	pod("later", "node-a")
 	polltest.Until(t, "the cache publishes a pod created after it started", func() bool { return read("later") != nil })
 	live.Annotations["traffic.sidecar.istio.io/excludeOutboundPorts"] = "9000"
@@ -111,8 +118,41 @@ func TestPublishesTheNodesPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	polltest.Until(t, "the cache removes a deleted pod", func() bool { return read("later") == nil })
-	stop()
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("the cache dir is left after stop: %v", err)
+
+	// A second install-cni (a rolling update) waits for the lock, leaving
+	// the first's files alone, and takes over when the first stops.
+	var logs logtest.Buffer
+	c2, err := New(core, "node-a", slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx2, cancel2 := context.WithCancel(ctx)
+	done2 := make(chan error, 1)
+	go func() { done2 <- c2.Publish(ctx2, dir) }()
+	defer func() {
+		cancel2()
+		if err := <-done2; err != nil {
+			t.Error(err)
+		}
+		if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 || entries[0].Name() != cni.PodCacheOwner || locked(t, dir) {
+			t.Errorf("after the second stopped, the dir holds %v (%v), want only an unlocked %s", entries, err, cni.PodCacheOwner)
+		}
+	}()
+	polltest.Until(t, "the second cache waits for the lock", func() bool { return strings.Contains(logs.String(), "waiting for it to stop") })
+	if read("here") == nil {
+		t.Error("the waiting cache removed the running one's files")
+	}
+	stop()
+	polltest.Until(t, "the second cache takes over", func() bool { return read("here") != nil && locked(t, dir) })
+}
+
+// locked reports whether someone holds the cache dir's owner lock: a shared
+// lock cannot be taken.
+func locked(t *testing.T, dir string) bool {
+	f, err := os.Open(filepath.Join(dir, cni.PodCacheOwner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == syscall.EWOULDBLOCK
 }
