@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -122,6 +123,13 @@ func (c *Cluster) CheckCapture(ctx context.Context, mode Mode) error {
 		want := filepath.Base(cni.PodFile(dir, shell.Namespace, shell.Name))
 		if files, err := c.NodeDir(ctx, dir); err != nil || !slices.Contains(files, want) {
 			errs = append(errs, fmt.Errorf("no pod cache file %s in %s: %v %v", want, dir, files, err))
+		}
+		// The plugin trusts the files only while install-cni, in its
+		// container, holds their owner lock; seen from the node, where the
+		// plugin runs, a shared lock cannot be taken.
+		_, err := c.Node.Exec(ctx, "flock", "--nonblock", "--shared", "--conflict-exit-code", "75", filepath.Join(dir, cni.PodCacheOwner), "true")
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 75 {
+			errs = append(errs, fmt.Errorf("the pod cache's owner lock is not held as seen from the node, so the plugin would not use its files: flock: %v", err))
 		}
 		// Its API-server helper is installed beside it, for the pods the
 		// cache cannot answer.
