@@ -116,7 +116,7 @@ clean: ## remove build output
 	rm -rf $(BIN)
 
 .PHONY: bench-pods
-bench-pods: deps k8s-assets ## pod create -> running/Ready on a real node: no injection, istio-init, CNI; sandbox (CNI ADD) times from containerd's log
+bench-pods: deps k8s-assets ## pod create -> running/Ready on a real node: no injection, istio-init, CNI, one at a time and 30 at once; sandbox (CNI ADD) times from containerd's log
 	$(GO) run ./tools/podbench -root . -n 20
 
 .PHONY: bench-dns

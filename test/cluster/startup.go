@@ -21,6 +21,8 @@ type Startup struct {
 	// Ready is create → the pod Ready; zero when it never is (a sidecar
 	// whose Envoy cannot run here).
 	Ready time.Duration
+
+	done bool // got as far as wanted (StartBurst)
 }
 
 // StartupPod is the pod StartPods creates: the demo's shell, in the
@@ -79,24 +81,25 @@ func timePod(ctx context.Context, w watch.Interface, start time.Time, wantReady 
 			if !ok {
 				return s, fmt.Errorf("watch closed")
 			}
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			now := time.Since(start)
-			if s.AppRunning == 0 && containerRunning(p, "shell") {
-				s.AppRunning = now
-			}
-			for _, cnd := range p.Status.Conditions {
-				if cnd.Type == corev1.PodReady && cnd.Status == corev1.ConditionTrue && s.Ready == 0 {
-					s.Ready = now
-				}
-			}
-			if s.AppRunning != 0 && (!wantReady || s.Ready != 0) {
+			if p, ok := ev.Object.(*corev1.Pod); ok && s.observe(p, time.Since(start), wantReady) {
 				return s, nil
 			}
 		}
 	}
+}
+
+// observe records what p's status shows at now (since the pod's create)
+// and reports whether the pod got as far as wanted.
+func (s *Startup) observe(p *corev1.Pod, now time.Duration, wantReady bool) bool {
+	if s.AppRunning == 0 && containerRunning(p, "shell") {
+		s.AppRunning = now
+	}
+	for _, cnd := range p.Status.Conditions {
+		if cnd.Type == corev1.PodReady && cnd.Status == corev1.ConditionTrue && s.Ready == 0 {
+			s.Ready = now
+		}
+	}
+	return s.AppRunning != 0 && (!wantReady || s.Ready != 0)
 }
 
 // Median returns the median of ds.
@@ -115,9 +118,13 @@ var sandboxLine = regexp.MustCompile(`time="([^"]+)" level=info msg="RunPodSandb
 // prefix, the time RunPodSandbox took (network setup, the CNI chain with
 // istio-cni when it is installed, is most of it).
 func (c *Cluster) SandboxTimes(prefix string) []time.Duration {
+	return sandboxTimes(c.Node.Log("containerd"), prefix)
+}
+
+func sandboxTimes(log, prefix string) []time.Duration {
 	begun := map[string]time.Time{}
 	var out []time.Duration
-	for _, l := range strings.Split(c.Node.Log("containerd"), "\n") {
+	for _, l := range strings.Split(log, "\n") {
 		m := sandboxLine.FindStringSubmatch(l)
 		if m == nil || !strings.HasPrefix(m[2], prefix) {
 			continue
@@ -136,4 +143,28 @@ func (c *Cluster) SandboxTimes(prefix string) []time.Duration {
 		begun[m[2]] = t
 	}
 	return out
+}
+
+var (
+	sandboxID   = regexp.MustCompile(`msg="RunPodSandbox for &PodSandboxMetadata\{Name:([^,]+),.* returns sandbox id \\"([0-9a-f]+)\\""`)
+	sandboxStop = regexp.MustCompile(`msg="StopPodSandbox for \\"([0-9a-f]+)\\" returns successfully"`)
+)
+
+// SandboxesRunning counts, from containerd's log, the sandboxes of pods
+// whose name has the prefix that were made and not stopped yet (network
+// teardown, the CNI DEL chain, is part of a stop).
+func (c *Cluster) SandboxesRunning(prefix string) int {
+	return sandboxesRunning(c.Node.Log("containerd"), prefix)
+}
+
+func sandboxesRunning(log, prefix string) int {
+	running := map[string]bool{}
+	for _, l := range strings.Split(log, "\n") {
+		if m := sandboxID.FindStringSubmatch(l); m != nil && strings.HasPrefix(m[1], prefix) {
+			running[m[2]] = true
+		} else if m := sandboxStop.FindStringSubmatch(l); m != nil {
+			delete(running, m[1])
+		}
+	}
+	return len(running)
 }

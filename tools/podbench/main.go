@@ -2,7 +2,9 @@
 // creates pods one after another and times create → app running and
 // create → Ready, without injection, injected with istio-init, and
 // injected in CNI mode, and reads containerd's log for how long each pod's
-// sandbox took (the CNI ADD chain is most of it).
+// sandbox took (the CNI ADD chain is most of it). Then it creates pods in
+// bursts (-burst at once): without Istio, with istio-cni chained but the
+// pods not injected, and injected in CNI mode.
 package main
 
 import (
@@ -24,17 +26,19 @@ import (
 
 func main() {
 	root := flag.String("root", ".", "the repository root")
-	n := flag.Int("n", 20, "pods per case")
+	n := flag.Int("n", 20, "pods per case, one at a time")
+	burst := flag.Int("burst", 30, "pods per burst, created at once (0: none)")
+	rounds := flag.Int("rounds", 3, "bursts per case")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *root, *n); err != nil {
+	if err := run(ctx, *root, *n, *burst, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "podbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, root string, n int) error {
+func run(ctx context.Context, root string, n, burst, rounds int) error {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return err
@@ -60,8 +64,8 @@ func run(ctx context.Context, root string, n int) error {
 		_, err := c.Kube.Client.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
 		return err
 	}
-	fmt.Printf("pods created one at a time, %d per case; median (and max) in ms\n", n)
-	fmt.Printf("%-34s %14s %14s %14s\n", "case", "app running", "Ready", "sandbox")
+	fmt.Printf("pods created one at a time, %d per case, then %d bursts of %d at once; median (and max) in ms\n", n, rounds, burst)
+	fmt.Printf("%-46s %14s %14s %14s\n", "case", "app running", "Ready", "sandbox")
 	report := func(name string, s []cluster.Startup, sandbox []time.Duration) {
 		var app, ready []time.Duration
 		for _, x := range s {
@@ -70,7 +74,7 @@ func run(ctx context.Context, root string, n int) error {
 				ready = append(ready, x.Ready)
 			}
 		}
-		fmt.Printf("%-34s %14s %14s %14s\n", name, stat(app), stat(ready), stat(sandbox))
+		fmt.Printf("%-46s %14s %14s %14s\n", name, stat(app), stat(ready), stat(sandbox))
 	}
 	// No injection: no Istio at all.
 	if err := ns("plain", false); err != nil {
@@ -82,6 +86,23 @@ func run(ctx context.Context, root string, n int) error {
 	}
 	report("no injection", s, c.SandboxTimes("startup-"))
 	base := len(c.SandboxTimes("startup-"))
+	// Bursts: pods created at once, each timed from its burst's start.
+	bursts := 0
+	startBurst := func(name, ns string, agentOnly bool) error {
+		for i := 0; i < rounds && burst > 0; i++ {
+			bursts++
+			prefix := fmt.Sprintf("burst%d-%d", bursts, time.Now().UnixNano()%1e6)
+			s, err := c.StartBurst(ctx, ns, prefix, burst, agentOnly, false)
+			if err != nil {
+				return err
+			}
+			report(fmt.Sprintf("%s, %d at once (%d)", name, burst, i+1), s, c.SandboxTimes(prefix+"-"))
+		}
+		return nil
+	}
+	if err := startBurst("no injection", "plain", false); err != nil {
+		return err
+	}
 	// istio-init: the agent alone in istio-proxy (no Envoy here), so the pod gets Ready.
 	if err := c.InstallIstio(ctx, cluster.InitMode); err != nil {
 		return err
@@ -101,6 +122,10 @@ func run(ctx context.Context, root string, n int) error {
 	if err := c.InstallIstio(ctx, cluster.CNIMode); err != nil {
 		return err
 	}
+	// The plugin chained for every pod; these it leaves alone.
+	if err := startBurst("no injection, istio-cni chained", "plain", false); err != nil {
+		return err
+	}
 	if err := ns("cni", true); err != nil {
 		return err
 	}
@@ -108,7 +133,7 @@ func run(ctx context.Context, root string, n int) error {
 		return err
 	}
 	report("cni (istio-validation + sidecar)", s, c.SandboxTimes("startup-")[base:])
-	return nil
+	return startBurst("cni", "cni", false)
 }
 
 func stat(ds []time.Duration) string {
