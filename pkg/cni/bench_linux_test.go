@@ -31,30 +31,43 @@ import (
 // rules installed). The difference is what the plugin adds. Latency
 // percentiles are reported per ADD; "concurrent" runs 30 ADDs at once. The
 // istio-1.31 cases chain Istio's own plugin (pkg/istiobin) instead, which
-// asks the API server for the pod.
+// asks the API server for the pod; the floor cases the cheapest plugin
+// there can be (testdata/floor), to show what any process costs.
 func BenchmarkAdd(b *testing.B) {
 	netnstest.RequireRoot(b)
 	for _, c := range []struct {
-		name                        string
-		chained, cached, nft, istio bool
+		name string
+		chain
 	}{
-		{"bridge", false, false, false, false},
-		{"bridge+istio-cni", true, false, false, false},
-		{"bridge+istio-cni+podcache", true, true, false, false},
+		{"bridge", chain{}},
+		{"bridge+istio-cni", chain{chained: true}},
+		{"bridge+istio-cni+podcache", chain{chained: true, cached: true}},
 		// Istio's values.global.nativeNftables: the rules in one netlink
 		// batch from the plugin itself, no iptables-restore process.
-		{"bridge+istio-cni+podcache+nftables", true, true, true, false},
-		{"bridge+istio-1.31", true, false, false, true},
-		{"bridge+istio-1.31+nftables", true, false, true, true},
+		{"bridge+istio-cni+podcache+nftables", chain{chained: true, cached: true, nft: true}},
+		{"bridge+istio-1.31", chain{chained: true, istio: true}},
+		{"bridge+istio-1.31+nftables", chain{chained: true, nft: true, istio: true}},
+		// The floor: the cheapest chained plugin, in Go and in C.
+		{"bridge+floor-go", chain{chained: true, floor: "go"}},
+		{"bridge+floor-c", chain{chained: true, floor: "c"}},
 	} {
 		for _, parallel := range []int{1, 30} {
 			name := c.name + "/serial"
 			if parallel > 1 {
 				name = c.name + "/concurrent30"
 			}
-			b.Run(name, func(b *testing.B) { benchAdd(b, c.chained, c.cached, c.nft, c.istio, parallel) })
+			b.Run(name, func(b *testing.B) { benchAdd(b, c.chain, parallel) })
 		}
 	}
+}
+
+// chain is what BenchmarkAdd chains after bridge + host-local.
+type chain struct {
+	chained bool   // a second plugin at all
+	cached  bool   // install-cni's pod cache (our plugin)
+	nft     bool   // native nftables
+	istio   bool   // Istio's own plugin in ours' place
+	floor   string // the floor plugin ("go", "c") in ours' place
 }
 
 // benchNode is the node name pods are bound to for the pod cache.
@@ -93,12 +106,15 @@ func bindAndWait(b testing.TB, dir, name string) {
 	})
 }
 
-func benchAdd(b *testing.B, chained, cached, nft, istio bool, parallel int) {
-	n, cache := benchNodeFor(b, cached, nft)
-	if istio {
+func benchAdd(b *testing.B, c chain, parallel int) {
+	n, cache := benchNodeFor(b, c.cached, c.nft)
+	switch {
+	case c.istio:
 		n.cni = istioPlugins(b, n)
+	case c.floor != "":
+		n.cni = floorPlugins(b, n, c.floor)
 	}
-	if !chained {
+	if !c.chained {
 		n.conflist = bridgeOnly(b, n.conflist)
 	}
 	var lat []time.Duration
@@ -126,7 +142,7 @@ func benchAdd(b *testing.B, chained, cached, nft, istio bool, parallel int) {
 		}
 		wg.Wait()
 		b.StopTimer()
-		if chained && r == 0 {
+		if c.chained && c.floor == "" && r == 0 {
 			requireCaptured(b, pods[0])
 		}
 		for i := range pods {
@@ -149,18 +165,23 @@ func benchAdd(b *testing.B, chained, cached, nft, istio bool, parallel int) {
 func BenchmarkAddPaired(b *testing.B) {
 	netnstest.RequireRoot(b)
 	for _, c := range []struct {
-		name       string
-		istio, nft bool
+		name string
+		chain
 	}{
-		{"podcache", false, false},
-		{"podcache+nftables", false, true},
-		{"istio", true, false},
-		{"istio+nftables", true, true},
+		{"podcache", chain{cached: true}},
+		{"podcache+nftables", chain{cached: true, nft: true}},
+		{"istio", chain{istio: true}},
+		{"istio+nftables", chain{istio: true, nft: true}},
+		{"floor-go", chain{floor: "go"}},
+		{"floor-c", chain{floor: "c"}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			n, cache := benchNodeFor(b, !c.istio, c.nft)
-			if c.istio {
+			n, cache := benchNodeFor(b, c.cached, c.nft)
+			switch {
+			case c.istio:
 				n.cni = istioPlugins(b, n)
+			case c.floor != "":
+				n.cni = floorPlugins(b, n, c.floor)
 			}
 			chains := [2]*libcni.NetworkConfigList{bridgeOnly(b, n.conflist), n.conflist}
 			var lat [2][]time.Duration
@@ -181,7 +202,7 @@ func BenchmarkAddPaired(b *testing.B) {
 				}
 				diff = append(diff, d[1]-d[0])
 				b.StopTimer()
-				if i == 0 {
+				if i == 0 && c.floor == "" {
 					requireCaptured(b, pods[1])
 				}
 				for c := range 2 {
