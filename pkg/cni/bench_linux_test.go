@@ -70,6 +70,17 @@ type chain struct {
 	floor   string // the floor plugin ("go", "c") in ours' place
 }
 
+// use gives n the plugins c chains: Istio's, the floor, or (as newNode
+// left them) ours.
+func (c chain) use(b *testing.B, n *node) {
+	switch {
+	case c.istio:
+		n.cni = istioPlugins(b, n)
+	case c.floor != "":
+		n.cni = floorPlugins(b, n, c.floor)
+	}
+}
+
 // benchNode is the node name pods are bound to for the pod cache.
 const benchNode = "bench-node"
 
@@ -108,12 +119,7 @@ func bindAndWait(b testing.TB, dir, name string) {
 
 func benchAdd(b *testing.B, c chain, parallel int) {
 	n, cache := benchNodeFor(b, c.cached, c.nft)
-	switch {
-	case c.istio:
-		n.cni = istioPlugins(b, n)
-	case c.floor != "":
-		n.cni = floorPlugins(b, n, c.floor)
-	}
+	c.use(b, n)
 	if !c.chained {
 		n.conflist = bridgeOnly(b, n.conflist)
 	}
@@ -177,12 +183,7 @@ func BenchmarkAddPaired(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			n, cache := benchNodeFor(b, c.cached, c.nft)
-			switch {
-			case c.istio:
-				n.cni = istioPlugins(b, n)
-			case c.floor != "":
-				n.cni = floorPlugins(b, n, c.floor)
-			}
+			c.use(b, n)
 			chains := [2]*libcni.NetworkConfigList{bridgeOnly(b, n.conflist), n.conflist}
 			var lat [2][]time.Duration
 			var diff []time.Duration
