@@ -5,7 +5,7 @@ BIN := bin
 # Debian packages the tests, benchmarks and demo use, by the command that proves each is there.
 DEB_PKGS := iptables:iptables nft:nftables ip:iproute2 conntrack:conntrack dig:dnsutils \
 	dnsmasq:dnsmasq-base dnsperf:dnsperf setpriv:util-linux hyperfine:hyperfine strace:strace jq:jq curl:curl openssl:openssl \
-	containerd:containerd runc:runc /bin/busybox:busybox-static
+	containerd:containerd runc:runc /bin/busybox:busybox-static cc:gcc
 BINARIES := istio-iptables
 # grpcnotrace: gRPC without golang.org/x/net/trace, whose text/template makes
 # the linker keep every exported method of every type (about 5 MB of each
@@ -90,7 +90,7 @@ bench-iptables: deps build ## istio-iptables first install vs one exec per rule
 	$(GO) test -run XXX -bench . -benchtime 50x ./pkg/capture/
 	BIN=$(BIN)/istio-iptables bash tools/bench/istio-iptables.sh
 
-bench-cni: deps k8s-assets ## CNI ADD latency with and without the plugin, alone and 30 at once, beside Istio's own plugin; install-cni's idle memory
+bench-cni: deps k8s-assets ## CNI ADD latency with and without the plugin, alone and 30 at once, beside Istio's own plugin and the cheapest plugin in Go and in C; install-cni's idle memory
 	$(GO) test -run XXX -bench Add -benchtime 60x ./pkg/cni/
 	$(GO) test -run XXX -bench IdleRSS -benchtime 3x ./cmd/install-cni/
 
