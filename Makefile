@@ -61,6 +61,7 @@ golden: ## rewrite golden files from the current code
 fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/capture -run XXX -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./pkg/iptables -run XXX -fuzz FuzzParseSave -fuzztime 30s
+	$(GO) test ./pkg/cni/logsink -run XXX -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzHandlePacket -fuzztime 30s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzAnswerFromWire -fuzztime 30s
 	$(GO) test ./pkg/agent/config -run XXX -fuzz FuzzParseDownwardAPI -fuzztime 30s

@@ -18,6 +18,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/skiff-mesh/skiff/pkg/capture"
+	"github.com/skiff-mesh/skiff/pkg/cni/pluginlog"
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
 )
 
@@ -57,16 +58,40 @@ const (
 
 // logger is the command's logger at conf's level, writing to Stderr and,
 // when conf names one, a log file (left open until the process exits).
-func (p *Plugin) logger(conf *Config) (*slog.Logger, error) {
+// With a node agent run dir, the records are also kept for done to ship
+// to the node agent (pluginlog).
+func (p *Plugin) logger(conf *Config) (*slog.Logger, *pluginlog.Buffer, error) {
 	w := p.Stderr
 	if conf.LogFile != "" {
 		f, err := os.OpenFile(conf.LogFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 		if err != nil {
-			return nil, cniError(types.ErrIOFailure, "open log_file", err)
+			return nil, nil, cniError(types.ErrIOFailure, "open log_file", err)
 		}
 		w = io.MultiWriter(w, f)
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: conf.level})).With("component", "istio-cni"), nil
+	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{Level: conf.level})
+	var buf *pluginlog.Buffer
+	if conf.AgentRunDir != "" {
+		buf = pluginlog.NewBuffer(conf.level)
+		h = slog.NewMultiHandler(h, buf)
+	}
+	return slog.New(h).With("component", "istio-cni"), buf, nil
+}
+
+// done ends a command that got as far as its configuration: it logs the
+// command's error, if any, and ships the command's records to the node
+// agent. Records that cannot be shipped are reported on Stderr; the
+// command's outcome stays its own.
+func (p *Plugin) done(t *target, cmd string, err error) {
+	if err != nil {
+		t.log.Error(cmd+" failed", "pod", t.pod, "error", err)
+	}
+	if t.buf == nil {
+		return
+	}
+	if err := pluginlog.Ship(t.conf.AgentRunDir, t.buf.Records()); err != nil {
+		fmt.Fprintln(p.Stderr, "istio-cni: shipping the plugin's log:", err)
+	}
 }
 
 // cniError is a CNI error with a code, printed by skel as the error JSON.
@@ -78,25 +103,27 @@ func cniError(code uint, msg string, err error) *types.Error {
 type target struct {
 	conf     *Config
 	log      *slog.Logger
+	buf      *pluginlog.Buffer // the records to ship, or nil
 	decision Decision
 	pod      string
 }
 
 // resolve parses the configuration and CNI_ARGS and decides about the pod.
-// A nil decision.Capture means the pod is passed through.
+// A nil decision.Capture means the pod is passed through. Once it has a
+// logger it returns the target with any error, for done.
 func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 	conf, err := ParseConfig(args.StdinData)
 	if err != nil {
 		return nil, err
 	}
-	log, err := p.logger(conf)
+	log, buf, err := p.logger(conf)
 	if err != nil {
 		return nil, err
 	}
-	t := &target{conf: conf, log: log}
+	t := &target{conf: conf, log: log, buf: buf}
 	pa, err := ParseArgs(args.Args)
 	if err != nil {
-		return nil, cniError(types.ErrInvalidEnvironmentVariables, "bad CNI_ARGS", err)
+		return t, cniError(types.ErrInvalidEnvironmentVariables, "bad CNI_ARGS", err)
 	}
 	name, ns := string(pa.K8S_POD_NAME), string(pa.K8S_POD_NAMESPACE)
 	t.pod = ns + "/" + name
@@ -116,11 +143,11 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 	start := time.Now()
 	pod, err := p.lookup(conf, ns, name, string(pa.K8S_POD_UID))
 	if err != nil {
-		return nil, err
+		return t, err
 	}
 	t.log.Debug("pod looked up", "pod", t.pod, "took", time.Since(start))
 	if t.decision, err = Decide(pod); err != nil {
-		return nil, cniError(types.ErrInvalidNetworkConfig, "bad pod annotation", fmt.Errorf("pod %s: %w", t.pod, err))
+		return t, cniError(types.ErrInvalidNetworkConfig, "bad pod annotation", fmt.Errorf("pod %s: %w", t.pod, err))
 	}
 	if c := t.decision.Capture; c != nil {
 		c.NetworkNamespace = args.Netns
@@ -161,8 +188,11 @@ func (p *Plugin) lookup(conf *Config, ns, name, uid string) (*Pod, error) {
 
 // Add programs the pod's namespace when its sidecar needs capture, then
 // passes the previous result through unchanged.
-func (p *Plugin) Add(args *skel.CmdArgs) error {
+func (p *Plugin) Add(args *skel.CmdArgs) (err error) {
 	t, err := p.resolve(args)
+	if t != nil {
+		defer func() { p.done(t, "ADD", err) }()
+	}
 	if err != nil {
 		return err
 	}
@@ -172,7 +202,8 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 		}
 		t.log.Info("traffic capture installed", "pod", t.pod, "netns", args.Netns)
 	} else {
-		t.log.Debug("pod passed through", "pod", t.pod, "reason", t.decision.Reason)
+		// At info, as Istio's plugin says why it left a pod alone.
+		t.log.Info("pod passed through", "pod", t.pod, "reason", t.decision.Reason)
 	}
 	return p.printPrevResult(t.conf)
 }
@@ -229,8 +260,11 @@ func printTo(w io.Writer, r types.Result, ver string) error {
 
 // Check verifies that a captured pod's namespace holds every rule its
 // annotations call for, naming what is missing.
-func (p *Plugin) Check(args *skel.CmdArgs) error {
+func (p *Plugin) Check(args *skel.CmdArgs) (err error) {
 	t, err := p.resolve(args)
+	if t != nil {
+		defer func() { p.done(t, "CHECK", err) }()
+	}
 	if err != nil || !t.decision.Redirect {
 		return err
 	}

@@ -131,6 +131,11 @@ func (c *Cluster) CheckCapture(ctx context.Context, mode Mode) error {
 		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != 75 {
 			errs = append(errs, fmt.Errorf("the pod cache's owner lock is not held as seen from the node, so the plugin would not use its files: flock: %v", err))
 		}
+		// What the plugin logged for the pod is in install-cni's log, as
+		// in Istio's (kubectl logs istio-cni-node-…).
+		if err := c.pluginLogged(ctx, shell); err != nil {
+			errs = append(errs, err)
+		}
 		// Its API-server helper is installed beside it, for the pods the
 		// cache cannot answer.
 		if bins, err := c.NodeDir(ctx, kubenode.CNIBinDir); err != nil || !slices.Contains(bins, "istio-cni") || !slices.Contains(bins, cni.LookupBinary) {
@@ -268,4 +273,24 @@ func (c *Cluster) CheckClean(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("%s still has istio-cni or %s: %v", kubenode.CNIBinDir, cni.LookupBinary, bins))
 	}
 	return errors.Join(errs...)
+}
+
+// pluginLogged checks that install-cni printed the plugin's record of
+// capturing pod, with the plugin's scope.
+func (c *Cluster) pluginLogged(ctx context.Context, pod *corev1.Pod) error {
+	cni, err := c.Pods(ctx, IstioNamespace, "app=istio-cni-node")
+	if err != nil || len(cni) != 1 {
+		return fmt.Errorf("istio-cni pods: %d (%v), want 1", len(cni), err)
+	}
+	logs, err := c.Kube.Logs(ctx, IstioNamespace, cni[0].Name, "install-cni")
+	if err != nil {
+		return err
+	}
+	for _, l := range Lines(logs) {
+		if strings.Contains(l, `msg="traffic capture installed" scope=cni-plugin`) && strings.Contains(l, "pod="+pod.Namespace+"/"+pod.Name) {
+			c.Say("install-cni's log has the plugin's record: %s", l)
+			return nil
+		}
+	}
+	return fmt.Errorf("install-cni's log has no record of the plugin capturing %s/%s:\n%s", pod.Namespace, pod.Name, logs)
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/skiff-mesh/skiff/pkg/cni"
+	"github.com/skiff-mesh/skiff/pkg/cni/logsink"
 	"github.com/skiff-mesh/skiff/pkg/httpserver"
 )
 
@@ -19,7 +20,8 @@ import (
 const shutdownGrace = 2 * time.Second
 
 // Run installs and guards the plugin, runs the race repair controller when
-// it is enabled and the cache of the node's pods the plugin asks first, and serves health and metrics until ctx ends, then
+// it is enabled and the cache of the node's pods the plugin asks first, and
+// serves health, metrics and the plugin's log socket until ctx ends, then
 // uninstalls. It listens before installing, so a port in use
 // stops it with nothing changed on the node, and logs each bound address.
 func Run(ctx context.Context, f Flags, log *slog.Logger) error {
@@ -60,6 +62,15 @@ func Run(ctx context.Context, f Flags, log *slog.Logger) error {
 		}
 		servers = append(servers, server{s.name, ln, s.h})
 		log.Info("serving", "server", s.name, "addr", ln.Addr().String())
+	}
+	if dir := f.Config.AgentRunDir; dir != "" {
+		// The plugin's records, printed in this log (pluginlog, logsink).
+		ln, err := logsink.Listen(dir)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, server{"plugin logs", ln, logsink.Handler(log)})
+		log.Info("serving", "server", "plugin logs", "addr", ln.Addr().String())
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return in.Run(ctx) })

@@ -1,0 +1,95 @@
+package pluginlog
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBufferEncodesAsIstioReadsThem(t *testing.T) {
+	b := NewBuffer(slog.LevelInfo)
+	log := slog.New(b).With("component", "istio-cni")
+	log.Debug("not kept")
+	log.Info("traffic capture installed", "pod", "default/shell")
+	log.WithGroup("g").Warn("careful", "n", 3)
+	log.Error("ADD failed", "error", "boom")
+	recs := b.Records()
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3 (debug is below the level): %q", len(recs), texts(recs))
+	}
+	for i, want := range []struct{ level, msg string }{{"info", "traffic capture installed"}, {"warn", "careful"}, {"error", "ADD failed"}} {
+		var m map[string]any
+		if err := json.Unmarshal(recs[i].JSON, &m); err != nil {
+			t.Fatalf("record %d is not JSON: %v: %s", i, err, recs[i].JSON)
+		}
+		if m["level"] != want.level || m["msg"] != want.msg || m["component"] != "istio-cni" {
+			t.Errorf("record %d = %v, want level %q, msg %q and the logger's component", i, m, want.level, want.msg)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, m["time"].(string)); err != nil {
+			t.Errorf("record %d time: %v", i, err)
+		}
+	}
+	if !strings.Contains(string(recs[0].JSON), `"pod":"default/shell"`) {
+		t.Errorf("fields lost: %s", recs[0].JSON)
+	}
+}
+
+func TestShipAppendsToTheRollingFile(t *testing.T) {
+	dir := t.TempDir()
+	b := NewBuffer(slog.LevelDebug)
+	log := slog.New(b)
+	log.Debug("only for the socket")
+	log.Info("one")
+	// No socket in dir: the file alone, without an error.
+	if err := Ship(dir, b.Records()); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(got)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"msg":"one"`) {
+		t.Errorf("file = %q, want the info record alone", got)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", st.Mode().Perm())
+	}
+	// Past its size the file rolls over to .1.
+	if err := os.Truncate(path, maxFileSize+1); err != nil {
+		t.Fatal(err)
+	}
+	if err := Ship(dir, b.Records()); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path + ".1"); err != nil || st.Size() != maxFileSize+1 {
+		t.Errorf("rolled-over file: %v, %v", st, err)
+	}
+	if got, _ := os.ReadFile(path); !strings.Contains(string(got), `"msg":"one"`) || len(got) > 200 {
+		t.Errorf("new file = %q", got)
+	}
+	// Nothing to ship, or nowhere: nothing done.
+	if err := Ship("", b.Records()); err != nil {
+		t.Error(err)
+	}
+	if err := Ship(filepath.Join(dir, "absent"), nil); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestShipReportsAnUnusableSocket(t *testing.T) {
+	dir := t.TempDir()
+	// A socket file nobody listens on.
+	if err := os.WriteFile(filepath.Join(dir, SocketName), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := NewBuffer(slog.LevelInfo)
+	slog.New(b).Info("x")
+	if err := Ship(dir, b.Records()); err == nil || !strings.Contains(err.Error(), "plugin log socket") {
+		t.Errorf("Ship = %v, want an error naming the socket", err)
+	}
+}
