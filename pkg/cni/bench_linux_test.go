@@ -233,9 +233,11 @@ func requireCaptured(b *testing.B, pod *netnstest.NS) {
 }
 
 // benchNodeFor is a node for the benchmarks, with install-cni's pod cache
-// when cached (its dir returned, else "").
+// when cached (its dir returned, else ""). As on a node the chart sets up,
+// the plugin logs at info and install-cni's log sink takes its records.
 func benchNodeFor(b *testing.B, cached, nft bool) (*node, string) {
-	n := newNode(b, map[string]any{"plugin_log_level": "warn", "native_nftables": nft})
+	n := newNode(b, map[string]any{"plugin_log_level": "info", "native_nftables": nft})
+	serveSink(b, n.dir)
 	if !cached {
 		return n, ""
 	}

@@ -35,13 +35,13 @@ func (s *sinkLog) String() string {
 
 // serveSink runs install-cni's log sink in dir, as install-cni does in its
 // cni_agent_run_dir, until the test ends.
-func serveSink(t *testing.T, dir string) *sinkLog {
+func serveSink(t testing.TB, dir string) *sinkLog {
 	out := &sinkLog{}
 	ln, err := logsink.Listen(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- httpserver.Serve(ctx, &http.Server{Handler: logsink.Handler(log)}, ln, time.Second) }()
