@@ -11,23 +11,22 @@
 // HTTP POST of /log on <run dir>/log.sock whose body is a JSON array of
 // strings, each one JSON record with "level" (debug, info, warn, error),
 // "time" (RFC 3339), "msg" and any other fields. The package links no
-// net/http: the plugin writes the request itself and does not wait for the
-// answer.
+// net/http: the plugin writes the request itself, with plain system calls,
+// and does not wait for the answer.
 package pluginlog
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -161,33 +160,62 @@ func appendFile(path string, records []Record) error {
 
 // send posts the records to the socket at path, if there is one. It does
 // not read the answer: once written, the request is the node agent's, even
-// if the plugin has exited.
+// after the plugin has exited. Plain blocking system calls with a send
+// timeout keep the plugin's one-shot send cheap.
 func send(path string, records []Record) error {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	body, err := json.Marshal(texts(records))
-	if err != nil {
-		return err
-	}
-	c, err := net.DialTimeout("unix", path, sendTimeout)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("plugin log socket: %w", err)
 	}
-	defer c.Close()
-	_ = c.SetWriteDeadline(time.Now().Add(sendTimeout))
-	req := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: unix\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", Path, len(body))
-	if _, err := c.Write(append([]byte(req), body...)); err != nil {
+	defer unix.Close(fd)
+	tv := unix.NsecToTimeval(sendTimeout.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv); err != nil {
 		return fmt.Errorf("plugin log socket: %w", err)
+	}
+	switch err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); {
+	case errors.Is(err, unix.ENOENT):
+		return nil // no node agent listening here
+	case err != nil:
+		return fmt.Errorf("plugin log socket %s: %w", path, err)
+	}
+	for msg := request(records); len(msg) > 0; {
+		n, err := unix.Write(fd, msg)
+		if err != nil {
+			return fmt.Errorf("plugin log socket %s: %w", path, err)
+		}
+		msg = msg[n:]
 	}
 	return nil
 }
 
-// texts is the records as the strings of Istio's array.
-func texts(records []Record) []string {
-	out := make([]string, len(records))
+// request is the HTTP request carrying records: a JSON array of the
+// records' JSON texts, as strings.
+func request(records []Record) []byte {
+	body := []byte{'['}
 	for i, r := range records {
-		out[i] = string(r.JSON)
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = appendString(body, r.JSON)
 	}
-	return out
+	body = append(body, ']')
+	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: unix\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", Path, len(body))
+	return append([]byte(head), body...)
+}
+
+// appendString appends s as a JSON string.
+func appendString(dst, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
 }

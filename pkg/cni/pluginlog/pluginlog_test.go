@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestBufferEncodesAsIstioReadsThem(t *testing.T) {
 	log.Error("ADD failed", "error", "boom")
 	recs := b.Records()
 	if len(recs) != 3 {
-		t.Fatalf("%d records, want 3 (debug is below the level): %q", len(recs), texts(recs))
+		t.Fatalf("%d records, want 3 (debug is below the level): %q", len(recs), recs)
 	}
 	for i, want := range []struct{ level, msg string }{{"info", "traffic capture installed"}, {"warn", "careful"}, {"error", "ADD failed"}} {
 		var m map[string]any
@@ -91,5 +92,21 @@ func TestShipReportsAnUnusableSocket(t *testing.T) {
 	slog.New(b).Info("x")
 	if err := Ship(dir, b.Records()); err == nil || !strings.Contains(err.Error(), "plugin log socket") {
 		t.Errorf("Ship = %v, want an error naming the socket", err)
+	}
+}
+
+func TestRequestIsAJSONArrayOfTheRecords(t *testing.T) {
+	recs := []Record{{JSON: []byte(`{"msg":"a \"quoted\" \\ path","level":"info"}`)}, {JSON: []byte("{\"msg\":\"tab\\t\x01\"}")}}
+	req := string(request(recs))
+	head, body, ok := strings.Cut(req, "\r\n\r\n")
+	if !ok || !strings.HasPrefix(head, "POST /log HTTP/1.1\r\n") || !strings.Contains(head, "Content-Length: "+strconv.Itoa(len(body))) {
+		t.Fatalf("request head %q, body of %d bytes", head, len(body))
+	}
+	var got []string
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("body %q: %v", body, err)
+	}
+	if len(got) != 2 || got[0] != string(recs[0].JSON) || got[1] != string(recs[1].JSON) {
+		t.Errorf("body decodes to %q", got)
 	}
 }
