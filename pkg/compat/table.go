@@ -162,7 +162,7 @@ var table = []Entry{
 	{Binary: InstallCNI, Name: "AMBIENT_IPV6", Use: Accepted, Note: "No ambient mode."},
 	{Binary: InstallCNI, Name: "AMBIENT_RECONCILE_POD_RULES_ON_STARTUP", Use: Accepted, Note: "No ambient mode."},
 	{Binary: InstallCNI, Name: "CHAINED_CNI_PLUGIN", Use: Partly, Note: "Chained (true, the default) only: the plugin is added to the node's primary configuration; false is logged at start as not applied."},
-	{Binary: InstallCNI, Name: "CNI_AGENT_RUN_DIR", Use: Applied, Note: "Where the plugin's kubeconfig and the pod cache's files (`pods/`) go (default /var/run/istio-cni)."},
+	{Binary: InstallCNI, Name: "CNI_AGENT_RUN_DIR", Use: Applied, Note: "Where the plugin's kubeconfig, the pod cache's files (`pods/`), the plugin's log socket (`log.sock`, as Istio's) and its rolling `istio-cni.log` go (default /var/run/istio-cni)."},
 	{Binary: InstallCNI, Name: "CNI_CONF_GROUP_READ", Use: Accepted, Note: "Applies to Istio-owned configuration files, which Skiff does not write: the node's file into which the plugin is chained keeps its own mode, as with Istio."},
 	{Binary: InstallCNI, Name: "CNI_CONF_NAME", Use: Accepted, Note: "The plugin chains into the first configuration file, as the kubelet picks it."},
 	{Binary: InstallCNI, Name: "CNI_NETWORK_CONFIG", Use: Accepted, Note: "The plugin's entry is built from the other settings; a template is not read."},
