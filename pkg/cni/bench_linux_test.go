@@ -238,6 +238,14 @@ func requireCaptured(b *testing.B, pod *netnstest.NS) {
 func benchNodeFor(b *testing.B, cached, nft bool) (*node, string) {
 	n := newNode(b, map[string]any{"plugin_log_level": "info", "native_nftables": nft})
 	serveSink(b, n.dir)
+	// The plugins' stderr to /dev/null: the runtime keeps it in its own log.
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { devnull.Close() })
+	n.stderr = devnull
+	n.cni = n.plugins(pluginDir)
 	if !cached {
 		return n, ""
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +76,9 @@ type node struct {
 	dir      string
 	cni      *libcni.CNIConfig
 	conflist *libcni.NetworkConfigList
+	// stderr, when set, receives the plugins' stderr instead of the
+	// test's (the benchmarks keep their output to the figures).
+	stderr *os.File
 }
 
 func newNode(t testing.TB, extra map[string]any) *node {
@@ -120,7 +124,11 @@ func newNode(t testing.TB, extra map[string]any) *node {
 // plugins runs the chain with the plugins of dir (our plugin, or Istio's)
 // and Debian's, with the node's cache.
 func (n *node) plugins(dir string) *libcni.CNIConfig {
-	return libcni.NewCNIConfigWithCacheDir([]string{dir, debianPlugins}, filepath.Join(n.dir, "cache"), nil)
+	var exec invoke.Exec
+	if n.stderr != nil {
+		exec = &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: n.stderr}}
+	}
+	return libcni.NewCNIConfigWithCacheDir([]string{dir, debianPlugins}, filepath.Join(n.dir, "cache"), exec)
 }
 
 // createPod makes a real Pod object in the API server.
