@@ -141,7 +141,7 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 		return t, nil
 	}
 	start := time.Now()
-	pod, err := p.lookup(conf, ns, name, string(pa.K8S_POD_UID))
+	pod, err := p.lookup(conf, t.log, ns, name, string(pa.K8S_POD_UID))
 	if err != nil {
 		return t, err
 	}
@@ -160,10 +160,15 @@ func (p *Plugin) resolve(args *skel.CmdArgs) (*target, error) {
 // lookup finds the pod: in the node agent's cache when it holds it, without
 // reading the kubeconfig, or else from the API server, with retries, by the
 // helper (Fallback).
-func (p *Plugin) lookup(conf *Config, ns, name, uid string) (*Pod, error) {
+func (p *Plugin) lookup(conf *Config, log *slog.Logger, ns, name, uid string) (*Pod, error) {
 	if pod := fromCache(conf, ns, name, uid); pod != nil {
 		return pod, nil
 	}
+	// The slow path, so that an operator sees when it is taken.
+	start := time.Now()
+	defer func() {
+		log.Info("pod not in the node agent's cache: asked the API server", "pod", ns+"/"+name, "took", time.Since(start))
+	}()
 	interval, _ := conf.lookupInterval() // checked by ParseConfig
 	l := Lookup{Kubeconfig: conf.KubeconfigPath(), Namespace: ns, Name: name, Tries: conf.PodLookupTries, Interval: interval}
 	if l.Kubeconfig == "" {

@@ -3,6 +3,7 @@ package cni
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,7 +39,7 @@ func TestPodCacheFirst(t *testing.T) {
 	p := &Plugin{Fallback: f.lookup}
 	lookup := func(name, uid, from string) {
 		t.Helper()
-		pod, err := p.lookup(conf, "shop", name, uid)
+		pod, err := p.lookup(conf, slog.New(slog.DiscardHandler), "shop", name, uid)
 		if err != nil || pod.Metadata.Name != name {
 			t.Fatalf("lookup %s: %v %v", name, pod, err)
 		}
@@ -115,7 +116,7 @@ func TestLookupErrors(t *testing.T) {
 		{errors.New("get pod shop/a (1 tries): not found"), types.ErrTryAgainLater},
 	} {
 		p := &Plugin{Fallback: func(context.Context, Lookup) (*Pod, error) { return nil, tc.err }}
-		_, err := p.lookup(conf, "shop", "a", "")
+		_, err := p.lookup(conf, slog.New(slog.DiscardHandler), "shop", "a", "")
 		var ce *types.Error
 		if !errors.As(err, &ce) || ce.Code != tc.code || !strings.Contains(ce.Details, tc.err.Error()) {
 			t.Errorf("%v: got %#v, want code %d with the helper's message", tc.err, err, tc.code)

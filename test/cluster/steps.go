@@ -278,19 +278,35 @@ func (c *Cluster) CheckClean(ctx context.Context) error {
 // pluginLogged checks that install-cni printed the plugin's record of
 // capturing pod, with the plugin's scope.
 func (c *Cluster) pluginLogged(ctx context.Context, pod *corev1.Pod) error {
-	cni, err := c.Pods(ctx, IstioNamespace, "app=istio-cni-node")
-	if err != nil || len(cni) != 1 {
-		return fmt.Errorf("istio-cni pods: %d (%v), want 1", len(cni), err)
-	}
-	logs, err := c.Kube.Logs(ctx, IstioNamespace, cni[0].Name, "install-cni")
+	lines, err := c.PluginLog(ctx, "traffic capture installed")
 	if err != nil {
 		return err
 	}
-	for _, l := range Lines(logs) {
-		if strings.Contains(l, `msg="traffic capture installed" scope=cni-plugin`) && strings.Contains(l, "pod="+pod.Namespace+"/"+pod.Name) {
+	for _, l := range lines {
+		if strings.Contains(l, "pod="+pod.Namespace+"/"+pod.Name) {
 			c.Say("install-cni's log has the plugin's record: %s", l)
 			return nil
 		}
 	}
-	return fmt.Errorf("install-cni's log has no record of the plugin capturing %s/%s:\n%s", pod.Namespace, pod.Name, logs)
+	return fmt.Errorf("install-cni's log has no record of the plugin capturing %s/%s: %q", pod.Namespace, pod.Name, lines)
+}
+
+// PluginLog returns the lines of install-cni's log that print the CNI
+// plugin's records with message msg.
+func (c *Cluster) PluginLog(ctx context.Context, msg string) ([]string, error) {
+	cni, err := c.Pods(ctx, IstioNamespace, "app=istio-cni-node")
+	if err != nil || len(cni) != 1 {
+		return nil, fmt.Errorf("istio-cni pods: %d (%v), want 1", len(cni), err)
+	}
+	logs, err := c.Kube.Logs(ctx, IstioNamespace, cni[0].Name, "install-cni")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range Lines(logs) {
+		if strings.Contains(l, fmt.Sprintf("msg=%q scope=cni-plugin", msg)) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }

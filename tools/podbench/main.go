@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -86,6 +87,26 @@ func run(ctx context.Context, root string, n, burst, rounds int) error {
 	}
 	report("no injection", s, c.SandboxTimes("startup-"))
 	base := len(c.SandboxTimes("startup-"))
+	// apiLookups reports the ADDs of pods named so that install-cni's cache
+	// could not answer (the plugin logs them), once istio-cni is installed.
+	cniInstalled := false
+	apiLookups := func(pods string) {
+		if !cniInstalled {
+			return
+		}
+		lines, err := c.PluginLog(ctx, "pod not in the node agent's cache: asked the API server")
+		if err != nil {
+			fmt.Printf("  (install-cni's log: %v)\n", err)
+			return
+		}
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, "pod="+pods) {
+				n++
+			}
+		}
+		fmt.Printf("  of which asked the API server, not install-cni's cache: %d\n", n)
+	}
 	// Bursts: pods created at once, each timed from its burst's start.
 	bursts := 0
 	startBurst := func(name, ns string, agentOnly bool) error {
@@ -97,6 +118,7 @@ func run(ctx context.Context, root string, n, burst, rounds int) error {
 				return err
 			}
 			report(fmt.Sprintf("%s, %d at once (%d)", name, burst, i+1), s, c.SandboxTimes(prefix+"-"))
+			apiLookups(ns + "/" + prefix + "-")
 		}
 		return nil
 	}
@@ -124,6 +146,7 @@ func run(ctx context.Context, root string, n, burst, rounds int) error {
 	if err := c.InstallIstio(ctx, cluster.CNIMode); err != nil {
 		return err
 	}
+	cniInstalled = true
 	if err := ns("cni", true); err != nil {
 		return err
 	}
@@ -131,6 +154,7 @@ func run(ctx context.Context, root string, n, burst, rounds int) error {
 		return err
 	}
 	report("cni (istio-validation + sidecar)", s, c.SandboxTimes("startup-")[base:])
+	apiLookups("cni/startup-")
 	// The plugin chained for every pod; these it leaves alone.
 	if err := startBurst("no injection, istio-cni chained", "plain", false); err != nil {
 		return err
