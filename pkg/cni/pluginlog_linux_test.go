@@ -51,7 +51,8 @@ func serveSink(t testing.TB, dir string) *sinkLog {
 
 // TestPluginLogsReachTheNodeAgent runs ADDs through libcni with install-cni's
 // log sink in the plugin's run dir: what the plugin logged is printed in
-// the node agent's log, with the pod. Istio's own plugin (pkg/istiobin)
+// the node agent's log, with the pod (and, without the pod cache, that the
+// plugin asked the API server). Istio's own plugin (pkg/istiobin)
 // posts to the same sink, as it would during an upgrade.
 func TestPluginLogsReachTheNodeAgent(t *testing.T) {
 	for _, c := range []struct {
@@ -82,6 +83,11 @@ func TestPluginLogsReachTheNodeAgent(t *testing.T) {
 			polltest.Until(t, "the node agent printing the plugin's record", func() bool {
 				return strings.Contains(out.String(), c.want) && strings.Contains(out.String(), "default/"+name)
 			})
+			// Without install-cni's pod cache here, Skiff's plugin says it
+			// asked the API server.
+			if !c.istio && !strings.Contains(out.String(), `msg="pod not in the node agent's cache: asked the API server" scope=cni-plugin`) {
+				t.Errorf("no record of the API server lookup:\n%s", out.String())
+			}
 		})
 	}
 }
