@@ -5,38 +5,20 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/cni/logsink"
 	"github.com/skiff-mesh/skiff/pkg/httpserver"
+	"github.com/skiff-mesh/skiff/pkg/logtest"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
-// sinkLog is what the node agent's log sink printed.
-type sinkLog struct {
-	mu sync.Mutex
-	sb strings.Builder
-}
-
-func (s *sinkLog) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sb.Write(p)
-}
-
-func (s *sinkLog) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sb.String()
-}
-
 // serveSink runs install-cni's log sink in dir, as install-cni does in its
 // cni_agent_run_dir, until the test ends.
-func serveSink(t testing.TB, dir string) *sinkLog {
-	out := &sinkLog{}
+func serveSink(t testing.TB, dir string) *logtest.Buffer {
+	out := &logtest.Buffer{}
 	ln, err := logsink.Listen(dir)
 	if err != nil {
 		t.Fatal(err)

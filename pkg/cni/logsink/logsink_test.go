@@ -1,7 +1,6 @@
 package logsink
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -9,40 +8,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/skiff-mesh/skiff/pkg/cni/pluginlog"
 	"github.com/skiff-mesh/skiff/pkg/httpserver"
+	"github.com/skiff-mesh/skiff/pkg/logtest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
-// lockedBuffer is a log destination the test reads while the server writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	got chan struct{}
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	select {
-	case b.got <- struct{}{}:
-	default:
-	}
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // serve runs the sink on dir's socket, logging at lvl, until the test ends.
-func serve(t *testing.T, dir string, lvl slog.Level) *lockedBuffer {
-	out := &lockedBuffer{got: make(chan struct{}, 100)}
+func serve(t *testing.T, dir string, lvl slog.Level) *logtest.Buffer {
+	out := &logtest.Buffer{}
 	ln, err := Listen(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -61,16 +38,9 @@ func serve(t *testing.T, dir string, lvl slog.Level) *lockedBuffer {
 }
 
 // waitFor waits until the sink has printed want.
-func waitFor(t *testing.T, out *lockedBuffer, want string) {
+func waitFor(t *testing.T, out *logtest.Buffer, want string) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for !strings.Contains(out.String(), want) {
-		select {
-		case <-out.got:
-		case <-deadline:
-			t.Fatalf("the sink never printed %q; it printed:\n%s", want, out.String())
-		}
-	}
+	polltest.Until(t, "the sink printing "+want, func() bool { return strings.Contains(out.String(), want) })
 }
 
 func TestShippedRecordsArePrinted(t *testing.T) {
