@@ -70,6 +70,7 @@ func (c *Cluster) StartBurst(ctx context.Context, ns, prefix string, n int, agen
 // burstStarted reads w until n pods got as far as wanted.
 func burstStarted(ctx context.Context, w watch.Interface, n int, start time.Time, wantReady bool) ([]Startup, error) {
 	seen := map[string]*Startup{}
+	done := map[string]bool{}
 	var out []Startup
 	for len(out) < n {
 		select {
@@ -83,15 +84,16 @@ func burstStarted(ctx context.Context, w watch.Interface, n int, start time.Time
 			if !ok {
 				continue
 			}
+			if done[p.Name] {
+				continue
+			}
 			s := seen[p.Name]
 			if s == nil {
 				s = &Startup{}
 				seen[p.Name] = s
-			} else if s.done {
-				continue
 			}
 			if s.observe(p, time.Since(start), wantReady) {
-				s.done = true
+				done[p.Name] = true
 				out = append(out, *s)
 			}
 		}

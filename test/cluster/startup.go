@@ -21,8 +21,6 @@ type Startup struct {
 	// Ready is create → the pod Ready; zero when it never is (a sidecar
 	// whose Envoy cannot run here).
 	Ready time.Duration
-
-	done bool // got as far as wanted (StartBurst)
 }
 
 // StartupPod is the pod StartPods creates: the demo's shell, in the
