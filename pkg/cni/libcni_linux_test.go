@@ -20,6 +20,7 @@ import (
 	"github.com/containernetworking/cni/pkg/invoke"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -122,12 +123,14 @@ func newNode(t testing.TB, extra map[string]any) *node {
 }
 
 // plugins runs the chain with the plugins of dir (our plugin, or Istio's)
-// and Debian's, with the node's cache.
+// and Debian's, with the node's cache. The exec is given, never left nil: libcni fills a nil one in lazily on
+// first use, a data race when the first ADDs run concurrently.
 func (n *node) plugins(dir string) *libcni.CNIConfig {
-	var exec invoke.Exec
-	if n.stderr != nil {
-		exec = &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: n.stderr}}
+	stderr := n.stderr
+	if stderr == nil {
+		stderr = os.Stderr
 	}
+	exec := &invoke.DefaultExec{RawExec: &invoke.RawExec{Stderr: stderr}, PluginDecoder: version.PluginDecoder{}}
 	return libcni.NewCNIConfigWithCacheDir([]string{dir, debianPlugins}, filepath.Join(n.dir, "cache"), exec)
 }
 
