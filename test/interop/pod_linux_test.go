@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/kubetest"
+	"github.com/skiff-mesh/skiff/pkg/logtest"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -218,14 +219,14 @@ func (p *pod) args() []string {
 
 // start runs bin as the pod's istio-proxy container (its args, its
 // environment plus extra) in the pod's namespace, from the pod's root.
-func (p *pod) start(t *testing.T, bin string, extra ...string) *strings.Builder {
+func (p *pod) start(t *testing.T, bin string, extra ...string) *logtest.Buffer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", p.ns.Name, bin}, p.args()...)...)
 	cmd.Dir = p.root
 	cmd.Env = p.env(extra...)
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &syncWriter{b: &logs}, &syncWriter{b: &logs}
+	logs := &logtest.Buffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -239,7 +240,7 @@ func (p *pod) start(t *testing.T, bin string, extra ...string) *strings.Builder 
 			t.Logf("%s logs:\n%s", filepath.Base(bin), logs.String())
 		}
 	})
-	return &logs
+	return logs
 }
 
 // lookup asks the pod's DNS proxy (127.0.0.1:15053 in its namespace) for

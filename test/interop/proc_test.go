@@ -5,25 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/skiff-mesh/skiff/pkg/logtest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
-
-// syncWriter serialises writes from a process's stdout and stderr.
-type syncWriter struct {
-	mu sync.Mutex
-	b  *strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
 
 // freeAddr returns a loopback address with a port free a moment ago.
 func freeAddr(t *testing.T) string {
@@ -37,12 +24,13 @@ func freeAddr(t *testing.T) string {
 }
 
 // startProcess runs a control plane binary on the host until the test ends.
-func startProcess(t *testing.T, dir string, env []string, bin string, args ...string) *syncWriter {
+// Its stdout and stderr go to one buffer, which the test may read while it runs.
+func startProcess(t *testing.T, dir string, env []string, bin string, args ...string) *logtest.Buffer {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	w := &syncWriter{b: &strings.Builder{}}
+	w := &logtest.Buffer{}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -58,9 +46,7 @@ func startProcess(t *testing.T, dir string, env []string, bin string, args ...st
 			<-done
 		}
 		if t.Failed() {
-			w.mu.Lock()
-			t.Logf("%s logs:\n%s", filepath.Base(bin), w.b.String())
-			w.mu.Unlock()
+			t.Logf("%s logs:\n%s", filepath.Base(bin), w.String())
 		}
 	})
 	return w
