@@ -42,12 +42,13 @@ istio-bins: deps ## build Istio 1.31's pilot-agent, pilot-discovery, istioctl an
 interop: deps k8s-assets istio-bins ## Skiff's binaries against Istio 1.31's own (test/interop)
 	$(GO) test -count=1 ./test/interop/
 
-test: deps k8s-assets istio-bins ## run every test, privileged ones included (run as root, as CI does)
+test: deps k8s-assets istio-bins ## run every test, privileged ones included (run as root, as CI does), then again under the race detector
 	@[ "$$(id -u)" = 0 ] || echo "warning: not root: privileged tests will skip"
 	$(GO) vet ./...
 	GOOS=darwin $(GO) build ./pkg/... ./cmd/...
 	bash tools/hostcheck/check.sh "before the tests"
 	$(GO) test -count=1 ./...
+	$(GO) test -race -count=1 ./...
 	bash tools/hostcheck/check.sh "after the tests"
 
 lint: ## gofmt, go vet, and one slog key for errors ("err")
