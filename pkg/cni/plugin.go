@@ -84,7 +84,7 @@ func (p *Plugin) logger(conf *Config) (*slog.Logger, *pluginlog.Buffer, error) {
 // command's outcome stays its own.
 func (p *Plugin) done(t *target, cmd string, err error) {
 	if err != nil {
-		t.log.Error(cmd+" failed", "pod", t.pod, "error", err)
+		t.log.Error(cmd+" failed", "pod", t.pod, "err", err)
 	}
 	if t.buf == nil {
 		return

@@ -88,13 +88,13 @@ type sink struct {
 func (s *sink) post(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
-		s.log.Warn("plugin log post not read", "error", err)
+		s.log.Warn("plugin log post not read", "err", err)
 		http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
 		return
 	}
 	var texts []string
 	if err := json.Unmarshal(body, &texts); err != nil {
-		s.log.Warn("plugin log post is not a JSON array of strings", "error", err, "body", truncate(body))
+		s.log.Warn("plugin log post is not a JSON array of strings", "err", err, "body", truncate(body))
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
@@ -103,7 +103,7 @@ func (s *sink) post(w http.ResponseWriter, r *http.Request) {
 	for _, t := range texts {
 		rec, err := Parse(t)
 		if err != nil {
-			s.log.Warn("plugin log record not understood", "error", err, "record", truncate([]byte(t)))
+			s.log.Warn("plugin log record not understood", "err", err, "record", truncate([]byte(t)))
 			continue
 		}
 		if h := s.log.Handler(); h.Enabled(r.Context(), rec.Level) {

@@ -53,7 +53,7 @@ func TestShippedRecordsArePrinted(t *testing.T) {
 	log := slog.New(b).With("component", "istio-cni")
 	log.Debug("below the sink's level")
 	log.Info("traffic capture installed", "pod", "default/shell")
-	log.Error("ADD failed", "pod", "default/other", "error", "boom")
+	log.Error("ADD failed", "pod", "default/other", "err", "boom")
 	if err := pluginlog.Ship(dir, b.Records()); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestShippedRecordsArePrinted(t *testing.T) {
 	got := out.String()
 	for _, want := range []string{
 		`level=INFO msg="traffic capture installed" scope=cni-plugin component=istio-cni pod=default/shell`,
-		`level=ERROR msg="ADD failed" scope=cni-plugin component=istio-cni error=boom pod=default/other`,
+		`level=ERROR msg="ADD failed" scope=cni-plugin component=istio-cni err=boom pod=default/other`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)

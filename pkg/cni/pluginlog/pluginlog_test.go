@@ -17,7 +17,7 @@ func TestBufferEncodesAsIstioReadsThem(t *testing.T) {
 	log.Debug("not kept")
 	log.Info("traffic capture installed", "pod", "default/shell")
 	log.WithGroup("g").Warn("careful", "n", 3)
-	log.Error("ADD failed", "error", "boom")
+	log.Error("ADD failed", "err", "boom")
 	recs := b.Records()
 	if len(recs) != 3 {
 		t.Fatalf("%d records, want 3 (debug is below the level): %q", len(recs), recs)
