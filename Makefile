@@ -122,7 +122,7 @@ bench-pods: deps k8s-assets ## pod create -> running/Ready on a real node: no in
 	$(GO) run ./tools/podbench -root . -n 20
 
 .PHONY: bench-dns
-bench-dns: deps ## DNS proxy vs dnsmasq with dnsperf, 10 s runs (as root); figures go to docs/benchmarks.md
+bench-dns: deps ## DNS proxy vs dnsmasq with dnsperf, 10 s runs (as root), the upstream probed beside the forward runs and dnsmasq direct again beside the proxy's CPU burned; figures go to docs/benchmarks.md
 	$(GO) run ./tools/dnsbench -duration 10s
 
 .PHONY: bench-istiod

@@ -33,6 +33,7 @@ type options struct {
 	outstanding int
 	rate        int
 	serve       serveOptions
+	burn        float64
 }
 
 func main() {
@@ -49,11 +50,15 @@ func main() {
 	flag.StringVar(&o.serve.table, "serve-table", "", "with -serve: NameTable as JSON, as /debug/ndsz writes it (default: the benchmark's mesh names)")
 	flag.IntVar(&o.serve.readers, "serve-readers", 0, "with -serve: UDP readers (default GOMAXPROCS)")
 	flag.BoolVar(&o.serve.pprof, "serve-pprof", false, "with -serve: pprof on localhost:6060")
+	flag.Float64Var(&o.burn, "burn", 0, "run only a process that keeps this share of one core busy (used by the benchmark itself)")
 	flag.Parse()
 	var err error
-	if o.serve.addr != "" {
+	switch {
+	case o.burn != 0:
+		err = burn(o.burn)
+	case o.serve.addr != "":
 		err = serve(o.serve, o.names)
-	} else {
+	default:
 		err = run(context.Background(), o, os.Stdout)
 	}
 	if err != nil {
@@ -119,7 +124,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	cases := []benchCase{
 		{name: "mesh names", file: w.meshQueries, servers: []*server{skiff, rival}},
 		{name: "forwarded, upstream TTL 3600 (cache)", file: w.fwdQueries, servers: []*server{skiff, rival}},
-		{name: "forwarded, upstream TTL 0 (no cache)", file: w.fwdQueries, servers: []*server{skiff0, fwd0, direct}},
+		{name: "forwarded, upstream TTL 0 (no cache)", file: w.fwdQueries, servers: []*server{skiff0, fwd0, direct},
+			upstream: direct, burnFor: skiff0},
 	}
 	p := dnsperf{clients: o.clients, threads: o.threads, outstanding: o.outstanding}
 	for _, c := range cases {
@@ -154,14 +160,36 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		// As many rounds as at the maximum, alternating servers: one
 		// run's p99 moves by 2x or more on two shared cores.
 		for round := range o.rounds {
+			var burnt float64 // cores c.burnFor spent in this round
 			for _, s := range c.servers {
 				status("latency at %d qps, round %d: %s, %s", rate, round+1, s.name, c.name)
-				r, err := p.run(ctx, s, c.file, o.duration, rate)
+				r, up, err := p.runBeside(ctx, s, c.upstream, c.file, o.duration, rate)
 				if err != nil {
 					return err
 				}
-				rep.add(&rep.half, c.name, s.name, rate, r)
+				rep.addHalf(c.name, s.name, rate, r, up, 0)
+				if s == c.burnFor {
+					burnt = r.cpuPerQuery.Seconds() * r.qps
+				}
 			}
+			if c.burnFor == nil {
+				continue
+			}
+			// The baseline again, with the CPU c.burnFor spent burned
+			// beside it (one core at most).
+			base := c.servers[len(c.servers)-1]
+			cores := min(burnt, 1)
+			status("latency at %d qps, round %d: %s beside %.2f cores burned, %s", rate, round+1, base.name, cores, c.name)
+			stop, err := startBurner(ctx, cores)
+			if err != nil {
+				return err
+			}
+			r, up, err := p.runBeside(ctx, base, c.upstream, c.file, o.duration, rate)
+			stop()
+			if err != nil {
+				return err
+			}
+			rep.addHalf(c.name, base.name+", "+c.burnFor.name+"'s CPU burned beside it", rate, r, up, cores)
 		}
 	}
 	rep.loadAfter = loadAverage()
@@ -174,6 +202,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 type benchCase struct {
 	name, file string
 	servers    []*server
+	// upstream, when set, is probed during every half-load run (its
+	// latency while each server runs at that load), and the baseline runs
+	// once more per round beside a process burning the CPU burnFor spent.
+	upstream, burnFor *server
 }
 
 // status prints progress on stderr.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -12,6 +13,8 @@ type row struct {
 	set, server string
 	rate        int // offered load of a latency run
 	res         result
+	up          result  // the upstream probed beside a latency run (zero: none)
+	burnt       float64 // cores burned beside it
 }
 
 // report collects the runs and renders them as Markdown.
@@ -24,6 +27,11 @@ type report struct {
 
 func (r *report) add(rows *[]row, set, server string, rate int, res result) {
 	*rows = append(*rows, row{set: set, server: server, rate: rate, res: res})
+}
+
+// addHalf records a half-load run with what was measured beside it.
+func (r *report) addHalf(set, server string, rate int, res, up result, burnt float64) {
+	r.half = append(r.half, row{set: set, server: server, rate: rate, res: res, up: up, burnt: burnt})
 }
 
 // runs returns the maximum-rate results of one server on one set.
@@ -90,16 +98,17 @@ func (r *report) write(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Latency with every server of a case offered the same load, half the baseline's median maximum (dnsperf -Q; percentiles of the per-query latencies from -v):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| names | server | offered QPS | achieved QPS | lost | p50 ms | p99 ms | p99.9 ms | max ms |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "\"Upstream p99\" is that of a probe asking the upstream itself (%d QPS, -q %d) through the middle half of the run; \"burned\" the cores a process beside the server kept busy.\n\n", probeRate, probeOutstanding)
+	fmt.Fprintln(w, "| names | server | offered QPS | achieved QPS | lost | p50 ms | p99 ms | p99.9 ms | max ms | upstream p99 ms | burned |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, x := range r.half {
-		fmt.Fprintf(w, "| %s | %s | %d | %.0f | %d | %s | %s | %s | %s |\n", x.set, x.server, x.rate, x.res.qps,
-			x.res.lost, ms(x.res.p50), ms(x.res.p99), ms(x.res.p999), ms(x.res.max))
+		fmt.Fprintf(w, "| %s | %s | %d | %.0f | %d | %s | %s | %s | %s | %s | %s |\n", x.set, x.server, x.rate, x.res.qps,
+			x.res.lost, ms(x.res.p50), ms(x.res.p99), ms(x.res.p999), ms(x.res.max), probed(x.up), burned(x.burnt))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Latency at half load, median of the %d rounds above; the ratio is of the median p99s:\n\n", o.rounds)
-	fmt.Fprintln(w, "| names | server | p50 ms (median) | p99 ms (median) | p99 min-max | p99 vs baseline |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| names | server | p50 ms (median) | p99 ms (median) | p99 min-max | p99 vs baseline | upstream p99 ms (median) |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
 	seen = map[string]bool{}
 	for _, x := range r.half {
 		if seen[x.set+x.server] {
@@ -108,9 +117,41 @@ func (r *report) write(w io.Writer) {
 		seen[x.set+x.server] = true
 		p50, p99, lo, hi := r.latency(x.set, x.server)
 		_, base, _, _ := r.latency(x.set, r.baseline[x.set])
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s-%s | %.2fx |\n", x.set, x.server, ms(p50), ms(p99), ms(lo), ms(hi),
-			float64(p99)/float64(base))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s-%s | %.2fx | %s |\n", x.set, x.server, ms(p50), ms(p99), ms(lo), ms(hi),
+			float64(p99)/float64(base), probed(r.upstreamP99(x.set, x.server)))
 	}
+}
+
+// probed renders a probe's p99, or "-" when there was none.
+func probed(up result) string {
+	if up.sent == 0 {
+		return "-"
+	}
+	return ms(up.p99)
+}
+
+// burned renders the cores burned beside a run, or "-".
+func burned(cores float64) string {
+	if cores == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f cores", cores)
+}
+
+// upstreamP99 returns the probe result with the median p99 over one
+// server's half-load runs on one set (zero when none was probed).
+func (r *report) upstreamP99(set, server string) result {
+	var ups []result
+	for _, x := range r.half {
+		if x.set == set && x.server == server && x.up.sent > 0 {
+			ups = append(ups, x.up)
+		}
+	}
+	if len(ups) == 0 {
+		return result{}
+	}
+	slices.SortFunc(ups, func(a, b result) int { return cmp.Compare(a.p99, b.p99) })
+	return ups[len(ups)/2]
 }
 
 // latency returns the median p50 and p99 of one server's half-load runs on
