@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ import (
 // istio-1.31 cases chain Istio's own plugin (pkg/istiobin) instead, which
 // asks the API server for the pod; the floor cases the cheapest plugin
 // there can be (testdata/floor), to show what any process costs.
+// cpu-per-add-ms is the CPU time of the chain's processes per ADD (their
+// user and system time, as the kernel accounts it when they are reaped).
 func BenchmarkAdd(b *testing.B) {
 	netnstest.RequireRoot(b)
 	for _, c := range []struct {
@@ -124,6 +127,7 @@ func benchAdd(b *testing.B, c chain, parallel int) {
 		n.conflist = bridgeOnly(b, n.conflist)
 	}
 	var lat []time.Duration
+	var cpu time.Duration // the chains' processes', over every round
 	var mu sync.Mutex
 	rounds := (b.N + parallel - 1) / parallel
 	b.ResetTimer()
@@ -131,6 +135,7 @@ func benchAdd(b *testing.B, c chain, parallel int) {
 		b.StopTimer()
 		pods, names := benchPods(b, cache, parallel)
 		b.StartTimer()
+		cpu0 := childCPU(b)
 		var wg sync.WaitGroup
 		for i := range pods {
 			wg.Add(1)
@@ -147,6 +152,7 @@ func benchAdd(b *testing.B, c chain, parallel int) {
 			}()
 		}
 		wg.Wait()
+		cpu += childCPU(b) - cpu0
 		b.StopTimer()
 		if c.chained && c.floor == "" && r == 0 {
 			requireCaptured(b, pods[0])
@@ -158,6 +164,19 @@ func benchAdd(b *testing.B, c chain, parallel int) {
 	}
 	b.StopTimer()
 	reportPercentiles(b, "", lat)
+	if len(lat) > 0 {
+		b.ReportMetric(ms(cpu/time.Duration(len(lat))), "cpu-per-add-ms")
+	}
+}
+
+// childCPU is the user and system time of this process's reaped children:
+// around ADDs, that of the plugins they ran (and of their children).
+func childCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkAddPaired measures what the plugin adds with the two chains run
@@ -167,7 +186,8 @@ func benchAdd(b *testing.B, c chain, parallel int) {
 // reports each chain's percentiles and the median of the per-pair
 // differences. The istio cases chain Istio's own plugin instead, built by
 // pkg/istiobin, with the same configuration: it asks the API server for
-// the pod.
+// the pod. added-cpu-ms is what the plugin adds to the CPU time of an ADD's
+// processes, from the means of each chain.
 func BenchmarkAddPaired(b *testing.B) {
 	netnstest.RequireRoot(b)
 	for _, c := range []struct {
@@ -186,6 +206,7 @@ func BenchmarkAddPaired(b *testing.B) {
 			c.use(b, n)
 			chains := [2]*libcni.NetworkConfigList{bridgeOnly(b, n.conflist), n.conflist}
 			var lat [2][]time.Duration
+			var cpu [2]time.Duration // each chain's processes', over every ADD
 			var diff []time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -196,9 +217,11 @@ func BenchmarkAddPaired(b *testing.B) {
 				for k := range 2 {
 					c := (i + k) % 2 // alternate which chain goes first
 					var err error
+					cpu0 := childCPU(b)
 					if d[c], err = timedAdd(n, chains[c], pods[c], names[c]); err != nil {
 						b.Fatal(err)
 					}
+					cpu[c] += childCPU(b) - cpu0
 					lat[c] = append(lat[c], d[c])
 				}
 				diff = append(diff, d[1]-d[0])
@@ -218,6 +241,7 @@ func BenchmarkAddPaired(b *testing.B) {
 			if len(diff) > 0 {
 				b.ReportMetric(ms(diff[len(diff)/2]), "added-p50-ms")
 				b.ReportMetric(ms(percentile(lat[1], 99)-percentile(lat[0], 99)), "added-p99-ms")
+				b.ReportMetric(ms((cpu[1]-cpu[0])/time.Duration(b.N)), "added-cpu-ms")
 			}
 		})
 	}
