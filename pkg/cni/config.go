@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
-	"github.com/containernetworking/cni/pkg/version"
 
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
 	"github.com/skiff-mesh/skiff/pkg/logflags"
@@ -43,8 +42,15 @@ type Config struct {
 	// IPTablesBackend forces "legacy" or "nft" instead of detecting per pod.
 	IPTablesBackend string `json:"iptables_backend,omitempty"`
 
+	// PrevResultJSON is "prevResult" as it came: being shallower, it takes
+	// the key from the embedded PluginConf's map, so that the result passes
+	// through without a decode into the library's types (see prevResult).
+	PrevResultJSON json.RawMessage `json:"prevResult,omitempty"`
+
 	// level is LogLevel parsed by ParseConfig.
 	level slog.Level
+	// prev is PrevResultJSON parsed by ParseConfig, nil without one.
+	prev *prevResult
 }
 
 // MarshalJSON encodes the entry with only the keys that are set. It exists
@@ -88,9 +94,11 @@ func ParseConfig(b []byte) (*Config, error) {
 	if err := c.normalise(); err != nil {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig, "bad network configuration", err.Error())
 	}
-	if err := version.ParsePrevResult(&c.PluginConf); err != nil {
+	prev, err := parsePrevResult(c.PrevResultJSON, c.CNIVersion)
+	if err != nil {
 		return nil, types.NewError(types.ErrDecodingFailure, "bad prevResult", err.Error())
 	}
+	c.prev = prev
 	return &c, nil
 }
 

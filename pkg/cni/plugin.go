@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/skiff-mesh/skiff/pkg/capture"
@@ -210,23 +208,15 @@ func (p *Plugin) Add(args *skel.CmdArgs) (err error) {
 		// At info, as Istio's plugin says why it left a pod alone.
 		t.log.Info("pod passed through", "pod", t.pod, "reason", t.decision.Reason)
 	}
-	return p.printPrevResult(t.conf)
+	return t.conf.prev.printTo(p.Stdout, t.conf.CNIVersion)
 }
 
 func (p *Plugin) applyCapture(t *target) error {
 	cfg := t.decision.Capture
-	if t.conf.PrevResult != nil {
-		if res, err := current.NewResultFromResult(t.conf.PrevResult); err == nil {
-			// The pod's addresses in the order the chain assigned them:
-			// IPv6 rules as Istio decides from the pod's interfaces.
-			var addrs []netip.Addr
-			for _, ip := range res.IPs {
-				if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
-					addrs = append(addrs, a.Unmap())
-				}
-			}
-			cfg.EnableIPv6 = capture.PodIPv6(addrs, cfg.DualStack)
-		}
+	if t.conf.prev != nil {
+		// The pod's addresses in the order the chain assigned them: IPv6
+		// rules as Istio decides from the pod's interfaces.
+		cfg.EnableIPv6 = capture.PodIPv6(t.conf.prev.addrs, cfg.DualStack)
 	}
 	apply := p.Apply
 	if apply == nil {
@@ -242,13 +232,6 @@ func (p *Plugin) applyCapture(t *target) error {
 		return cniError(types.ErrInternal, "install traffic capture", fmt.Errorf("pod %s: %w", t.pod, err))
 	}
 	return nil
-}
-
-func (p *Plugin) printPrevResult(conf *Config) error {
-	if conf.PrevResult == nil {
-		return printTo(p.Stdout, &current.Result{CNIVersion: current.ImplementedSpecVersion}, conf.CNIVersion)
-	}
-	return printTo(p.Stdout, conf.PrevResult, conf.CNIVersion)
 }
 
 // printTo writes the result, converted to the configuration's version, to w (stdout if nil).
