@@ -234,18 +234,6 @@ func (p *Plugin) applyCapture(t *target) error {
 	return nil
 }
 
-// printTo writes the result, converted to the configuration's version, to w (stdout if nil).
-func printTo(w io.Writer, r types.Result, ver string) error {
-	if w == nil {
-		w = os.Stdout
-	}
-	conv, err := r.GetAsVersion(ver)
-	if err != nil {
-		return cniError(types.ErrIncompatibleCNIVersion, "convert result", err)
-	}
-	return conv.PrintTo(w)
-}
-
 // Check verifies that a captured pod's namespace holds every rule its
 // annotations call for, naming what is missing.
 func (p *Plugin) Check(args *skel.CmdArgs) (err error) {

@@ -89,18 +89,27 @@ func parsePrevResult(raw json.RawMessage, confVersion string) (*prevResult, erro
 	return r, nil
 }
 
-// printTo writes the result at version ver to w; a nil one is an empty
-// result.
+// printTo writes the result at version ver to w (stdout if nil); a nil one
+// is an empty result.
 func (r *prevResult) printTo(w io.Writer, ver string) error {
-	if r == nil {
-		return printTo(w, &current.Result{CNIVersion: current.ImplementedSpecVersion}, ver)
-	}
-	if r.typed != nil {
-		return printTo(w, r.typed, ver)
-	}
 	if w == nil {
 		w = os.Stdout
 	}
+	switch {
+	case r == nil:
+		return printTo(w, &current.Result{CNIVersion: current.ImplementedSpecVersion}, ver)
+	case r.typed != nil:
+		return printTo(w, r.typed, ver)
+	}
 	_, err := w.Write(r.raw)
 	return err
+}
+
+// printTo writes the library's result r, converted to version ver, to w.
+func printTo(w io.Writer, r types.Result, ver string) error {
+	conv, err := r.GetAsVersion(ver)
+	if err != nil {
+		return cniError(types.ErrIncompatibleCNIVersion, "convert result", err)
+	}
+	return conv.PrintTo(w)
 }
