@@ -2,8 +2,6 @@ package dnsproxy
 
 import (
 	"encoding/binary"
-
-	"github.com/miekg/dns"
 )
 
 // Search-domain aliases. A resolver that walks the pod's search list asks
@@ -28,10 +26,10 @@ func (t *table) lookup(key []byte) (a *answer, target []byte) {
 	}
 	name, qtype := splitKey(key)
 	switch qtype {
-	case dns.TypeA, dns.TypeAAAA:
-	case dns.TypePTR:
+	case typeA, typeAAAA:
+	case typePTR:
 		return t.ptr(name), nil
-	case dns.TypeSRV:
+	case typeSRV:
 		return t.srv(name), nil
 	default:
 		return nil, nil // the table holds addresses only
@@ -80,7 +78,7 @@ func (a *answer) appendAliasTo(dst []byte, q *query, msg, target []byte, limit i
 	start := len(dst)
 	dst = append(dst, a.wire[:headerLen]...)
 	dst = append(dst, msg[headerLen:q.qEnd]...)
-	dst = append(append(appendMeshRR(dst, dns.TypeCNAME, tlen), target...), 0)
+	dst = append(append(appendMeshRR(dst, typeCNAME, tlen), target...), 0)
 	recs := len(dst) - start
 	dst = a.appendRecords(dst)
 	out := dst[start:]

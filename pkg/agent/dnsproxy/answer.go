@@ -1,13 +1,11 @@
 package dnsproxy
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"sync/atomic"
 	"time"
-
-	"github.com/miekg/dns"
 )
 
 // answer is a response packed once and served many times: the fast path
@@ -97,48 +95,46 @@ func (a *answer) stored() time.Duration {
 	return a.age.stored
 }
 
-// packAnswer packs m as a reusable answer. rotate is the number of trailing
-// answer records to rotate (0 or 1 for none).
-func packAnswer(m *dns.Msg, rotate int, withTTLs bool) (*answer, error) {
-	m.Id = 0
-	m.Compress = true
-	wire, err := m.Pack()
-	if err != nil {
-		return nil, fmt.Errorf("pack answer for %v: %w", m.Question, err)
+// addrAnswer is the mesh answer to an A or AAAA question (qtype) for
+// the wire name: a record for each address, of one family, owned by the
+// question through a pointer to it, and served in turn starting at a
+// different one. Its records name nothing else, so it serves any name.
+func addrAnswer(name []byte, qtype uint16, addrs []netip.Addr) (*answer, error) {
+	size := 4
+	if qtype == typeAAAA {
+		size = 16
 	}
-	if cap(wire) > len(wire)+len(wire)/8 {
-		wire = bytes.Clone(wire) // Pack's buffer is sized for the uncompressed message
+	n := headerLen + len(name) + 4 + len(addrs)*(12+size)
+	if n > maxMsgSize {
+		return nil, fmt.Errorf("%d addresses make a message of %d bytes", len(addrs), n)
 	}
-	spans, err := walkRRs(nil, wire)
-	if err != nil {
-		return nil, fmt.Errorf("walk packed answer: %w", err)
-	}
-	a := &answer{wire: wire, qEnd: headerLen}
-	if a.qEnd, err = skipName(wire, headerLen); err != nil {
-		return nil, err
-	}
-	a.qEnd += 4
-	if rotate > 1 && rotate <= len(m.Answer) {
-		first := len(m.Answer) - rotate
-		size := spans[first].end - spans[first].start
-		same := true
-		for _, sp := range spans[first : first+rotate] {
-			same = same && sp.end-sp.start == size
-		}
-		if same {
-			a.rotOff, a.rotN, a.rotSize = int32(spans[first].start), int32(rotate), int32(size)
+	wire, qEnd := meshAnswer(name, qtype, len(addrs), 0, n)
+	for _, ip := range addrs {
+		wire = appendMeshRR(wire, qtype, size)
+		if size == 4 {
+			a4 := ip.As4()
+			wire = append(wire, a4[:]...)
+		} else {
+			a16 := ip.As16()
+			wire = append(wire, a16[:]...)
 		}
 	}
-	if withTTLs {
-		a.age = &aging{}
-		for i, sp := range spans {
-			if i >= len(m.Answer)+len(m.Ns) && isOPT(wire, sp) {
-				continue
-			}
-			a.age.ttls = append(a.age.ttls, ttlAt{int32(sp.ttlOff), binary.BigEndian.Uint32(wire[sp.ttlOff:])})
-		}
+	a := &answer{wire: wire, qEnd: qEnd, anyName: true}
+	if len(addrs) > 1 {
+		a.rotOff, a.rotN, a.rotSize = int32(qEnd), int32(len(addrs)), int32(12+size)
 	}
 	return a, nil
+}
+
+// rcodeAnswer is an answer with rcode and no records to the query q
+// (whose packet is pkt), with its opcode and every question it asked:
+// for errors, served with appendTo.
+func rcodeAnswer(q *query, pkt []byte, rcode int) *answer {
+	out := make([]byte, q.qEnd)
+	copy(out[4:], pkt[4:q.qEnd])
+	binary.BigEndian.PutUint16(out[2:], flagQR|flagRA|q.flags&flagOpcode|uint16(rcode&rcodeMax))
+	clear(out[6:headerLen])
+	return &answer{wire: out, qEnd: q.qEnd}
 }
 
 // isOPT reports whether the record at sp is an OPT pseudo-record.
@@ -179,6 +175,50 @@ func (a *answer) appendTo(dst []byte, q *query, msg []byte, age time.Duration, l
 			}
 			binary.BigEndian.PutUint32(out[int(t.off)+shift:], ttl)
 		}
+	}
+	return appendOPT(dst, start, q)
+}
+
+// appendTruncated is appendTo, or with a target appendAliasTo, for an
+// answer too big for limit bytes: as many of its records as fit with the
+// OPT record, in order (answers, authority, additional), and TC set when
+// any is left out, as miekg/dns's Truncate does for Istio's agent. It
+// returns nil only when q cannot take a's records at all.
+func (a *answer) appendTruncated(dst []byte, q *query, msg []byte, age time.Duration, target []byte, limit int) []byte {
+	whole := *q
+	whole.edns = false
+	start := len(dst)
+	if target != nil {
+		dst = a.appendAliasTo(dst, &whole, msg, target, 1<<30)
+	} else {
+		dst = a.appendTo(dst, &whole, msg, age, 1<<30)
+	}
+	if dst == nil {
+		return nil
+	}
+	out := dst[start:]
+	budget := max(limit, minUDPSize)
+	if q.edns {
+		budget -= 11
+	}
+	var spanBuf [16]rrSpan
+	spans, err := walkRRs(spanBuf[:0], out)
+	if err != nil {
+		return nil
+	}
+	keep, end := 0, q.qEnd
+	for keep < len(spans) && spans[keep].end <= budget {
+		end = spans[keep].end
+		keep++
+	}
+	if keep < len(spans) {
+		an := min(int(binary.BigEndian.Uint16(out[6:])), keep)
+		ns := min(int(binary.BigEndian.Uint16(out[8:])), keep-an)
+		binary.BigEndian.PutUint16(out[2:], binary.BigEndian.Uint16(out[2:])|flagTC)
+		binary.BigEndian.PutUint16(out[6:], uint16(an))
+		binary.BigEndian.PutUint16(out[8:], uint16(ns))
+		binary.BigEndian.PutUint16(out[10:], uint16(keep-an-ns))
+		dst = dst[:start+end]
 	}
 	return appendOPT(dst, start, q)
 }

@@ -4,8 +4,6 @@ import (
 	"hash/maphash"
 	"sync"
 	"time"
-
-	"github.com/miekg/dns"
 )
 
 // cacheShards spreads the cache over locks so both cores can hit it.
@@ -63,29 +61,6 @@ func (c *cache) get(key []byte, now time.Duration) *answer {
 	return e.ans
 }
 
-// put caches resp, an upstream answer to the question in key, if it is
-// cacheable (RFC 2308 for negative answers). It reports whether it did.
-func (c *cache) put(key []byte, resp *dns.Msg, now time.Duration) bool {
-	if c == nil {
-		return false
-	}
-	ttl, ok := cacheTTL(resp)
-	if !ok {
-		return false
-	}
-	ttl = min(ttl, c.maxTTL)
-	m := resp.Copy()
-	m.Id, m.Authoritative, m.RecursionAvailable = 0, false, true
-	m.Question[0].Name = canonicalName(m.Question[0].Name)
-	m.Extra = withoutOPT(m.Extra)
-	a, err := packAnswer(m, 0, true)
-	if err != nil {
-		return false
-	}
-	c.putAnswer(key, a, ttl, now)
-	return true
-}
-
 // putAnswer caches a, an answer to the question in key, for ttl (capped by
 // the cache's maximum) from now.
 func (c *cache) putAnswer(key []byte, a *answer, ttl, now time.Duration) {
@@ -134,45 +109,4 @@ func (c *cache) len() int {
 		c.shards[i].mu.RUnlock()
 	}
 	return n
-}
-
-// cacheTTL is how long resp may be cached: the smallest record TTL of a
-// positive answer; for NXDOMAIN and NODATA the SOA's TTL capped by its
-// MINIMUM (RFC 2308 section 5). Other answers are not cached.
-func cacheTTL(resp *dns.Msg) (time.Duration, bool) {
-	if resp.Truncated || len(resp.Question) != 1 {
-		return 0, false
-	}
-	if resp.Rcode != dns.RcodeSuccess && resp.Rcode != dns.RcodeNameError {
-		return 0, false
-	}
-	if resp.Rcode == dns.RcodeSuccess && len(resp.Answer) > 0 {
-		ttl := ^uint32(0)
-		for _, sec := range [][]dns.RR{resp.Answer, resp.Ns, resp.Extra} {
-			for _, rr := range sec {
-				if rr.Header().Rrtype != dns.TypeOPT {
-					ttl = min(ttl, rr.Header().Ttl)
-				}
-			}
-		}
-		return time.Duration(ttl) * time.Second, ttl > 0
-	}
-	for _, rr := range resp.Ns {
-		if soa, ok := rr.(*dns.SOA); ok {
-			ttl := min(soa.Hdr.Ttl, soa.Minttl)
-			return time.Duration(ttl) * time.Second, ttl > 0
-		}
-	}
-	return 0, false
-}
-
-// withoutOPT returns rrs without OPT records.
-func withoutOPT(rrs []dns.RR) []dns.RR {
-	out := rrs[:0:0]
-	for _, rr := range rrs {
-		if rr.Header().Rrtype != dns.TypeOPT {
-			out = append(out, rr)
-		}
-	}
-	return out
 }

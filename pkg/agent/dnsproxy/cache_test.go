@@ -133,21 +133,21 @@ func TestCacheAgesTTLsAndExpires(t *testing.T) {
 	resp.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "age.example.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(192, 0, 2, 1)}}
 	key, _ := nameKey("age.example.", dns.TypeA)
 	k := []byte(key + "\x00")
-	if !c.put(k, resp, 0) {
+	if !cachePut(t, c, k, resp, 0) {
 		t.Fatal("not cached")
 	}
 	a := c.get(k, 10*time.Second+time.Millisecond)
 	if a == nil {
 		t.Fatal("entry missing after 10s")
 	}
-	if ttl := a.msg(10*time.Second, key, nil).Answer[0].Header().Ttl; ttl != 50 {
+	if ttl := answerMsg(t, a, 10*time.Second, key, nil).Answer[0].Header().Ttl; ttl != 50 {
 		t.Errorf("TTL after 10s is %d, want 50", ttl)
 	}
 	if c.get(k, 60*time.Second) != nil {
 		t.Error("entry still served after its TTL")
 	}
 	capped := newCache(100, 5*time.Second)
-	capped.put(k, resp, 0)
+	cachePut(t, capped, k, resp, 0)
 	if capped.get(k, 6*time.Second) != nil {
 		t.Error("CacheMaxTTL not applied")
 	}
@@ -161,7 +161,9 @@ func TestCacheIsBounded(t *testing.T) {
 		resp.SetQuestion(name, dns.TypeA)
 		resp.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(192, 0, 2, 1)}}
 		key, _ := nameKey(name, dns.TypeA)
-		c.put([]byte(key), resp, time.Duration(i)*time.Millisecond)
+		if !cachePut(t, c, []byte(key), resp, time.Duration(i)*time.Millisecond) {
+			t.Fatalf("%s: not cached", name)
+		}
 	}
 	if n := c.len(); n > 64 {
 		t.Errorf("cache holds %d entries, bound is 64", n)

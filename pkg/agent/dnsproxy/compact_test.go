@@ -79,7 +79,7 @@ func sameAnswers(t *testing.T, a, b *table, keys []string) (answered int, aAnswe
 				break
 			}
 			aAnswers[aa], bAnswers[ba] = true, true
-			if want, got := aa.msg(0, key, atarget).String(), ba.msg(0, key, btarget).String(); got != want {
+			if want, got := answerMsg(t, aa, 0, key, atarget).String(), answerMsg(t, ba, 0, key, btarget).String(); got != want {
 				t.Errorf("%q answered\n%s\nand\n%s", key, got, want)
 			}
 		}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"strings"
 
-	"github.com/miekg/dns"
-
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
 
@@ -55,7 +53,7 @@ func (t *table) setDomains(o tableOptions) {
 		return
 	}
 	t.svcWire = []byte(w[:len(w)-1]) // no root label
-	if _, ok := dns.IsDomainName(o.namespace); o.namespace == "" || !ok || strings.Contains(o.namespace, ".") {
+	if _, err := packName(o.namespace + "."); o.namespace == "" || err != nil || strings.Contains(o.namespace, ".") {
 		return
 	}
 	if w, err = packName(strings.ToLower(o.namespace) + "." + o.svcDomain + "."); err == nil {

@@ -14,6 +14,7 @@
 // and negative) for as long as their TTLs allow.
 //
 // Hot answers (mesh names and cache hits) are served from precomputed wire
-// messages without unpacking the query; everything else goes through
-// github.com/miekg/dns. See README.md for the design.
+// messages without unpacking the query; everything else is taken apart in
+// full (parseRequest) and served by the same code. The package reads and
+// writes the wire format itself. See README.md for the design.
 package dnsproxy

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/miekg/dns"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/skiff-mesh/skiff/pkg/promtext"
@@ -79,16 +78,6 @@ func (f *forwarder) close() {
 		u.udp.close()
 		u.tcp.close()
 	}
-}
-
-// upstreamQuery builds the message sent upstream for q.
-func upstreamQuery(q dns.Question, rd, cd, do bool, udpSize uint16) *dns.Msg {
-	m := new(dns.Msg)
-	m.Id = randomID()
-	m.RecursionDesired, m.CheckingDisabled = rd, cd
-	m.Question = []dns.Question{q}
-	m.SetEdns0(udpSize, do)
-	return m
 }
 
 // forward returns the wire form of an upstream's answer to the query
@@ -273,9 +262,9 @@ func (f *forwarder) settle(ctx context.Context, deadline time.Time, u *upstream,
 	}
 	u.duration.Observe(time.Since(start).Seconds())
 	switch rcode := int(r[3] & 0x0f); rcode {
-	case dns.RcodeServerFailure, dns.RcodeRefused, dns.RcodeNotImplemented, dns.RcodeFormatError:
-		u.failures.With("rcode_" + dns.RcodeToString[rcode]).Inc()
-		return r, fmt.Errorf("%s: %w %s", u.addr, errRcode, dns.RcodeToString[rcode])
+	case rcodeServerFailure, rcodeRefused, rcodeNotImplemented, rcodeFormatError:
+		u.failures.With("rcode_" + rcodeName[rcode]).Inc()
+		return r, fmt.Errorf("%s: %w %s", u.addr, errRcode, rcodeName[rcode])
 	}
 	if u.badUntil.Load() != 0 {
 		u.badUntil.Store(0)

@@ -129,7 +129,7 @@ func (s *Server) forwardEvent(l *udpListener, pkt []byte, addr netip.AddrPort, s
 	if q.edns {
 		size = uint16(min(max(q.udpSize, ourUDPSize), maxUDPSize))
 	}
-	f.packed = appendUpstreamWire(f.buf[:0], name, q.qtype, q.flags, q.do, size)
+	f.packed = appendUpstreamWire(f.buf[:0], name, q.qtype, classINET, q.flags, q.do, size)
 	c := evClient{l: l, addr: addr, q: kept}
 	var rest []byte // what packed left of buf, if it fit there
 	if n := len(f.packed); n < len(f.buf) {
@@ -274,13 +274,13 @@ func (s *Server) evAnswer(f *evFlight, res result, out *replyBatch) {
 		recycle(f) // nothing refers to f now: see flights
 		return
 	}
-	// Too big for these clients: the slow path truncates. The others
+	// Too big for these clients: truncated, off this reader. The others
 	// are answered; their slots go back now.
 	for range len(clients) - len(big) {
 		<-s.inflight
 	}
-	wire := bytes.Clone(a.wire)
-	go s.evReply(big, func(c *evClient) []byte { return s.finishWire(c.pkt, wire) })
+	whole := a.clone() // a is the batch's scratch
+	go s.evReply(big, func(c *evClient) []byte { return whole.appendTruncated(nil, &c.q, c.pkt, 0, nil, c.q.udpSize) })
 }
 
 // evHandoff finishes f in a goroutine after its first try, done: the rest
@@ -294,9 +294,9 @@ func (s *Server) evHandoff(f *evFlight, clients []evClient, done *tried, settled
 		r, err := s.fwd.run(s.ctx, f.deadline, f.packed, done)
 		var a *answer
 		if err == nil {
-			a, _ = s.keepWire(f.key, r)
+			a = s.keepWire(f.key, r)
 		}
-		s.evReply(clients, func(c *evClient) []byte { return s.wireReply(&c.q, c.pkt, a, r, err) })
+		s.evReply(clients, func(c *evClient) []byte { return s.wireReply(&c.q, c.pkt, a, err) })
 	}()
 }
 

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/miekg/dns"
 )
 
 // The forward path of plain UDP queries, in wire form. A query the fast
@@ -16,18 +14,11 @@ import (
 // upstream as a message written here, and the upstream's answer is never
 // unpacked: its records are located, the cache keeps them when their TTL
 // allows, and the reply is the client's header and question over the
-// upstream's records, as cached answers are served. Anything unusual (a
-// wildcard host that may match, an answer too big for the client, an
-// answer this code does not take apart) goes to the slow path, which
-// handles every case with miekg/dns.
+// upstream's records, as cached answers are served. The slow path forwards
+// the same way (forwardQuery) for the queries it takes apart itself.
 
-const (
-	typeSOA  = 6
-	rcodeMax = 0x0f
-)
-
-// flightWire prefixes the coalescing keys of the wire path, whose shared
-// value is an *answer, apart from the slow path's (*dns.Msg).
+// flightWire prefixes the coalescing keys of forwarded questions, whose
+// shared value is an *answer.
 const flightWire = "w"
 
 // forwardUDP answers pkt, a UDP query, by forwarding it in wire form, or
@@ -40,35 +31,48 @@ func (s *Server) forwardUDP(ctx context.Context, pkt []byte) []byte {
 	if !ok {
 		return nil
 	}
+	a, err := s.forwardQuery(ctx, &q)
+	return s.wireReply(&q, pkt, a, err)
+}
+
+// forwardQuery forwards q upstream, coalesced with the same question in
+// flight, and returns the answer to serve, cached when its TTLs allow
+// (class IN only: the cache's keys have no class).
+func (s *Server) forwardQuery(ctx context.Context, q *query) (*answer, error) {
 	ckey := append(q.key, q.cacheFlags())
-	if s.cache != nil {
+	fkey := flightWire + string(ckey)
+	if q.qclass != classINET {
+		fkey += string(binary.BigEndian.AppendUint16(nil, q.qclass))
+	} else if s.cache != nil {
 		s.m.cacheMisses.Inc()
 	}
-	v, err, _ := s.fwd.flight.Do(flightWire+string(ckey), func() (any, error) {
+	v, err, _ := s.fwd.flight.Do(fkey, func() (any, error) {
 		size := uint16(ourUDPSize)
 		if q.edns {
 			size = uint16(min(max(q.udpSize, ourUDPSize), maxUDPSize))
 		}
-		packed := upstreamWire(q.key[:len(q.key)-2], q.qtype, q.flags, q.do, size)
+		packed := upstreamWire(q.key[:len(q.key)-2], q.qtype, q.qclass, q.flags, q.do, size)
 		wire, err := s.fwd.forward(ctx, packed)
 		if err != nil {
 			return nil, err
 		}
-		if a, ok := s.keepWire(string(ckey), wire); ok {
+		if q.qclass != classINET {
+			a, _ := upstreamAnswer(wire)
 			return a, nil
 		}
-		return wire, nil // the caller unpacks it
+		return s.keepWire(string(ckey), wire), nil
 	})
-	a, _ := v.(*answer)
-	wire, _ := v.([]byte)
-	return s.wireReply(&q, pkt, a, wire, err)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*answer), nil
 }
 
 // wireForwardable parses pkt for the wire forward path, with its key in
 // keyBuf. ok is false when the table may answer it or the slow path must.
 func (s *Server) wireForwardable(pkt, keyBuf []byte) (q query, ok bool) {
 	q, ok = parseQuery(pkt, keyBuf)
-	if !ok || q.qclass != classINET || q.qtype == dns.TypeAXFR || q.qtype == dns.TypeIXFR {
+	if !ok || q.qclass != classINET || q.qtype == typeAXFR || q.qtype == typeIXFR {
 		return q, false
 	}
 	if t := s.table.Load(); t != nil {
@@ -80,40 +84,30 @@ func (s *Server) wireForwardable(pkt, keyBuf []byte) (q query, ok bool) {
 }
 
 // keepWire makes a servable answer of the upstream answer wire to the
-// query with cache key ckey, and caches it when its TTL allows. ok is false
-// for an answer the wire path does not take apart.
-func (s *Server) keepWire(ckey string, wire []byte) (*answer, bool) {
-	a, ttl, ok := answerFromWire(wire)
-	if !ok {
-		return nil, false
-	}
+// query with cache key ckey (upstreamAnswer), and caches it when its TTL
+// allows.
+func (s *Server) keepWire(ckey string, wire []byte) *answer {
+	a, ttl := upstreamAnswer(wire)
 	if ttl > 0 {
 		s.cache.putAnswer([]byte(ckey), a, ttl, s.now())
 	}
-	return a, true
+	return a
 }
 
 // wireReply is the reply to q (whose packet is pkt) when forwarding gave
-// the answer a, or only the upstream's wire when the wire path does not
-// take it apart, or err.
-func (s *Server) wireReply(q *query, pkt []byte, a *answer, wire []byte, err error) []byte {
+// the answer a, or err.
+func (s *Server) wireReply(q *query, pkt []byte, a *answer, err error) []byte {
 	if err != nil {
 		s.log.Debug("forwarding failed", "key", string(q.key), "err", err)
-		return failAnswer(q, pkt).appendTo(nil, q, pkt, 0, q.udpSize)
+		a = rcodeAnswer(q, pkt, rcodeServerFailure)
 	}
-	if a != nil {
-		if out := a.appendTo(nil, q, pkt, 0, q.udpSize); out != nil {
-			return out
-		}
-		wire = a.wire // too big for the client: the slow path truncates
-	}
-	return s.finishWire(pkt, wire)
+	return serve(a, q, pkt, 0, nil, q.udpSize)
 }
 
 // coversWildcard reports whether the table answers q from a wildcard
 // host, as wildcardAnswer would.
 func (t *table) coversWildcard(q *query) bool {
-	if len(t.wildcards) == 0 || (q.qtype != dns.TypeA && q.qtype != dns.TypeAAAA) {
+	if len(t.wildcards) == 0 || (q.qtype != typeA && q.qtype != typeAAAA) {
 		return false
 	}
 	name := wireName(q.key[:len(q.key)-2])
@@ -137,29 +131,15 @@ func wireName(w []byte) string {
 	return b.String()
 }
 
-// finishWire answers pkt with the upstream answer wire through the slow
-// path's finish: for answers the wire path does not take apart.
-func (s *Server) finishWire(pkt, wire []byte) []byte {
-	req, resp := new(dns.Msg), new(dns.Msg)
-	if req.Unpack(pkt) != nil {
-		return formErr(pkt)
-	}
-	if err := resp.Unpack(wire); err != nil {
-		resp = reply(req, dns.RcodeServerFailure)
-	}
-	resp.Authoritative = false
-	return s.finish(req, resp, false)
-}
-
 // upstreamWire writes the upstream query for the lower-case wire name
 // name: a random ID, the client's RD and CD bits, and EDNS0 with size and
-// the client's DO bit, as upstreamQuery packs it.
-func upstreamWire(name []byte, qtype, clientFlags uint16, do bool, size uint16) []byte {
-	return appendUpstreamWire(make([]byte, 0, headerLen+len(name)+4+11), name, qtype, clientFlags, do, size)
+// the client's DO bit.
+func upstreamWire(name []byte, qtype, qclass, clientFlags uint16, do bool, size uint16) []byte {
+	return appendUpstreamWire(make([]byte, 0, headerLen+len(name)+4+11), name, qtype, qclass, clientFlags, do, size)
 }
 
 // appendUpstreamWire is upstreamWire appended to b.
-func appendUpstreamWire(b, name []byte, qtype, clientFlags uint16, do bool, size uint16) []byte {
+func appendUpstreamWire(b, name []byte, qtype, qclass, clientFlags uint16, do bool, size uint16) []byte {
 	start := len(b)
 	b = append(b, make([]byte, headerLen)...)
 	h := b[start:]
@@ -168,7 +148,7 @@ func appendUpstreamWire(b, name []byte, qtype, clientFlags uint16, do bool, size
 	binary.BigEndian.PutUint16(h[4:], 1)
 	binary.BigEndian.PutUint16(h[10:], 1)
 	b = append(b, name...)
-	b = append(b, byte(qtype>>8), byte(qtype), 0, classINET)
+	b = append(b, byte(qtype>>8), byte(qtype), byte(qclass>>8), byte(qclass))
 	var doByte byte
 	if do {
 		doByte = optDOBit >> 8
@@ -176,12 +156,32 @@ func appendUpstreamWire(b, name []byte, qtype, clientFlags uint16, do bool, size
 	return append(b, 0, 0, typeOPT, byte(size>>8), byte(size), 0, 0, doByte, 0, 0, 0)
 }
 
+// upstreamAnswer is what the proxy serves for an upstream's answer wire,
+// and how long it may be cached: answerFromWire's answer; for an error
+// without a question, that error; for an answer that code does not take
+// apart (a compressed question, an OPT record not last, an extended
+// rcode: none seen from real servers), SERVFAIL.
+func upstreamAnswer(wire []byte) (*answer, time.Duration) {
+	if a, ttl, ok := answerFromWire(wire); ok {
+		return a, ttl
+	}
+	rcode := uint16(rcodeServerFailure)
+	if len(wire) >= headerLen && binary.BigEndian.Uint16(wire[4:]) == 0 && wire[3]&rcodeMax != 0 {
+		rcode = uint16(wire[3] & rcodeMax)
+	}
+	// No records and any question: served as the client asked it.
+	out := make([]byte, headerLen)
+	binary.BigEndian.PutUint16(out[2:], flagQR|flagRA|rcode)
+	binary.BigEndian.PutUint16(out[4:], 1)
+	return &answer{wire: out, qEnd: headerLen, anyName: true}, 0
+}
+
 // answerFromWire makes a servable answer of an upstream answer: ID 0, not
 // authoritative, recursion available, the question in lower case, without
 // the upstream's OPT record, every TTL located for aging. ttl is how long
-// it may be cached, by cacheTTL's rules. ok is false for an answer it does
-// not take apart (truncated, compressed question, an OPT record not last,
-// an extended rcode), which the slow path then handles.
+// it may be cached (never when truncated). ok is false for an answer it
+// does not take apart (no question or a compressed one, an OPT record not
+// last, an extended rcode).
 func answerFromWire(wire []byte) (a *answer, ttl time.Duration, ok bool) {
 	a = new(answer)
 	if ttl, ok = a.fromWire(nil, wire); !ok {
@@ -198,7 +198,7 @@ func (a *answer) fromWire(buf, wire []byte) (ttl time.Duration, ok bool) {
 		return 0, false
 	}
 	flags := binary.BigEndian.Uint16(wire[2:])
-	if flags&flagQR == 0 || flags&flagTC != 0 || binary.BigEndian.Uint16(wire[4:]) != 1 {
+	if flags&flagQR == 0 || binary.BigEndian.Uint16(wire[4:]) != 1 {
 		return 0, false
 	}
 	qEnd, ok := plainName(wire, headerLen)
@@ -248,6 +248,9 @@ func (a *answer) fromWire(buf, wire []byte) (ttl time.Duration, ok bool) {
 	for _, sp := range spans {
 		a.age.ttls = append(a.age.ttls, ttlAt{int32(sp.ttlOff), binary.BigEndian.Uint32(out[sp.ttlOff:])})
 	}
+	if flags&flagTC != 0 {
+		return 0, true
+	}
 	return wireTTL(out, spans, an, ns, a.age.ttls), true
 }
 
@@ -275,15 +278,15 @@ func plainName(msg []byte, off int) (int, bool) {
 	return 0, false
 }
 
-// wireTTL is cacheTTL for an answer in wire form: the smallest TTL of a
-// positive answer; for NXDOMAIN and NODATA the SOA's TTL capped by its
-// MINIMUM; otherwise 0 (not cached).
+// wireTTL is how long an answer in wire form may be cached: the smallest
+// TTL of a positive answer; for NXDOMAIN and NODATA the SOA's TTL capped by
+// its MINIMUM (RFC 2308 section 5); otherwise 0 (not cached).
 func wireTTL(wire []byte, spans []rrSpan, an, ns int, ttls []ttlAt) time.Duration {
 	rcode := int(binary.BigEndian.Uint16(wire[2:]) & rcodeMax)
-	if rcode != dns.RcodeSuccess && rcode != dns.RcodeNameError {
+	if rcode != rcodeSuccess && rcode != rcodeNameError {
 		return 0
 	}
-	if rcode == dns.RcodeSuccess && an > 0 {
+	if rcode == rcodeSuccess && an > 0 {
 		ttl := ^uint32(0)
 		for _, t := range ttls {
 			ttl = min(ttl, t.ttl)
@@ -298,13 +301,4 @@ func wireTTL(wire []byte, spans []rrSpan, an, ns int, ttls []ttlAt) time.Duratio
 		}
 	}
 	return 0
-}
-
-// failAnswer is a SERVFAIL for q's question, to serve with appendTo.
-func failAnswer(q *query, pkt []byte) *answer {
-	out := make([]byte, q.qEnd)
-	copy(out[headerLen:], pkt[headerLen:q.qEnd])
-	binary.BigEndian.PutUint16(out[2:], flagQR|flagRA|dns.RcodeServerFailure)
-	binary.BigEndian.PutUint16(out[4:], 1)
-	return &answer{wire: out, qEnd: q.qEnd}
 }

@@ -3,11 +3,7 @@ package dnsproxy
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
-	"strings"
 	"time"
-
-	"github.com/miekg/dns"
 )
 
 // source says where an answer came from, for metrics.
@@ -30,7 +26,7 @@ func (s *Server) fast(msg, out []byte, keyBuf *[]byte, tcp bool) ([]byte, source
 	}
 	limit := q.udpSize
 	if tcp {
-		limit = dns.MaxMsgSize
+		limit = maxMsgSize
 	}
 	if t := s.table.Load(); t != nil {
 		if a, target := t.lookup(q.key); target != nil {
@@ -54,218 +50,115 @@ func (s *Server) fast(msg, out []byte, keyBuf *[]byte, tcp bool) ([]byte, source
 // the response or nil to drop the packet. It may block for up to the
 // forwarding timeout.
 func (s *Server) slow(ctx context.Context, msg []byte, tcp bool) []byte {
-	req := new(dns.Msg)
-	if err := req.Unpack(msg); err != nil || !countsMatch(msg, req) {
+	r, err := parseRequest(msg)
+	if err != nil {
 		s.m.malformed.Inc()
 		return formErr(msg)
 	}
-	if req.Response {
+	q := &r.q
+	if q.flags&flagQR != 0 {
 		s.m.malformed.Inc()
 		return nil
 	}
-	resp := new(dns.Msg)
-	switch opt := req.IsEdns0(); {
-	case req.Opcode != dns.OpcodeQuery:
-		resp.SetRcode(req, dns.RcodeNotImplemented)
-	case len(req.Question) != 1:
-		s.m.malformed.Inc()
-		resp.SetRcode(req, dns.RcodeFormatError)
-	case opt != nil && opt.Version() != 0:
-		resp.SetRcode(req, dns.RcodeBadVers)
-	default:
-		resp = s.resolve(ctx, req)
+	limit := q.udpSize
+	if tcp {
+		limit = maxMsgSize
 	}
-	return s.finish(req, resp, tcp)
+	switch {
+	case q.flags&flagOpcode != 0:
+		return serve(rcodeAnswer(q, r.pkt, rcodeNotImplemented), q, r.pkt, 0, nil, limit)
+	case r.qd != 1:
+		s.m.malformed.Inc()
+		return serve(rcodeAnswer(q, r.pkt, rcodeFormatError), q, r.pkt, 0, nil, limit)
+	case q.edns && r.version != 0:
+		out := serve(rcodeAnswer(q, r.pkt, rcodeBadVers), q, r.pkt, 0, nil, limit)
+		out[len(out)-6] = rcodeBadVers >> 4 // the OPT record's extended rcode
+		return out
+	}
+	a, target, age := s.resolve(ctx, q, r.pkt)
+	return serve(a, q, r.pkt, age, target, limit)
 }
 
-// resolve returns the answer to req's question, from the mesh table, the
-// cache or an upstream. Its header and question are fixed up by finish.
-func (s *Server) resolve(ctx context.Context, req *dns.Msg) *dns.Msg {
-	q := req.Question[0]
-	lq := q
-	lq.Name = strings.ToLower(q.Name)
-	key, err := nameKey(lq.Name, q.Qtype)
-	if err != nil {
-		s.m.malformed.Inc()
-		return reply(req, dns.RcodeFormatError)
+// serve writes a's answer to q (whose packet is pkt), aged by age; with a
+// target, as the answer to an alias of target (appendAliasTo). What does
+// not fit in limit bytes is truncated.
+func serve(a *answer, q *query, pkt []byte, age time.Duration, target []byte, limit int) []byte {
+	var out []byte
+	if target != nil {
+		out = a.appendAliasTo(nil, q, pkt, target, limit)
+	} else {
+		out = a.appendTo(nil, q, pkt, age, limit)
 	}
-	if q.Qclass == dns.ClassINET {
+	if out == nil {
+		out = a.appendTruncated(nil, q, pkt, age, target, limit)
+	}
+	if out == nil { // cannot happen: every answer serves its own question
+		out = rcodeAnswer(q, pkt, rcodeServerFailure).appendTo(nil, q, pkt, 0, maxMsgSize)
+	}
+	return out
+}
+
+// resolve returns the answer to q (whose packet is pkt) from the mesh
+// table, the cache or an upstream: the answer, the target when it is
+// served as an alias, and its age.
+func (s *Server) resolve(ctx context.Context, q *query, pkt []byte) (*answer, []byte, time.Duration) {
+	if q.qclass == classINET {
 		if t := s.table.Load(); t != nil {
-			if a, target := t.lookup([]byte(key)); a != nil {
+			if a, target := t.lookup(q.key); a != nil {
 				s.m.mesh.Inc()
-				return a.msg(0, key, target)
+				return a, target, 0
 			}
-			if q.Qtype == dns.TypeA || q.Qtype == dns.TypeAAAA {
-				if m := s.wildcardAnswer(t, lq); m != nil {
-					s.m.mesh.Inc()
-					return m
-				}
+			if a, target := t.wildcardAnswer(q); a != nil {
+				s.m.mesh.Inc()
+				return a, target, 0
 			}
 		}
 	}
-	switch q.Qtype {
-	case dns.TypeAXFR, dns.TypeIXFR:
-		return reply(req, dns.RcodeNotImplemented)
+	switch q.qtype {
+	case typeAXFR, typeIXFR:
+		return rcodeAnswer(q, pkt, rcodeNotImplemented), nil, 0
 	}
-	do, cd := false, req.CheckingDisabled
-	size := uint16(ourUDPSize)
-	if opt := req.IsEdns0(); opt != nil {
-		do = opt.Do()
-		size = min(max(opt.UDPSize(), size), maxUDPSize)
-	}
-	var flags byte
-	if do {
-		flags |= 1
-	}
-	if cd {
-		flags |= 2
-	}
-	ckey := key + string(flags)
-	cacheable := q.Qclass == dns.ClassINET
-	if cacheable {
+	if q.qclass == classINET {
+		key := append(q.key, q.cacheFlags())
 		now := s.now()
-		if a := s.cache.get([]byte(ckey), now); a != nil {
+		if a := s.cache.get(key, now); a != nil {
 			s.m.cacheHits.Inc()
-			return a.msg(now-a.stored(), key, nil)
-		}
-		if s.cache != nil {
-			s.m.cacheMisses.Inc()
+			return a, nil, now - a.stored()
 		}
 	}
-	v, err, shared := s.fwd.flight.Do(ckey, func() (any, error) {
-		packed, err := upstreamQuery(lq, req.RecursionDesired, cd, do, size).Pack()
-		if err != nil {
-			return nil, fmt.Errorf("pack upstream query: %w", err)
-		}
-		wire, err := s.fwd.forward(ctx, packed)
-		if err != nil {
-			return nil, err
-		}
-		r := new(dns.Msg)
-		if err := r.Unpack(wire); err != nil {
-			return nil, fmt.Errorf("unpack upstream answer: %w", err)
-		}
-		if cacheable {
-			s.cache.put([]byte(ckey), r, s.now())
-		}
-		return r, nil
-	})
+	a, err := s.forwardQuery(ctx, q)
 	if err != nil {
-		s.log.Debug("forwarding failed", "name", q.Name, "type", dns.TypeToString[q.Qtype], "err", err)
-		return reply(req, dns.RcodeServerFailure)
+		s.log.Debug("forwarding failed", "key", string(q.key), "class", q.qclass, "err", err)
+		return rcodeAnswer(q, pkt, rcodeServerFailure), nil, 0
 	}
-	r := v.(*dns.Msg)
-	if shared {
-		r = r.Copy() // finish edits the answer: each coalesced query its own
-	}
-	r.Authoritative = false // we are not the authority, whatever the upstream was
-	return r
+	return a, nil, 0
 }
 
-// wildcardAnswer answers A or AAAA for a name covered by a wildcard host,
-// or for such a name with the first search domain appended (as a CNAME).
-func (s *Server) wildcardAnswer(t *table, q dns.Question) *dns.Msg {
-	target := ""
-	rec := t.wildcard(q.Name)
-	if rec == nil && t.search0 != "" && strings.HasSuffix(q.Name, "."+t.search0) {
-		prefix := strings.TrimSuffix(q.Name, t.search0)
-		if rec = t.wildcard(prefix); rec != nil {
-			target = prefix
+// wildcardAnswer answers an A or AAAA question q for a name covered by a
+// wildcard host, or for such a name with the first search domain appended
+// (as an alias of the name without it: appendAliasTo's target).
+func (t *table) wildcardAnswer(q *query) (*answer, []byte) {
+	if len(t.wildcards) == 0 || (q.qtype != typeA && q.qtype != typeAAAA) {
+		return nil, nil
+	}
+	name := q.key[:len(q.key)-2]
+	var target []byte
+	rec := t.wildcard(wireName(name))
+	if rec == nil && len(t.search0Wire) > 0 {
+		cut := len(name) - len(t.search0Wire)
+		if cut > 0 && string(name[cut:]) == string(t.search0Wire) && labelStart(name, cut) {
+			target = name[:cut:cut]
+			rec = t.wildcard(wireName(target))
 		}
 	}
 	if rec == nil {
-		return nil
+		return nil, nil
 	}
-	m := meshMsg(q.Name, q.Qtype)
-	owner := q.Name
-	if target != "" {
-		m.Answer = append(m.Answer, &dns.CNAME{Hdr: meshHdr(q.Name, dns.TypeCNAME), Target: target})
-		owner = target
+	i := 0
+	if q.qtype == typeAAAA {
+		i = 1
 	}
-	addrs := rec.v4
-	if q.Qtype == dns.TypeAAAA {
-		addrs = rec.v6
-	}
-	if n := len(addrs); n > 1 {
-		k := int(s.wildRotate.Add(1)) % n
-		addrs = append(addrs[k:len(addrs):len(addrs)], addrs[:k]...)
-	}
-	m.Answer = append(m.Answer, addrRRs(owner, addrs)...)
-	return m
-}
-
-// finish turns resp into the wire answer to req: the client's ID, flags
-// and question, an OPT record if the client sent one, truncated (with TC)
-// to what the client can receive.
-func (s *Server) finish(req, resp *dns.Msg, tcp bool) []byte {
-	resp.Id, resp.Response, resp.Opcode = req.Id, true, req.Opcode
-	resp.RecursionDesired, resp.CheckingDisabled = req.RecursionDesired, req.CheckingDisabled
-	resp.RecursionAvailable = true
-	resp.Question = req.Question
-	resp.Extra = withoutOPT(resp.Extra)
-	limit := dns.MinMsgSize
-	if opt := req.IsEdns0(); opt != nil {
-		if !opt.Do() && !req.AuthenticatedData {
-			resp.AuthenticatedData = false
-		}
-		resp.SetEdns0(ourUDPSize, opt.Do())
-		limit = max(int(opt.UDPSize()), dns.MinMsgSize)
-	} else if !req.AuthenticatedData {
-		resp.AuthenticatedData = false
-	}
-	if tcp {
-		limit = dns.MaxMsgSize
-	}
-	resp.Truncate(limit)
-	wire, err := resp.Pack()
-	if err != nil {
-		s.log.Debug("packing answer failed", "err", err)
-		fail := reply(req, dns.RcodeServerFailure)
-		fail.Question = nil
-		fail.Id = req.Id
-		if wire, err = fail.Pack(); err != nil {
-			return nil
-		}
-	}
-	return wire
-}
-
-// msg renders the answer to the question key (a lookup key: the wire name
-// in lower case and the type) as a message, aged by age; with a target, as
-// the answer to an alias of target (appendAliasTo).
-func (a *answer) msg(age time.Duration, key string, target []byte) *dns.Msg {
-	pkt := make([]byte, headerLen, headerLen+len(key)+2)
-	pkt = append(append(pkt, key...), 0, classINET)
-	q := query{qEnd: len(pkt), do: true} // do: keep the AD bit; finish decides
-	var wire []byte
-	if target != nil {
-		wire = a.appendAliasTo(nil, &q, pkt, target, dns.MaxMsgSize)
-	} else {
-		wire = a.appendTo(nil, &q, pkt, age, dns.MaxMsgSize)
-	}
-	m := new(dns.Msg)
-	if wire == nil || m.Unpack(wire) != nil {
-		// Cannot happen: wire was packed by miekg/dns. Fail the query, not the server.
-		m = new(dns.Msg)
-		m.Rcode = dns.RcodeServerFailure
-	}
-	return m
-}
-
-// countsMatch reports whether the section counts in the header of msg
-// match what was unpacked into m (miekg/dns forgives missing records).
-func countsMatch(msg []byte, m *dns.Msg) bool {
-	return int(binary.BigEndian.Uint16(msg[4:])) == len(m.Question) &&
-		int(binary.BigEndian.Uint16(msg[6:])) == len(m.Answer) &&
-		int(binary.BigEndian.Uint16(msg[8:])) == len(m.Ns) &&
-		int(binary.BigEndian.Uint16(msg[10:])) == len(m.Extra)
-}
-
-// reply starts a response to req with rcode.
-func reply(req *dns.Msg, rcode int) *dns.Msg {
-	m := new(dns.Msg)
-	m.SetRcode(req, rcode)
-	return m
+	return rec.plain[i], target
 }
 
 // formErr answers a packet that does not parse with FORMERR, echoing its
@@ -276,7 +169,7 @@ func formErr(msg []byte) []byte {
 	}
 	out := make([]byte, headerLen)
 	copy(out, msg[:2])
-	flags := binary.BigEndian.Uint16(msg[2:])&(flagOpcode|flagRD) | flagQR | flagRA | dns.RcodeFormatError
+	flags := binary.BigEndian.Uint16(msg[2:])&(flagOpcode|flagRD) | flagQR | flagRA | rcodeFormatError
 	binary.BigEndian.PutUint16(out[2:], flags)
 	return out
 }

@@ -271,3 +271,36 @@ func requireTool(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// answerMsg serves a as the answer to the question key (a lookup key),
+// aged by age, or with a target as the answer to an alias of it, and
+// unpacks it with miekg/dns, the reference decoder.
+func answerMsg(t testing.TB, a *answer, age time.Duration, key string, target []byte) *dns.Msg {
+	t.Helper()
+	pkt := make([]byte, headerLen, headerLen+len(key)+2)
+	pkt[5] = 1
+	pkt = append(append(pkt, key...), 0, classINET)
+	q := query{qEnd: len(pkt), do: true} // do: keep the AD bit
+	m := new(dns.Msg)
+	if err := m.Unpack(serve(a, &q, pkt, age, target, maxMsgSize)); err != nil {
+		t.Fatalf("unpack the answer to %q: %v", key, err)
+	}
+	return m
+}
+
+// cachePut caches resp as an upstream's answer to the question in key, as
+// the forward path does, and reports whether it was cacheable.
+func cachePut(t testing.TB, c *cache, key []byte, resp *dns.Msg, now time.Duration) bool {
+	t.Helper()
+	resp.Response = true
+	wire, err := resp.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ttl := upstreamAnswer(wire)
+	if ttl == 0 {
+		return false
+	}
+	c.putAnswer(key, a, ttl, now)
+	return true
+}

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-
-	"github.com/miekg/dns"
 )
 
 // Reverse lookups. The table keeps each mesh address once, with the
@@ -66,9 +64,9 @@ func (t *table) ptr(name []byte) *answer {
 	for ; j < len(t.ptrs) && t.ptrs[j].addr == a16; j++ {
 		size += 12 + len(t.ptrs[j].host)
 	}
-	wire, qEnd := meshAnswer(name, dns.TypePTR, j-i, 0, size)
+	wire, qEnd := meshAnswer(name, typePTR, j-i, 0, size)
 	for _, e := range t.ptrs[i:j] {
-		wire = append(appendMeshRR(wire, dns.TypePTR, len(e.host)), e.host...)
+		wire = append(appendMeshRR(wire, typePTR, len(e.host)), e.host...)
 	}
 	return &answer{wire: wire, qEnd: qEnd}
 }

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"strconv"
 	"strings"
-
-	"github.com/miekg/dns"
 )
 
 // SRV answers are made when asked, from the service ports of the host a
@@ -89,7 +87,7 @@ func matchPort(ps []ServicePort, labels []byte) []ServicePort {
 func packSRV(name []byte, ps []ServicePort, n *nameAnswers) *answer {
 	var addrs [2]*answer
 	nExtra, extraLen := 0, 0
-	for i, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+	for i, qt := range []uint16{typeA, typeAAAA} {
 		if a := n.get(qt); a != nil && a.anyName {
 			addrs[i] = a
 			nExtra += int(binary.BigEndian.Uint16(a.wire[6:]))
@@ -100,10 +98,10 @@ func packSRV(name []byte, ps []ServicePort, n *nameAnswers) *answer {
 	if len(ps) > 0xffff || nExtra > 0xffff {
 		return nil
 	}
-	wire, qEnd := meshAnswer(name, dns.TypeSRV, len(ps), nExtra, headerLen+len(name)+4+len(ps)*(18+len(host))+extraLen)
+	wire, qEnd := meshAnswer(name, typeSRV, len(ps), nExtra, headerLen+len(name)+4+len(ps)*(18+len(host))+extraLen)
 	targetOff := 0
 	for _, p := range ps {
-		wire = appendMeshRR(wire, dns.TypeSRV, 6+len(host))
+		wire = appendMeshRR(wire, typeSRV, 6+len(host))
 		wire = append(wire, 0, 0, 0, 100) // priority 0, weight 100
 		wire = binary.BigEndian.AppendUint16(wire, p.Port)
 		if targetOff == 0 {
@@ -127,7 +125,7 @@ func packSRV(name []byte, ps []ServicePort, n *nameAnswers) *answer {
 			binary.BigEndian.PutUint16(wire[off:], ptr)
 		}
 	}
-	if len(wire) > dns.MaxMsgSize {
+	if len(wire) > maxMsgSize {
 		return nil
 	}
 	return &answer{wire: wire, qEnd: qEnd}

@@ -1,14 +1,11 @@
 package dnsproxy
 
 import (
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
-
-	"github.com/miekg/dns"
 
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
@@ -100,7 +97,7 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 	for _, h := range sortedKeys(nt.GetTable()) {
 		ni := nt.GetTable()[h]
 		name := canonicalName(h)
-		if _, ok := dns.IsDomainName(name); !ok || name == "." {
+		if _, err := packName(name); err != nil || name == "." {
 			log.Warn("skipping invalid host in name table", "host", h)
 			continue
 		}
@@ -118,7 +115,7 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 			}
 		}
 		if strings.HasPrefix(name, "*.") {
-			t.wildcards[name] = rec
+			t.addWildcard(name, rec, log)
 			continue
 		}
 		if _, dup := owner[name]; dup {
@@ -152,7 +149,7 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 		// Each name with the first search domain appended is answered
 		// too, made when asked (lookup), and so are the short forms of a
 		// host that serves them all from its shared answers.
-		t.addAddrs(rec.fqdn, "", rec, log)
+		t.addAddrs(rec.fqdn, rec, log)
 		if rec.plain[0] == nil || rec.plain[1] == nil {
 			rec.base = 0
 		}
@@ -161,7 +158,7 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 			if rec.base > 0 && slices.Contains(rec.derived, name) && !contested[name] {
 				continue
 			}
-			t.addAddrs(name, "", rec, log)
+			t.addAddrs(name, rec, log)
 			t.own(name, rec)
 		}
 	}
@@ -169,65 +166,51 @@ func assemble(nt *nds.NameTable, o tableOptions, log *slog.Logger) *table {
 	return t
 }
 
-// addAddrs adds the A and AAAA answers for qname; with a target, qname is a
-// CNAME to it. Without one, the answers are those of rec's every name.
-func (t *table) addAddrs(qname, target string, rec *hostRec, log *slog.Logger) {
-	for i, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
-		addrs := rec.v4
-		if qt == dns.TypeAAAA {
-			addrs = rec.v6
-		}
-		if target == "" && rec.plain[i] != nil {
-			t.put(qname, qt, rec.plain[i], log)
+// addAddrs adds the A and AAAA answers for qname: those of rec's every
+// name.
+func (t *table) addAddrs(qname string, rec *hostRec, log *slog.Logger) {
+	for i, qt := range [2]uint16{typeA, typeAAAA} {
+		if rec.plain[i] == nil {
+			a, err := rec.addrAnswer(qname, i)
+			if err != nil {
+				log.Warn("skipping unanswerable mesh name", "name", qname, "err", err)
+				continue
+			}
+			if stored, err := t.set(qname, qt, a); stored {
+				rec.plain[i] = a
+			} else if err != nil {
+				log.Warn("skipping unanswerable mesh name", "name", qname, "err", err)
+			}
 			continue
 		}
-		m := meshMsg(qname, qt)
-		owner := qname
-		if target != "" {
-			m.Answer = append(m.Answer, &dns.CNAME{Hdr: meshHdr(qname, dns.TypeCNAME), Target: target})
-			owner = target
-		}
-		m.Answer = append(m.Answer, addrRRs(owner, addrs)...)
-		a := t.add(m, len(addrs), log)
-		if target == "" && a != nil && ownersPointAtQuestion(a) {
-			a.anyName = true
-			rec.plain[i] = a
-		}
+		t.put(qname, qt, rec.plain[i], log)
 	}
 }
 
-// ownersPointAtQuestion reports whether every record of a is owned by the
-// question's name through a compression pointer to it, and holds no other
-// name (address records): then a serves any name.
-func ownersPointAtQuestion(a *answer) bool {
-	spans, err := walkRRs(nil, a.wire)
-	if err != nil {
-		return false
-	}
-	for _, sp := range spans {
-		rrtype := binary.BigEndian.Uint16(a.wire[sp.ttlOff-4:])
-		if a.wire[sp.start] != 0xC0 || a.wire[sp.start+1] != headerLen || (rrtype != dns.TypeA && rrtype != dns.TypeAAAA) {
-			return false
+// addWildcard adds the wildcard host name ("*.example.com.") and the
+// answers every name it covers shares.
+func (t *table) addWildcard(name string, rec *hostRec, log *slog.Logger) {
+	for i := range rec.plain {
+		a, err := rec.addrAnswer(name, i)
+		if err != nil {
+			log.Warn("skipping unanswerable mesh name", "name", name, "err", err)
+			return
 		}
+		rec.plain[i] = a
 	}
-	return true
+	t.wildcards[name] = rec
 }
 
-// add packs m and stores it under its question, unless something else
-// already answers that question. It returns the answer stored, or nil.
-func (t *table) add(m *dns.Msg, rotate int, log *slog.Logger) *answer {
-	q := m.Question[0]
-	a, err := packAnswer(m, rotate, false)
-	if err == nil {
-		var stored bool
-		if stored, err = t.set(q.Name, q.Qtype, a); stored {
-			return a
-		}
-	}
+// addrAnswer is rec's A (family 0) or AAAA (1) answer for qname.
+func (rec *hostRec) addrAnswer(qname string, family int) (*answer, error) {
+	w, err := packName(qname)
 	if err != nil {
-		log.Warn("skipping unanswerable mesh name", "name", q.Name, "err", err)
+		return nil, err
 	}
-	return nil
+	if family == 0 {
+		return addrAnswer([]byte(w), typeA, rec.v4)
+	}
+	return addrAnswer([]byte(w), typeAAAA, rec.v6)
 }
 
 // put stores a, an answer for any name, under qname, unless something
@@ -284,35 +267,13 @@ func derivedAlts(fqdn string, ni *nds.NameTable_NameInfo, o tableOptions) []stri
 	return out
 }
 
-// meshMsg starts an authoritative answer for qname/qtype.
-func meshMsg(qname string, qtype uint16) *dns.Msg {
-	m := new(dns.Msg)
-	m.Response, m.Authoritative, m.RecursionAvailable = true, true, true
-	m.Question = []dns.Question{{Name: qname, Qtype: qtype, Qclass: dns.ClassINET}}
-	return m
-}
-
-// meshHdr is the header of a mesh record.
-func meshHdr(name string, rrtype uint16) dns.RR_Header {
-	return dns.RR_Header{Name: name, Rrtype: rrtype, Class: dns.ClassINET, Ttl: meshTTL}
-}
-
-// addrRRs makes A or AAAA records for addrs (all of one family).
-func addrRRs(owner string, addrs []netip.Addr) []dns.RR {
-	out := make([]dns.RR, 0, len(addrs))
-	for _, ip := range addrs {
-		if ip.Is4() {
-			out = append(out, &dns.A{Hdr: meshHdr(owner, dns.TypeA), A: ip.AsSlice()})
-		} else {
-			out = append(out, &dns.AAAA{Hdr: meshHdr(owner, dns.TypeAAAA), AAAA: ip.AsSlice()})
-		}
-	}
-	return out
-}
-
 // canonicalName lower-cases name and adds the trailing dot.
 func canonicalName(name string) string {
-	return dns.Fqdn(strings.ToLower(strings.TrimSpace(name)))
+	name = strings.ToLower(strings.TrimSpace(name))
+	if !strings.HasSuffix(name, ".") {
+		name += "."
+	}
+	return name
 }
 
 // packName is name in wire form, lower case, with its root label: a
@@ -326,19 +287,42 @@ func packName(name string) (string, error) {
 }
 
 // nameKey is the lookup key of a question: its wire-format name in lower
-// case followed by the type.
+// case followed by the type. name is a domain name in the dotted form,
+// the trailing dot optional; escapes (RFC 1035 5.1) are refused, since no
+// mesh host has them.
 func nameKey(name string, qtype uint16) (string, error) {
-	buf := make([]byte, maxNameLen+2)
-	n, err := dns.PackDomainName(dns.Fqdn(name), buf, 0, nil, false)
-	if err != nil {
-		return "", fmt.Errorf("pack name %q: %w", name, err)
+	if !strings.HasSuffix(name, ".") {
+		name += "."
 	}
-	for i, c := range buf[:n] {
-		if 'A' <= c && c <= 'Z' {
-			buf[i] = c + 'a' - 'A'
+	buf := make([]byte, 0, len(name)+3)
+	if name != "." {
+		for rest := name; rest != ""; {
+			i := strings.IndexByte(rest, '.')
+			label := rest[:i]
+			rest = rest[i+1:]
+			switch {
+			case label == "":
+				return "", fmt.Errorf("name %q: empty label", name)
+			case len(label) > 63:
+				return "", fmt.Errorf("name %q: label longer than 63 octets", name)
+			case strings.IndexByte(label, '\\') >= 0:
+				return "", fmt.Errorf("name %q: escapes are not supported", name)
+			}
+			buf = append(buf, byte(len(label)))
+			for j := range len(label) {
+				c := label[j]
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				buf = append(buf, c)
+			}
 		}
 	}
-	return string(append(buf[:n], byte(qtype>>8), byte(qtype))), nil
+	buf = append(buf, 0)
+	if len(buf) > maxNameLen {
+		return "", fmt.Errorf("name %q: longer than 255 octets", name)
+	}
+	return string(append(buf, byte(qtype>>8), byte(qtype))), nil
 }
 
 // sortedKeys returns the keys of m in order.

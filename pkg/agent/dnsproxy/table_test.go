@@ -51,7 +51,7 @@ func TestTableConflictsAndBadEntries(t *testing.T) {
 		if a == nil {
 			return nil
 		}
-		got := addrsOf(a.msg(0, key, target))
+		got := addrsOf(answerMsg(t, a, 0, key, target))
 		slices.Sort(got)
 		return got
 	}

@@ -21,9 +21,13 @@ func startPortUpstream(t *testing.T) *fakeUpstream {
 }
 
 func poolQuery(name string) (*dns.Msg, []byte) {
-	m := upstreamQuery(dns.Question{Name: name, Qtype: dns.TypeA, Qclass: dns.ClassINET}, true, false, false, 1232)
-	b, err := m.Pack()
+	w, err := packName(name)
 	if err != nil {
+		panic(err)
+	}
+	b := upstreamWire([]byte(w), typeA, classINET, flagRD, false, 1232)
+	m := new(dns.Msg)
+	if err := m.Unpack(b); err != nil {
 		panic(err)
 	}
 	return m, b

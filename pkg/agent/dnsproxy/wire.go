@@ -19,9 +19,11 @@ const (
 
 	headerLen  = 12
 	classINET  = 1
-	typeOPT    = 41
 	optDOBit   = 0x8000 // in the flags half of the OPT TTL
 	maxNameLen = 255
+
+	// maxMsgSize is the largest DNS message (over TCP).
+	maxMsgSize = 65535
 
 	// minUDPSize is what a client without EDNS0 can receive (RFC 1035).
 	minUDPSize = 512
@@ -36,9 +38,43 @@ const (
 	maxQuerySize = ourUDPSize
 )
 
+// Record types (RFC 1035 3.2.2 and later) the proxy tells apart.
+const (
+	typeA     = 1
+	typeCNAME = 5
+	typeSOA   = 6
+	typePTR   = 12
+	typeAAAA  = 28
+	typeSRV   = 33
+	typeOPT   = 41
+	typeIXFR  = 251
+	typeAXFR  = 252
+)
+
+// Response codes (RFC 1035 4.1.1, RFC 6891 9).
+const (
+	rcodeSuccess        = 0
+	rcodeFormatError    = 1
+	rcodeServerFailure  = 2
+	rcodeNameError      = 3
+	rcodeNotImplemented = 4
+	rcodeRefused        = 5
+	rcodeBadVers        = 16 // extended: 1 in the OPT record, 0 in the header
+	rcodeMax            = 0x0f
+)
+
+// rcodeName is the mnemonic of the response codes that make an upstream
+// try the next one, for metrics.
+var rcodeName = map[int]string{
+	rcodeFormatError:    "FORMERR",
+	rcodeServerFailure:  "SERVFAIL",
+	rcodeNotImplemented: "NOTIMP",
+	rcodeRefused:        "REFUSED",
+}
+
 // query is a DNS query parsed just far enough to answer it from a
 // precomputed message. Anything unusual fails parseQuery and takes the slow
-// path, which handles every case (and every error) with miekg/dns.
+// path, which takes the whole message apart (parseRequest).
 type query struct {
 	id      uint16
 	flags   uint16
@@ -138,8 +174,8 @@ func parseQuery(msg, keyBuf []byte) (q query, ok bool) {
 }
 
 // plainOptions reports whether the OPT record's options are well formed
-// and only ones miekg/dns takes without looking inside (COOKIE, PADDING):
-// any other goes to the slow path, which decides as Istio's agent does.
+// and only ones that need no look inside (COOKIE, PADDING): any other goes
+// to the slow path.
 func plainOptions(b []byte) bool {
 	for len(b) > 0 {
 		if len(b) < 4 {
@@ -204,8 +240,9 @@ type rrSpan struct {
 }
 
 // walkRRs appends to dst the spans of every record after the question
-// section of a packed message produced by miekg/dns (so known to be well
-// formed). A caller on the hot path passes a stack array's slice.
+// section of a packed message. It checks that every record is within msg,
+// not what is inside. A caller on the hot path passes a stack array's
+// slice.
 func walkRRs(dst []rrSpan, msg []byte) ([]rrSpan, error) {
 	if len(msg) < headerLen {
 		return nil, errShortMsg
