@@ -32,7 +32,7 @@ func TestTruncatedAsMiekg(t *testing.T) {
 		return rrs
 	}
 	shapes := map[string]func(m *dns.Msg){
-		"answers only": func(m *dns.Msg) { m.Answer = txt(m.Question[0].Name, 40, 30, 5) },
+		"answers only":    func(m *dns.Msg) { m.Answer = txt(m.Question[0].Name, 40, 30, 5) },
 		"one huge record": func(m *dns.Msg) { m.Answer = txt(m.Question[0].Name, 1, 1500, 5) },
 		"authority and glue": func(m *dns.Msg) {
 			m.Answer = txt(m.Question[0].Name, 8, 40, 5)
