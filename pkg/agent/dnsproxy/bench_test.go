@@ -45,6 +45,38 @@ func BenchmarkFast(b *testing.B) {
 	}
 }
 
+// BenchmarkSlow measures the slow path for one packet, no I/O: queries
+// the fast path declines, answered from the table.
+func BenchmarkSlow(b *testing.B) {
+	s, err := New(Config{SearchDomains: testSearch, Namespace: "default"}, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	s.UpdateTable(testTable())
+	for _, tc := range []struct {
+		name string
+		pkt  []byte
+	}{
+		{"wildcard-A", rawQuery(b, "x.wild.example.org.", dns.TypeA, nil)},
+		{"mesh-A-two-opt-options", rawQuery(b, "productpage.default.svc.cluster.local.", dns.TypeA, func(m *dns.Msg) {
+			m.SetEdns0(1232, false)
+			opt := m.IsEdns0()
+			opt.Option = append(opt.Option, &dns.EDNS0_NSID{Code: dns.EDNS0NSID}, &dns.EDNS0_EXPIRE{Code: dns.EDNS0EXPIRE})
+		})},
+		{"notify", rawQuery(b, "reviews.", dns.TypeSOA, func(m *dns.Msg) { m.Opcode = dns.OpcodeNotify })},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if resp := s.slow(b.Context(), tc.pkt, false); resp == nil {
+					b.Fatal("no answer")
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkUDPRoundTrip measures a query through a real UDP socket.
 func BenchmarkUDPRoundTrip(b *testing.B) {
 	cfg := testConfig()
