@@ -128,6 +128,7 @@ func TestIstioAgentUnderSkiffIstiod(t *testing.T) {
 		})
 	})
 	t.Run("dns srv", func(t *testing.T) { istioAgentSRV(t, p, upstream) })
+	t.Run("dns wire", func(t *testing.T) { dnsWire(t, p, true) })
 	t.Run("proxyless grpc", func(t *testing.T) { proxylessCall(t, cc) })
 	t.Run("istioctl proxy-status", func(t *testing.T) { proxyStatusSynced(t, plain, p) })
 }
@@ -211,6 +212,7 @@ func TestSkiffAgentUnderIstioPilotDiscovery(t *testing.T) {
 		})
 	})
 	t.Run("dns srv", func(t *testing.T) { skiffAgentSRV(t, p, upstream) })
+	t.Run("dns wire", func(t *testing.T) { dnsWire(t, p, false) })
 	// Open for the rest of the test, so proxy-status lists its stream.
 	cc := agentClient(t, p, bootstrap, "xds:///reviews."+namespace+".svc.cluster.local:9080")
 	t.Run("proxyless grpc", func(t *testing.T) { proxylessCall(t, cc) })

@@ -12,14 +12,20 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/nds"
 )
 
-// BenchmarkFast measures the precomputed-answer path for one packet, no I/O.
-func BenchmarkFast(b *testing.B) {
+// tableServer is a server with the test table that is never started.
+func tableServer(b *testing.B) *Server {
 	s, err := New(Config{SearchDomains: testSearch, Namespace: "default"}, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(func() { _ = s.Close() })
 	s.UpdateTable(testTable())
+	return s
+}
+
+// BenchmarkFast measures the precomputed-answer path for one packet, no I/O.
+func BenchmarkFast(b *testing.B) {
+	s := tableServer(b)
 	s.UpdateServicePorts(map[string][]ServicePort{"reviews.default.svc.cluster.local": {{Name: "http", Port: 9080}, {Name: "grpc", Port: 9090}}})
 	for _, tc := range []struct {
 		name string
@@ -48,12 +54,7 @@ func BenchmarkFast(b *testing.B) {
 // BenchmarkSlow measures the slow path for one packet, no I/O: queries
 // the fast path declines, answered from the table.
 func BenchmarkSlow(b *testing.B) {
-	s, err := New(Config{SearchDomains: testSearch, Namespace: "default"}, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	s.UpdateTable(testTable())
+	s := tableServer(b)
 	for _, tc := range []struct {
 		name string
 		pkt  []byte
