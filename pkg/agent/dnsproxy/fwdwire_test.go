@@ -177,6 +177,9 @@ func TestAnswerFromWire(t *testing.T) {
 	})
 }
 
+// FuzzAnswerFromWire takes arbitrary upstream answers apart: a reused
+// scratch answer comes out as a fresh one, every answer taken apart
+// serves, and one cut to a small client's buffer stays whole records.
 func FuzzAnswerFromWire(f *testing.F) {
 	for _, name := range []string{"a.example.", "cname.example.", "nx.example.", "opt.example.", "big.example."} {
 		q := new(dns.Msg)
@@ -200,6 +203,15 @@ func FuzzAnswerFromWire(f *testing.F) {
 			t.Fatalf("reused scratch answer differs from a fresh one (ok %v/%v)", sok, ok)
 		}
 		if !ok {
+			// What the client gets instead: SERVFAIL or the upstream's
+			// error, for its own question.
+			fail, ttl := upstreamAnswer(wire)
+			pkt := []byte{0, 7, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 1, 0, 1}
+			q := query{id: 7, qEnd: len(pkt), udpSize: minUDPSize}
+			out := serve(fail, &q, pkt, 0, nil, q.udpSize)
+			if ttl != 0 || len(out) != len(pkt) || out[3]&rcodeMax == 0 || binary.BigEndian.Uint16(out) != 7 {
+				t.Fatalf("answer not taken apart served as %x (ttl %v)", out, ttl)
+			}
 			return
 		}
 		if a.qEnd > len(a.wire) || len(a.wire) > len(wire) || binary.BigEndian.Uint16(a.wire) != 0 {
@@ -213,6 +225,16 @@ func FuzzAnswerFromWire(f *testing.F) {
 		q := query{id: 7, qEnd: a.qEnd, edns: true}
 		if out := a.appendTo(nil, &q, a.wire, time.Hour, 65535); out == nil || binary.BigEndian.Uint16(out) != 7 {
 			t.Fatal("an answer taken apart must serve")
+		}
+		// Served to a client of the smallest buffer: whole records that
+		// fit, or none with TC.
+		q.edns, q.udpSize = false, minUDPSize
+		out := serve(a, &q, a.wire, 0, nil, q.udpSize)
+		if _, err := walkRRs(nil, out); err != nil || binary.BigEndian.Uint16(out) != 7 {
+			t.Fatalf("served answer does not walk (%v) or has another id", err)
+		}
+		if len(out) > max(minUDPSize, a.qEnd) {
+			t.Fatalf("%d bytes served to a client of %d", len(out), minUDPSize)
 		}
 	})
 }
