@@ -172,11 +172,17 @@ func benchAdd(b *testing.B, c chain, parallel int) {
 // childCPU is the user and system time of this process's reaped children:
 // around ADDs, that of the plugins they ran (and of their children).
 func childCPU(b *testing.B) time.Duration {
+	cpu, _ := childUsage(b)
+	return cpu
+}
+
+// childUsage is childCPU and the children's minor page faults.
+func childUsage(b *testing.B) (time.Duration, int64) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt
 }
 
 // BenchmarkAddPaired measures what the plugin adds with the two chains run
@@ -187,7 +193,8 @@ func childCPU(b *testing.B) time.Duration {
 // differences. The istio cases chain Istio's own plugin instead, built by
 // pkg/istiobin, with the same configuration: it asks the API server for
 // the pod. added-cpu-ms is what the plugin adds to the CPU time of an ADD's
-// processes, from the means of each chain.
+// processes, from the means of each chain, and added-faults to their minor
+// page faults.
 func BenchmarkAddPaired(b *testing.B) {
 	netnstest.RequireRoot(b)
 	for _, c := range []struct {
@@ -207,6 +214,7 @@ func BenchmarkAddPaired(b *testing.B) {
 			chains := [2]*libcni.NetworkConfigList{bridgeOnly(b, n.conflist), n.conflist}
 			var lat [2][]time.Duration
 			var cpu [2]time.Duration // each chain's processes', over every ADD
+			var faults [2]int64      // their minor page faults
 			var diff []time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -217,11 +225,13 @@ func BenchmarkAddPaired(b *testing.B) {
 				for k := range 2 {
 					c := (i + k) % 2 // alternate which chain goes first
 					var err error
-					cpu0 := childCPU(b)
+					cpu0, flt0 := childUsage(b)
 					if d[c], err = timedAdd(n, chains[c], pods[c], names[c]); err != nil {
 						b.Fatal(err)
 					}
-					cpu[c] += childCPU(b) - cpu0
+					cpu1, flt1 := childUsage(b)
+					cpu[c] += cpu1 - cpu0
+					faults[c] += flt1 - flt0
 					lat[c] = append(lat[c], d[c])
 				}
 				diff = append(diff, d[1]-d[0])
@@ -242,6 +252,7 @@ func BenchmarkAddPaired(b *testing.B) {
 				b.ReportMetric(ms(diff[len(diff)/2]), "added-p50-ms")
 				b.ReportMetric(ms(percentile(lat[1], 99)-percentile(lat[0], 99)), "added-p99-ms")
 				b.ReportMetric(ms((cpu[1]-cpu[0])/time.Duration(b.N)), "added-cpu-ms")
+				b.ReportMetric(float64(faults[1]-faults[0])/float64(b.N), "added-faults")
 			}
 		})
 	}
