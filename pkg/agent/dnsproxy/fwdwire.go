@@ -76,8 +76,11 @@ func (s *Server) wireForwardable(pkt, keyBuf []byte) (q query, ok bool) {
 		return q, false
 	}
 	if t := s.table.Load(); t != nil {
-		if a, _ := t.lookup(q.key); a != nil || t.coversWildcard(&q) {
+		if a, _ := t.lookup(q.key); a != nil {
 			return q, false // the table answers
+		}
+		if a, _ := t.wildcardAnswer(&q); a != nil {
+			return q, false // a wildcard host answers
 		}
 	}
 	return q, true
@@ -102,19 +105,6 @@ func (s *Server) wireReply(q *query, pkt []byte, a *answer, err error) []byte {
 		a = rcodeAnswer(q, pkt, rcodeServerFailure)
 	}
 	return serve(a, q, pkt, 0, nil, q.udpSize)
-}
-
-// coversWildcard reports whether the table answers q from a wildcard
-// host, as wildcardAnswer would.
-func (t *table) coversWildcard(q *query) bool {
-	if len(t.wildcards) == 0 || (q.qtype != typeA && q.qtype != typeAAAA) {
-		return false
-	}
-	name := wireName(q.key[:len(q.key)-2])
-	if t.wildcard(name) != nil {
-		return true
-	}
-	return t.search0 != "" && strings.HasSuffix(name, "."+t.search0) && t.wildcard(strings.TrimSuffix(name, t.search0)) != nil
 }
 
 // wireName is the dotted form ("a.b.") of an uncompressed wire name.
