@@ -127,8 +127,9 @@ func agentClient(t *testing.T, p *pod, bootstrap, target string) *grpc.ClientCon
 }
 
 // upstreamDNS is a resolver on 127.0.0.1:53 in the pod's namespace (its
-// resolv.conf's nameserver): it answers NXDOMAIN and records each question,
-// to tell what the agent answers itself from what it forwards.
+// resolv.conf's nameserver): it answers NXDOMAIN, but for bigName, and
+// records each question, to tell what the agent answers itself from what
+// it forwards.
 type upstreamDNS struct {
 	mu    sync.Mutex
 	asked []string // "NAME TYPE"
@@ -154,7 +155,20 @@ func startUpstreamDNS(t *testing.T, p *pod) *upstreamDNS {
 			u.mu.Unlock()
 		}
 		m := new(dns.Msg)
-		m.SetRcode(r, dns.RcodeNameError)
+		if len(r.Question) == 1 && strings.EqualFold(r.Question[0].Name, bigName) && r.Question[0].Qtype == dns.TypeTXT {
+			m.SetReply(r)
+			m.Answer = bigAnswer(r.Question[0].Name)
+			// As CoreDNS does: what a UDP client can take, with TC.
+			if _, udp := w.RemoteAddr().(*net.UDPAddr); udp {
+				size := dns.MinMsgSize
+				if opt := r.IsEdns0(); opt != nil {
+					size = max(int(opt.UDPSize()), dns.MinMsgSize)
+				}
+				m.Truncate(size)
+			}
+		} else {
+			m.SetRcode(r, dns.RcodeNameError)
+		}
 		_ = w.WriteMsg(m)
 	})
 	udp, tcp := &dns.Server{PacketConn: pc, Handler: h}, &dns.Server{Listener: l, Handler: h}
@@ -162,6 +176,19 @@ func startUpstreamDNS(t *testing.T, p *pod) *upstreamDNS {
 	go func() { _ = tcp.ActivateAndServe() }()
 	t.Cleanup(func() { _ = udp.Shutdown(); _ = tcp.Shutdown() })
 	return u
+}
+
+// bigName is the one name the upstream answers: 30 TXT records, about 2 kB.
+const bigName = "big.example."
+
+// bigAnswer is the upstream's answer for bigName.
+func bigAnswer(owner string) []dns.RR {
+	var rrs []dns.RR
+	for i := range 30 {
+		rrs = append(rrs, &dns.TXT{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 30},
+			Txt: []string{strconv.Itoa(i) + strings.Repeat("x", 60)}})
+	}
+	return rrs
 }
 
 // wasAsked reports whether the upstream saw a question for name and qtype.
