@@ -64,6 +64,7 @@ fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/iptables -run XXX -fuzz FuzzParseSave -fuzztime 30s
 	$(GO) test ./pkg/cni/logsink -run XXX -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./pkg/cni -run XXX -fuzz FuzzPrevResult -fuzztime 30s
+	$(GO) test ./pkg/cni -run XXX -fuzz FuzzDecodePod -fuzztime 30s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzHandlePacket -fuzztime 30s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzAnswerFromWire -fuzztime 30s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzParseRequest -fuzztime 30s

@@ -1,7 +1,6 @@
 package cni
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,14 +59,14 @@ func fromCache(conf *Config, namespace, name, uid string) *Pod {
 	if err != nil {
 		return nil
 	}
-	var p Pod
-	if err := json.Unmarshal(b, &p); err != nil || p.Metadata.Name != name || p.Metadata.Namespace != namespace {
+	p, err := decodePod(b)
+	if err != nil || p.Metadata.Name != name || p.Metadata.Namespace != namespace {
 		return nil
 	}
 	if uid != "" && p.Metadata.UID != uid {
 		return nil
 	}
-	return &p
+	return p
 }
 
 // kept reports whether a live install-cni holds the cache dir's owner lock:
