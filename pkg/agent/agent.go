@@ -218,28 +218,54 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, log *slog.Logger
 		statusAddr = ":" + strconv.Itoa(int(cfg.Proxy.StatusPort))
 	}
 
-	// Both sockets listen before the proxy starts, so its first dial finds them.
-	sdsLn, err := grpcsock.Listen(cfg.Path(cfg.SDSSocketPath()), 0o600)
-	if err != nil {
-		return fmt.Errorf("sds: %w", err)
+	// Every socket listens before anything is served or reported ready: the
+	// proxy's first dial finds the Unix sockets, and a probe after ready
+	// finds the status port.
+	var lns []net.Listener
+	listen := func(what string, l func() (net.Listener, error)) (net.Listener, error) {
+		ln, err := l()
+		if err != nil {
+			for _, ln := range lns {
+				ln.Close()
+			}
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		lns = append(lns, ln)
+		return ln, nil
 	}
-	xdsLn, err := grpcsock.Listen(cfg.Path(config.XDSSocket), 0)
-	if err != nil {
-		sdsLn.Close()
-		return fmt.Errorf("xds proxy: %w", err)
+	tcp := func(addr string) func() (net.Listener, error) {
+		return func() (net.Listener, error) { return net.Listen("tcp", addr) }
 	}
-	run("certificates", func() error { return mgr.Run(ctx) })
-	run("sds", func() error { return sds.New(mgr, log).Serve(ctx, sdsLn) })
-	run("xds proxy", func() error { return xp.Serve(ctx, xdsLn) })
-	run("status", func() error { return status.Serve(ctx, statusAddr, st.Handler()) })
+	sdsLn, err := listen("sds", func() (net.Listener, error) { return grpcsock.Listen(cfg.Path(cfg.SDSSocketPath()), 0o600) })
+	if err != nil {
+		return err
+	}
+	xdsLn, err := listen("xds proxy", func() (net.Listener, error) { return grpcsock.Listen(cfg.Path(config.XDSSocket), 0) })
+	if err != nil {
+		return err
+	}
+	statusLn, err := listen("status", tcp(statusAddr))
+	if err != nil {
+		return err
+	}
+	var readyLn net.Listener
 	if noProxy && opts.ReadinessAddr != "-" {
 		addr := opts.ReadinessAddr
 		if addr == "" {
 			addr = ":15021"
 		}
+		if readyLn, err = listen("readiness", tcp(addr)); err != nil {
+			return err
+		}
+	}
+	run("certificates", func() error { return mgr.Run(ctx) })
+	run("sds", func() error { return sds.New(mgr, log).Serve(ctx, sdsLn) })
+	run("xds proxy", func() error { return xp.Serve(ctx, xdsLn) })
+	run("status", func() error { return status.Serve(ctx, statusLn, st.Handler()) })
+	if readyLn != nil {
 		mux := http.NewServeMux()
 		mux.Handle("/healthz/ready", st.Handler())
-		run("readiness", func() error { return status.Serve(ctx, addr, mux) })
+		run("readiness", func() error { return status.Serve(ctx, readyLn, mux) })
 	}
 	if opts.Ready != nil {
 		go signalReady(ctx, st, opts.Ready)

@@ -41,12 +41,3 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Du
 	}
 	return nil
 }
-
-// ListenAndServe listens on the TCP address addr and calls Serve.
-func ListenAndServe(ctx context.Context, srv *http.Server, addr string, grace time.Duration) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	return Serve(ctx, srv, ln, grace)
-}

@@ -73,9 +73,3 @@ func TestServeReportsListenerFailure(t *testing.T) {
 		t.Fatal("Serve on a closed listener returned nil")
 	}
 }
-
-func TestListenAndServeBadAddress(t *testing.T) {
-	if err := ListenAndServe(t.Context(), &http.Server{}, "127.0.0.1:99999", time.Second); err == nil {
-		t.Fatal("want an error for port 99999")
-	}
-}

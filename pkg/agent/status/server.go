@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -185,10 +186,10 @@ func (s *Server) localPost(fn func()) http.HandlerFunc {
 	}
 }
 
-// Serve runs h on addr until ctx ends.
-func Serve(ctx context.Context, addr string, h http.Handler) error {
+// Serve runs h on ln until ctx ends, then closes it.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	return httpserver.ListenAndServe(ctx, srv, addr, 2*time.Second)
+	return httpserver.Serve(ctx, srv, ln, 2*time.Second)
 }
 
 // HTTPCheck is a readiness check that GETs url and wants 200.
