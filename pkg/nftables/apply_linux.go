@@ -121,13 +121,13 @@ func addTableMsg(b *batch, name string, excl bool) {
 	b.add(unix.NFT_MSG_NEWTABLE, flags, attrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_TABLE_NAME, name)
 		ae.Uint32(unix.NFTA_TABLE_FLAGS, 0)
-	}), "add table "+name)
+	}), step{text: "add table " + name})
 }
 
 func delTableMsg(b *batch, name string) {
 	b.add(unix.NFT_MSG_DELTABLE, 0, attrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_TABLE_NAME, name)
-	}), "delete table "+name)
+	}), step{text: "delete table " + name})
 }
 
 // addTable adds t with all its chains, sets and rules; exclusively when
@@ -155,7 +155,7 @@ func addTable(b *batch, t *Table, fresh bool) error {
 				ae.Uint32(unix.NFTA_CHAIN_POLICY, policyAccept)
 				ae.String(unix.NFTA_CHAIN_TYPE, c.Base.Type)
 			}
-		}), fmt.Sprintf("table %s: add chain %s", t.Name, c.Name))
+		}), step{text: "table " + t.Name + ": add chain " + c.Name})
 	}
 	comp := &compiler{}
 	for _, c := range t.Chains {
@@ -164,7 +164,7 @@ func addTable(b *batch, t *Table, fresh bool) error {
 			if err != nil {
 				return fmt.Errorf("nftables: table %s chain %s: %w", t.Name, c.Name, err)
 			}
-			what := fmt.Sprintf("table %s chain %s rule %q", t.Name, c.Name, r.String())
+			what := step{table: t.Name, chain: c.Name, rule: r}
 			for _, s := range sets {
 				addSet(b, t.Name, s, what)
 			}
@@ -206,7 +206,7 @@ func ruleMsg(table, chain string, exprs []expr.Any, udata []byte) ([]byte, error
 var setKeyByteOrder = []byte{0, 4, 2, 0, 0, 0}
 
 // addSet adds an anonymous constant set of inet_service keys and its elements.
-func addSet(b *batch, table string, s anonSet, what string) {
+func addSet(b *batch, table string, s anonSet, what step) {
 	flags := uint32(unix.NFT_SET_ANONYMOUS | unix.NFT_SET_CONSTANT)
 	if s.interval {
 		flags |= unix.NFT_SET_INTERVAL
@@ -223,7 +223,7 @@ func addSet(b *batch, table string, s anonSet, what string) {
 			return nil
 		})
 		ae.Bytes(unix.NFTA_SET_USERDATA, setKeyByteOrder)
-	}), what+": add set")
+	}), what.then(": add set"))
 	b.add(unix.NFT_MSG_NEWSETELEM, unix.NLM_F_CREATE, attrs(func(ae *netlink.AttributeEncoder) {
 		ae.String(unix.NFTA_SET_ELEM_LIST_SET, anonSetName)
 		ae.Uint32(unix.NFTA_SET_ELEM_LIST_SET_ID, s.id)
@@ -243,7 +243,7 @@ func addSet(b *batch, table string, s anonSet, what string) {
 			}
 			return nil
 		})
-	}), what+": add set elements")
+	}), what.then(": add set elements"))
 }
 
 // Cleanup deletes Skiff's tables (OwnedTables, inet family) in one

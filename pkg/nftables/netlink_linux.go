@@ -273,8 +273,30 @@ type batch struct {
 	b     []byte
 	seq   uint32
 	first uint32
-	last  int      // offset of the last message in b
-	what  []string // what each message does, by sequence number - first
+	last  int    // offset of the last message in b
+	what  []step // what each message does, by sequence number - first
+}
+
+// step says what a message of a batch does, for the error that names it. A
+// rule's text is rendered only then: every rule's, every time, was 4% of a
+// CNI ADD's instructions.
+type step struct {
+	text         string // what it does; after the rule, when there is one
+	table, chain string
+	rule         *Rule
+}
+
+// then is s followed by text.
+func (s step) then(text string) step {
+	s.text += text
+	return s
+}
+
+func (s step) String() string {
+	if s.rule == nil {
+		return s.text
+	}
+	return fmt.Sprintf("table %s chain %s rule %q", s.table, s.chain, s.rule.String()) + s.text
 }
 
 func (c *conn) newBatch() *batch {
@@ -287,7 +309,7 @@ func (c *conn) newBatch() *batch {
 }
 
 // add appends a message of type msg with flags (NLM_F_REQUEST is implied).
-func (b *batch) add(msg int, flags uint16, attrs []byte, what string) {
+func (b *batch) add(msg int, flags uint16, attrs []byte, what step) {
 	b.seq++
 	b.last = len(b.b)
 	b.b = appendMessage(b.b, nftType(msg), unix.NLM_F_REQUEST|flags, b.seq, unix.NFPROTO_INET, attrs)
