@@ -3,7 +3,6 @@ package cni
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -108,9 +107,9 @@ func runHelper(ctx context.Context, l Lookup) (*Pod, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var pod Pod
-	if err := json.Unmarshal(stdout.Bytes(), &pod); err != nil {
+	pod, err := decodePod(stdout.Bytes())
+	if err != nil {
 		return nil, fmt.Errorf("%s: decode its pod: %w", path, err)
 	}
-	return &pod, nil
+	return pod, nil
 }

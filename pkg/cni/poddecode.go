@@ -9,13 +9,14 @@ import (
 	"strconv"
 )
 
-// decodePod decodes a pod cache file, install-cni's JSON of a trimmed
-// core/v1 Pod, into a Pod as json.Unmarshal would. It reads the JSON
+// decodePod decodes a pod as the plugin's helpers write it (install-cni's
+// cache file, the JSON of a trimmed core/v1 Pod; cni-lookup's answer, the
+// JSON of a Pod) into a Pod as json.Unmarshal would. It reads the JSON
 // generically and picks the fields out: decoding into Pod's structs makes
 // encoding/json build its tables for every type and field on first use,
 // which in a process that lives for one ADD costs more than the decode
 // itself (about 390 thousand instructions against 110 thousand). Keys are
-// matched exactly, as install-cni writes them.
+// matched exactly, as both write them.
 func decodePod(b []byte) (*Pod, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
