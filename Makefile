@@ -68,6 +68,7 @@ fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzHandlePacket -fuzztime 30s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzAnswerFromWire -fuzztime 30s
 	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzParseRequest -fuzztime 30s
+	$(GO) test ./pkg/agent/dnsproxy -run XXX -fuzz FuzzCompressRecords -fuzztime 30s
 	$(GO) test ./pkg/agent/config -run XXX -fuzz FuzzParseDownwardAPI -fuzztime 30s
 	$(GO) test ./pkg/agent/config -run XXX -fuzz FuzzLoad -fuzztime 30s
 	$(GO) test ./pkg/agent/config -run XXX -fuzz '^FuzzProxyConfig$$' -fuzztime 30s

@@ -180,10 +180,11 @@ func (a *answer) appendTo(dst []byte, q *query, msg []byte, age time.Duration, l
 }
 
 // appendTruncated is appendTo, or with a target appendAliasTo, for an
-// answer too big for limit bytes: as many of its records as fit with the
-// OPT record, in order (answers, authority, additional), and TC set when
-// any is left out, as miekg/dns's Truncate does for Istio's agent. It
-// returns nil only when q cannot take a's records at all.
+// answer too big for limit bytes: its names compressed where they were not
+// (compressRecords), then as many of its records as fit with the OPT
+// record, in order (answers, authority, additional), and TC set when any
+// is left out, as miekg/dns's Truncate does for Istio's agent. It returns
+// nil only when q cannot take a's records at all.
 func (a *answer) appendTruncated(dst []byte, q *query, msg []byte, age time.Duration, target []byte, limit int) []byte {
 	whole := *q
 	whole.edns = false
@@ -205,6 +206,15 @@ func (a *answer) appendTruncated(dst []byte, q *query, msg []byte, age time.Dura
 	spans, err := walkRRs(spanBuf[:0], out)
 	if err != nil {
 		return nil
+	}
+	if len(out) > budget {
+		if c := compressRecords(out, q.qEnd, spans); c != nil && len(c) < len(out) {
+			dst = append(dst[:start], c...)
+			out = dst[start:]
+			if spans, err = walkRRs(spans[:0], out); err != nil {
+				return nil
+			}
+		}
 	}
 	keep, end := 0, q.qEnd
 	for keep < len(spans) && spans[keep].end <= budget {

@@ -41,9 +41,12 @@ const (
 // Record types (RFC 1035 3.2.2 and later) the proxy tells apart.
 const (
 	typeA     = 1
+	typeNS    = 2
 	typeCNAME = 5
 	typeSOA   = 6
 	typePTR   = 12
+	typeMX    = 15
+	typeTXT   = 16
 	typeAAAA  = 28
 	typeSRV   = 33
 	typeOPT   = 41
@@ -255,7 +258,9 @@ func walkRRs(dst []rrSpan, msg []byte) ([]rrSpan, error) {
 		if off, err = skipName(msg, off); err != nil {
 			return nil, err
 		}
-		off += 4
+		if off += 4; off > len(msg) {
+			return nil, errShortMsg
+		}
 	}
 	spans := slices.Grow(dst, total)
 	for range total {
