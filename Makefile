@@ -59,7 +59,7 @@ lint: ## gofmt, go vet, and one slog key for errors ("err")
 golden: ## rewrite golden files from the current code
 	$(GO) test ./pkg/... -run Golden -update
 
-fuzz: ## run each of our own fuzz targets for 30 s
+fuzz: fuzz-ca ## run each of our own fuzz targets for 30 s (the CA's through fuzz-ca)
 	$(GO) test ./pkg/capture -run XXX -fuzz FuzzParse -fuzztime 30s
 	$(GO) test ./pkg/iptables -run XXX -fuzz FuzzParseSave -fuzztime 30s
 	$(GO) test ./pkg/cni/logsink -run XXX -fuzz FuzzParse -fuzztime 30s
@@ -88,6 +88,11 @@ fuzz: ## run each of our own fuzz targets for 30 s
 	$(GO) test ./pkg/istiod/webhook -run XXX -fuzz FuzzCreatePatch -fuzztime 30s -fuzzminimizetime 2s
 	$(GO) test ./pkg/tlsrecord -run XXX -fuzz '^FuzzConn$$' -fuzztime 30s
 	$(GO) test ./pkg/gotmpl -run XXX -fuzz '^FuzzMatchesTextTemplate$$' -fuzztime 30s
+	$(GO) test ./pkg/grpcserver -run XXX -fuzz '^FuzzFrames$$' -fuzztime 30s
+	$(GO) test ./pkg/istiod/xds -run XXX -fuzz '^FuzzRawRequest$$' -fuzztime 30s
+	$(GO) test ./pkg/istiod/registry/file -run XXX -fuzz '^FuzzParse$$' -fuzztime 30s
+	$(GO) test ./pkg/istiod/duration -run XXX -fuzz '^FuzzNormalize$$' -fuzztime 30s
+	$(GO) test ./pkg/cni/install -run XXX -fuzz '^FuzzInsertRemove$$' -fuzztime 30s
 
 bench: bench-iptables bench-cni bench-agent bench-dns bench-ca bench-istiod bench-pods ## every benchmark; figures go to docs/benchmarks.md
 	bash tools/hostcheck/check.sh "after the benchmarks"

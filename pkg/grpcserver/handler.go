@@ -82,9 +82,15 @@ func (st *stream) finish(err error) {
 	}
 	c.mu.Lock()
 	delete(c.streams, st.id)
-	st.reset = true
+	st.reset, st.done = true, true
+	held, blocked := st.held(), st.blocked
+	st.queue, st.msg = nil, nil
 	idle := c.goingAway && len(c.streams) == 0
 	c.mu.Unlock()
+	if blocked {
+		c.s.adm.forget(st)
+	}
+	c.s.adm.release(held)
 	st.stopWake()
 	st.cancel()
 	if idle {
@@ -145,7 +151,7 @@ func (st *stream) recv() ([]byte, error) {
 				st.queue = nil
 			}
 			st.queued -= 5 + len(msg)
-			if st.withheld > 0 && st.queued <= queueLimit {
+			if st.withheld > 0 && st.queued <= queueLimit && !st.blocked {
 				st.credit, st.withheld = st.credit+st.withheld, 0
 			}
 			var credit int
@@ -153,6 +159,9 @@ func (st *stream) recv() ([]byte, error) {
 				credit, st.credit = st.credit, 0
 			}
 			c.mu.Unlock()
+			if c.s.large(len(msg)) {
+				c.s.adm.release(len(msg))
+			}
 			if credit > 0 {
 				c.writeWindowUpdate(st.id, credit)
 			}

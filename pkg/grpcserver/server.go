@@ -10,7 +10,11 @@
 // under the connection's write lock and the peer's flow-control windows;
 // keepalive and connection age are timers; each stream's handler runs on a
 // goroutine of its own, as grpc-go's do, with the services' own handlers,
-// codec and stream interceptor.
+// codec and stream interceptor. Messages larger than a stream's window are
+// let in within a receive budget shared by the connections (admit.go), so
+// that thousands of clients sending large requests at once, as sidecars do
+// when istiod restarts, wait in line with their windows withheld instead
+// of all sitting received in memory.
 //
 // What it serves: unary and streaming methods, TLS (ALPN h2) or plaintext
 // HTTP/2 with prior knowledge, grpc-timeout, metadata (binary "-bin" values
@@ -73,7 +77,13 @@ type Options struct {
 	// TLS records small, and with them the buffer crypto/tls keeps for the
 	// connection's life (it grows to the largest record received).
 	StreamWindow int
-	Log          *slog.Logger
+	// RecvBudget bounds the bytes of messages larger than StreamWindow
+	// that the server holds received and not yet taken by their handlers,
+	// across its connections. A stream whose message does not fit waits,
+	// its window withheld, until earlier ones are taken; a message larger
+	// than the budget is let in alone. 0 means 16 MiB.
+	RecvBudget int
+	Log        *slog.Logger
 }
 
 // Server serves registered services on the listeners given to Serve.
@@ -83,6 +93,7 @@ type Server struct {
 	log   *slog.Logger
 
 	methods map[string]*method // by "/service/Method"; set before Serve
+	adm     admission
 
 	mu      sync.Mutex
 	stopped bool
@@ -131,8 +142,12 @@ func New(o Options) *Server {
 	if codec == nil {
 		codec = encoding.GetCodecV2("proto")
 	}
+	if o.RecvBudget <= 0 {
+		o.RecvBudget = 16 << 20
+	}
 	return &Server{opts: o, codec: codec, log: o.Log.With("component", "grpcserver"),
-		methods: map[string]*method{}, lis: map[net.Listener]struct{}{}, raw: map[net.Conn]struct{}{}, conns: map[*conn]struct{}{}}
+		methods: map[string]*method{}, adm: admission{budget: o.RecvBudget, free: o.RecvBudget},
+		lis: map[net.Listener]struct{}{}, raw: map[net.Conn]struct{}{}, conns: map[*conn]struct{}{}}
 }
 
 // RegisterService registers a service and its implementation, as

@@ -71,13 +71,17 @@ func TestGRPCGoClient(t *testing.T) {
 // receive window and with the smallest.
 func TestLargeMessages(t *testing.T) {
 	for _, window := range []int{0, 1024} {
-		t.Run(fmt.Sprintf("window %d", window), func(t *testing.T) { largeMessages(t, window) })
+		for _, budget := range []int{0, 64 << 10} {
+			t.Run(fmt.Sprintf("window %d budget %d", window, budget), func(t *testing.T) { largeMessages(t, window, budget) })
+		}
 	}
 }
 
-func largeMessages(t *testing.T, window int) {
+// largeMessages: messages up to 3 MiB, with the window given; with a
+// receive budget smaller than the largest, each is let in alone.
+func largeMessages(t *testing.T, window, budget int) {
 	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
-	s := grpcserver.New(grpcserver.Options{TLS: serverTLS, MaxRecvSize: 8 << 20, StreamWindow: window})
+	s := grpcserver.New(grpcserver.Options{TLS: serverTLS, MaxRecvSize: 8 << 20, StreamWindow: window, RecvBudget: budget})
 	s.RegisterService(&echoDesc, &echoService{Repeat: 3})
 	cc := dial(t, serve(t, s), clientTLS, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(8<<20)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -40,11 +40,15 @@ type stream struct {
 	reset      bool     // RST_STREAM either way
 	recvErr    error
 
-	// The reader's: the message being assembled.
-	pre  [5]byte
-	npre int
-	msg  []byte
-	skip int // bytes of a refused message still to discard
+	// The reader's, under conn.mu: the message being assembled, of size
+	// bytes; blocked while it waits for admission, its window withheld.
+	pre     [5]byte
+	npre    int
+	msg     []byte
+	size    int
+	blocked bool
+	done    bool // the handler returned: the budget it held is given back
+	skip    int  // bytes of a refused message still to discard
 
 	// The handler's.
 	sentHeader      bool
@@ -227,9 +231,10 @@ func (c *conn) data(flags http2.Flags, id uint32, p []byte) error {
 	if c.credit += n; c.credit >= creditAt {
 		connCredit, c.credit = c.credit, 0
 	}
+	var overrun bool
 	if st := c.streams[id]; st != nil && !st.halfClosed && !st.reset {
-		st.feed(p)
-		if st.queued > queueLimit {
+		overrun = st.feed(p)
+		if st.queued > queueLimit || st.blocked {
 			st.withheld += n
 		} else if st.credit += n; st.credit >= c.s.streamCreditAt() {
 			streamCredit, st.credit = st.credit, 0
@@ -245,14 +250,20 @@ func (c *conn) data(flags http2.Flags, id uint32, p []byte) error {
 			return err
 		}
 	}
+	if overrun {
+		c.resetStream(id, http2.ErrCodeFlowControl)
+		return nil
+	}
 	if streamCredit > 0 {
 		return c.writeWindowUpdate(id, streamCredit)
 	}
 	return nil
 }
 
-// feed adds DATA bytes to the stream's messages; under conn.mu.
-func (st *stream) feed(p []byte) {
+// feed adds DATA bytes to the stream's messages; under conn.mu. It
+// reports a client that sent more of a message waiting for admission than
+// its window allowed.
+func (st *stream) feed(p []byte) (overrun bool) {
 	max := st.c.s.opts.MaxRecvSize
 	for len(p) > 0 {
 		if st.skip > 0 {
@@ -264,7 +275,7 @@ func (st *stream) feed(p []byte) {
 			n := copy(st.pre[st.npre:], p)
 			st.npre, p = st.npre+n, p[n:]
 			if st.npre < len(st.pre) {
-				return
+				return false
 			}
 			st.npre = 0
 			size := int(binary.BigEndian.Uint32(st.pre[1:]))
@@ -279,15 +290,26 @@ func (st *stream) feed(p []byte) {
 				st.enqueue([]byte{})
 				continue
 			}
-			st.msg = make([]byte, 0, size)
+			st.size = size
+			if st.c.s.large(size) && !st.c.s.adm.admit(st, size) {
+				st.blocked = true
+				st.msg = make([]byte, 0, st.c.s.opts.StreamWindow)
+			} else {
+				st.msg = make([]byte, 0, size)
+			}
 		}
-		n := min(cap(st.msg)-len(st.msg), len(p))
+		n := min(st.size-len(st.msg), len(p))
 		st.msg, p = append(st.msg, p[:n]...), p[n:]
-		if len(st.msg) == cap(st.msg) {
+		if st.blocked && len(st.msg) > st.c.s.opts.StreamWindow {
+			st.msg = nil
+			return true
+		}
+		if len(st.msg) == st.size {
 			st.enqueue(st.msg)
 			st.msg = nil
 		}
 	}
+	return false
 }
 
 func (st *stream) fail(err error, skip int) {
