@@ -37,12 +37,14 @@ func (a *admission) admit(st *stream, size int) bool {
 	return false
 }
 
-// release returns n bytes and admits the streams now first in line.
-func (a *admission) release(n int) {
+// release returns n bytes and takes the streams now first in line out
+// of it, with room reserved for them.
+func (a *admission) release(n int) []waiter {
 	if n == 0 {
-		return
+		return nil
 	}
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.free += n
 	var admitted []waiter
 	for len(a.waiting) > 0 {
@@ -58,10 +60,26 @@ func (a *admission) release(n int) {
 	if len(a.waiting) == 0 {
 		a.waiting = nil
 	}
-	a.mu.Unlock()
-	for _, w := range admitted {
-		w.st.admitted(w.size)
+	return admitted
+}
+
+// release gives n bytes back to the budget and lets in the streams it now
+// has room for. Their WINDOW_UPDATEs go out on a goroutine of their own,
+// counted with the handlers: written from the handler that released (TLS,
+// other connections), they would grow its stack, which it then keeps
+// while it waits. The caller is a handler, so the count is above zero.
+func (s *Server) release(n int) {
+	admitted := s.adm.release(n)
+	if len(admitted) == 0 {
+		return
 	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for _, w := range admitted {
+			w.st.admitted(w.size)
+		}
+	}()
 }
 
 // forget takes st out of the line, if it waits there.
@@ -86,7 +104,7 @@ func (st *stream) admitted(size int) {
 	c.mu.Lock()
 	if st.done {
 		c.mu.Unlock()
-		c.s.adm.release(size)
+		c.s.release(size)
 		return
 	}
 	st.blocked = false

@@ -90,7 +90,7 @@ func (st *stream) finish(err error) {
 	if blocked {
 		c.s.adm.forget(st)
 	}
-	c.s.adm.release(held)
+	c.s.release(held)
 	st.stopWake()
 	st.cancel()
 	if idle {
@@ -160,7 +160,7 @@ func (st *stream) recv() ([]byte, error) {
 			}
 			c.mu.Unlock()
 			if c.s.large(len(msg)) {
-				c.s.adm.release(len(msg))
+				c.s.release(len(msg))
 			}
 			if credit > 0 {
 				c.writeWindowUpdate(st.id, credit)
