@@ -113,19 +113,25 @@ func strMap(v any, what string) (map[string]string, error) {
 	return out, nil
 }
 
-// strSlice is v as an array of strings; null and absent are nil.
-func strSlice(v any, what string) ([]string, error) {
+// list is v as a JSON array of what elem reads from each element; null
+// and absent are nil.
+func list[T any](v any, what string, elem func(any) (T, error)) ([]T, error) {
 	a, err := array(v, what)
 	if err != nil || a == nil {
 		return nil, err
 	}
-	out := make([]string, len(a))
+	out := make([]T, len(a))
 	for i, e := range a {
-		if out[i], err = str(e, what); err != nil {
+		if out[i], err = elem(e); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// strSlice is v as an array of strings; null and absent are nil.
+func strSlice(v any, what string) ([]string, error) {
+	return list(v, what, func(e any) (string, error) { return str(e, what) })
 }
 
 // int64Ptr is v as a JSON integer; null and absent are nil.
@@ -145,55 +151,47 @@ func int64Ptr(v any, what string) (*int64, error) {
 
 // containers is v as the containers of a pod spec.
 func containers(v any, what string) ([]Container, error) {
-	a, err := array(v, what)
-	if err != nil || a == nil {
-		return nil, err
+	return list(v, what, func(e any) (Container, error) { return container(e, what) })
+}
+
+// container is v as one container of a pod spec.
+func container(v any, what string) (Container, error) {
+	var ct Container
+	c, err := object(v, what)
+	if err != nil {
+		return ct, err
 	}
-	out := make([]Container, len(a))
-	for i, e := range a {
-		c, err := object(e, what)
-		if err != nil {
-			return nil, err
-		}
-		ct := &out[i]
-		if ct.Name, err = str(c["name"], what+".name"); err != nil {
-			return nil, err
-		}
-		if ct.Args, err = strSlice(c["args"], what+".args"); err != nil {
-			return nil, err
-		}
-		env, err := array(c["env"], what+".env")
-		if err != nil {
-			return nil, err
-		}
-		if env != nil {
-			ct.Env = make([]EnvVar, len(env))
-		}
-		for j, ev := range env {
-			o, err := object(ev, what+".env")
-			if err != nil {
-				return nil, err
-			}
-			if ct.Env[j].Name, err = str(o["name"], what+".env.name"); err != nil {
-				return nil, err
-			}
-			if ct.Env[j].Value, err = str(o["value"], what+".env.value"); err != nil {
-				return nil, err
-			}
-		}
-		sc, err := object(c["securityContext"], what+".securityContext")
-		if err != nil {
-			return nil, err
-		}
-		if sc != nil {
-			ct.SecurityContext = &SecurityContext{}
-			if ct.SecurityContext.RunAsUser, err = int64Ptr(sc["runAsUser"], what+".securityContext.runAsUser"); err != nil {
-				return nil, err
-			}
-			if ct.SecurityContext.RunAsGroup, err = int64Ptr(sc["runAsGroup"], what+".securityContext.runAsGroup"); err != nil {
-				return nil, err
-			}
-		}
+	if ct.Name, err = str(c["name"], what+".name"); err != nil {
+		return ct, err
 	}
-	return out, nil
+	if ct.Args, err = strSlice(c["args"], what+".args"); err != nil {
+		return ct, err
+	}
+	if ct.Env, err = list(c["env"], what+".env", func(e any) (EnvVar, error) { return envVar(e, what+".env") }); err != nil {
+		return ct, err
+	}
+	sc, err := object(c["securityContext"], what+".securityContext")
+	if err != nil || sc == nil {
+		return ct, err
+	}
+	ct.SecurityContext = &SecurityContext{}
+	if ct.SecurityContext.RunAsUser, err = int64Ptr(sc["runAsUser"], what+".securityContext.runAsUser"); err != nil {
+		return ct, err
+	}
+	ct.SecurityContext.RunAsGroup, err = int64Ptr(sc["runAsGroup"], what+".securityContext.runAsGroup")
+	return ct, err
+}
+
+// envVar is v as a container's environment variable.
+func envVar(v any, what string) (EnvVar, error) {
+	var ev EnvVar
+	o, err := object(v, what)
+	if err != nil {
+		return ev, err
+	}
+	if ev.Name, err = str(o["name"], what+".name"); err != nil {
+		return ev, err
+	}
+	ev.Value, err = str(o["value"], what+".value")
+	return ev, err
 }
