@@ -144,6 +144,7 @@ bench-istiod: k8s-assets ## istiod xDS: 1000 services x 5 endpoints, 250/1000/40
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 250,1000 --full-pushes 5 --eds-changes 50
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 4000 --streams-per-conn 8 --timeout 120s --full-pushes 2 --eds-changes 10 --istiod-arg=--keepaliveInterval=10m
 	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 1000 --full-pushes 5 --eds-changes 50 --delta=false
+	$(GO) run ./tools/xdsload --istiod $(BIN)/istiod --services 1000 --endpoints 5 --clients 1000 --full-pushes 2 --eds-changes 5 --reconnects 1 --rest 35s --timeout 300s
 	for cp in skiff istio; do $(GO) run ./tools/xdsload --istiod $(BIN)/istiod --control-plane $$cp --source kube --tls=false \
 	  --services 1000 --endpoints 5 --clients 1000 --full-pushes 2 --eds-changes 5 --rest 35s --timeout 300s || exit 1; done
 	for cp in skiff istio; do $(GO) run ./tools/xdsload --istiod $(BIN)/istiod --control-plane $$cp --source kube --pods --rollout-steps 5 \
