@@ -8,11 +8,9 @@ import (
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the proto codec delegated to
 	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -66,11 +64,7 @@ type rawDelta struct{ buf mem.Buffer }
 // decode decodes the request and releases its buffer.
 func (r *rawDelta) decode() (*discoveryv3.DeltaDiscoveryRequest, error) {
 	defer r.buf.Free()
-	req := &discoveryv3.DeltaDiscoveryRequest{}
-	if err := proto.Unmarshal(r.buf.ReadOnlyData(), req); err != nil {
-		return nil, status.Errorf(codes.Internal, "decode delta discovery request: %v", err)
-	}
-	return req, nil
+	return decodeDelta(r.buf.ReadOnlyData())
 }
 
 // aside runs f on a goroutine of its own and returns its error. A stream's
@@ -298,6 +292,19 @@ func (in *interner) intern(b []byte) string {
 	in.m[s] = s
 	in.mu.Unlock()
 	return s
+}
+
+// internString is intern for a name that may be a substring of a larger
+// string (a request's copy, decodeDelta), which the table must not keep:
+// a name not seen yet is copied out.
+func (in *interner) internString(n string) string {
+	in.mu.RLock()
+	s, ok := in.m[n]
+	in.mu.RUnlock()
+	if ok {
+		return s
+	}
+	return in.intern([]byte(n))
 }
 
 // adsHandler is what the hand-written service descriptor dispatches to.

@@ -104,7 +104,7 @@ func (c *Connection) handleDelta(stream deltaStream, req *discoveryv3.DeltaDisco
 			continue
 		}
 		if _, ok := slices.BinarySearch(w.names, n); !ok {
-			added = append(added, c.server.names.intern([]byte(n)))
+			added = append(added, c.server.names.internString(n))
 		}
 	}
 	// w.names is copied on write: pushes read it without a copy.
