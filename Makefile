@@ -90,6 +90,7 @@ fuzz: fuzz-ca ## run each of our own fuzz targets for 30 s (the CA's through fuz
 	$(GO) test ./pkg/gotmpl -run XXX -fuzz '^FuzzMatchesTextTemplate$$' -fuzztime 30s
 	$(GO) test ./pkg/grpcserver -run XXX -fuzz '^FuzzFrames$$' -fuzztime 30s
 	$(GO) test ./pkg/istiod/xds -run XXX -fuzz '^FuzzRawRequest$$' -fuzztime 30s
+	$(GO) test ./pkg/istiod/xds -run XXX -fuzz '^FuzzDecodeDelta$$' -fuzztime 30s
 	$(GO) test ./pkg/istiod/registry/file -run XXX -fuzz '^FuzzParse$$' -fuzztime 30s
 	$(GO) test ./pkg/istiod/duration -run XXX -fuzz '^FuzzNormalize$$' -fuzztime 30s
 	$(GO) test ./pkg/cni/install -run XXX -fuzz '^FuzzInsertRemove$$' -fuzztime 30s
