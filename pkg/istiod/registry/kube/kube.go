@@ -16,15 +16,11 @@ import (
 
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 	security "istio.io/client-go/pkg/apis/security/v1"
-	netlisters "istio.io/client-go/pkg/listers/networking/v1"
-	seclisters "istio.io/client-go/pkg/listers/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -64,12 +60,12 @@ type Registry struct {
 	clients *kuberest.Clients
 
 	mu sync.Mutex
-	// dirty are the kinds whose caches changed since inputs was built;
-	// every other kind's objects are kept, so a push context rebuilt on
-	// them reuses what it built from them before.
-	dirty    map[model.Kind]bool
+	// dirty are the objects, by kind, whose caches changed since inputs
+	// was built; every other object is kept, so a push context rebuilt
+	// on them reuses what it built from them before.
+	dirty    map[model.Kind]*changes
 	inputs   *model.Inputs
-	problems map[model.Kind][]error
+	problems problems
 	synced   bool
 	listers  *listers
 }
@@ -106,7 +102,7 @@ func New(cfg Config, log *slog.Logger) (*Registry, error) {
 
 func newRegistry(clients *kuberest.Clients, log *slog.Logger) *Registry {
 	return &Registry{log: log.With("component", "kube-registry"), clients: clients, inputs: &model.Inputs{},
-		dirty: map[model.Kind]bool{}, problems: map[model.Kind][]error{}}
+		dirty: map[model.Kind]*changes{}, problems: problems{}}
 }
 
 // Clients are the registry's REST clients.
@@ -131,54 +127,39 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	if err := pods.SetTransform(trimPod); err != nil {
 		return fmt.Errorf("pod informer: %w", err)
 	}
-	ls := &listers{
-		services: corelisters.NewServiceLister(services.GetIndexer()),
-		slices:   discoverylisters.NewEndpointSliceLister(endpointSlices.GetIndexer()),
-		pods:     podLister{pods.GetStore()},
-	}
+	ls := &listers{services: services.GetStore(), slices: endpointSlices.GetStore(), pods: pods.GetStore()}
 	watched := []watchedKind{
 		{model.KindService, services},
 		{model.KindEndpointSlice, endpointSlices},
 		{model.KindPod, pods},
 	}
 	// istio watches the Istio resource of client, if the API server serves it.
-	istio := func(kind model.Kind, client rest.Interface, served map[string]bool, resource string, obj runtime.Object) cache.Indexer {
+	istio := func(kind model.Kind, client rest.Interface, served map[string]bool, resource string, obj runtime.Object) cache.Store {
 		if !served[resource] {
 			return nil
 		}
 		inf := kubecache.Informer(client, resource, "", obj, nil)
 		watched = append(watched, watchedKind{kind, inf})
-		return inf.GetIndexer()
+		return inf.GetStore()
 	}
-	if ix := istio(model.KindServiceEntry, net, served, "serviceentries", &networking.ServiceEntry{}); ix != nil {
-		ls.serviceEntries = netlisters.NewServiceEntryLister(ix)
-	}
-	if ix := istio(model.KindWorkloadEntry, net, served, "workloadentries", &networking.WorkloadEntry{}); ix != nil {
-		ls.workloadEntries = netlisters.NewWorkloadEntryLister(ix)
-	}
-	if ix := istio(model.KindVirtualService, net, served, "virtualservices", &networking.VirtualService{}); ix != nil {
-		ls.virtualServices = netlisters.NewVirtualServiceLister(ix)
-	}
-	if ix := istio(model.KindDestinationRule, net, served, "destinationrules", &networking.DestinationRule{}); ix != nil {
-		ls.destinationRules = netlisters.NewDestinationRuleLister(ix)
-	}
-	if ix := istio(model.KindSidecar, net, served, "sidecars", &networking.Sidecar{}); ix != nil {
-		ls.sidecars = netlisters.NewSidecarLister(ix)
-	}
-	if ix := istio(model.KindPeerAuthentication, sec, servedSecurity, "peerauthentications", &security.PeerAuthentication{}); ix != nil {
-		ls.peerAuthentications = seclisters.NewPeerAuthenticationLister(ix)
-	}
-	if ix := istio(model.KindAuthorizationPolicy, sec, servedSecurity, "authorizationpolicies", &security.AuthorizationPolicy{}); ix != nil {
-		ls.authorizationPolicies = seclisters.NewAuthorizationPolicyLister(ix)
-	}
-	if ix := istio(model.KindRequestAuthentication, sec, servedSecurity, "requestauthentications", &security.RequestAuthentication{}); ix != nil {
-		ls.requestAuthentications = seclisters.NewRequestAuthenticationLister(ix)
-	}
+	ls.serviceEntries = istio(model.KindServiceEntry, net, served, "serviceentries", &networking.ServiceEntry{})
+	ls.workloadEntries = istio(model.KindWorkloadEntry, net, served, "workloadentries", &networking.WorkloadEntry{})
+	ls.virtualServices = istio(model.KindVirtualService, net, served, "virtualservices", &networking.VirtualService{})
+	ls.destinationRules = istio(model.KindDestinationRule, net, served, "destinationrules", &networking.DestinationRule{})
+	ls.sidecars = istio(model.KindSidecar, net, served, "sidecars", &networking.Sidecar{})
+	ls.peerAuthentications = istio(model.KindPeerAuthentication, sec, servedSecurity, "peerauthentications", &security.PeerAuthentication{})
+	ls.authorizationPolicies = istio(model.KindAuthorizationPolicy, sec, servedSecurity, "authorizationpolicies", &security.AuthorizationPolicy{})
+	ls.requestAuthNs = istio(model.KindRequestAuthentication, sec, servedSecurity, "requestauthentications", &security.RequestAuthentication{})
 	var syncedFlag sync.Mutex
 	started := false
-	notify := func(kind model.Kind) {
+	notify := func(kind model.Kind, obj any) {
 		r.mu.Lock()
-		r.dirty[kind] = true
+		ch := r.dirty[kind]
+		if ch == nil {
+			ch = &changes{}
+			r.dirty[kind] = ch
+		}
+		ch.add(obj)
 		r.mu.Unlock()
 		syncedFlag.Lock()
 		ok := started
@@ -189,15 +170,15 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	}
 	for _, w := range watched {
 		handler := cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { notify(w.kind) },
+			AddFunc: func(o any) { notify(w.kind, o) },
 			UpdateFunc: func(o, n any) {
 				// Most pod updates are statuses istiod does not keep.
 				if w.kind == model.KindPod && sameTrimmedPod(o, n) {
 					return
 				}
-				notify(w.kind)
+				notify(w.kind, n)
 			},
-			DeleteFunc: func(any) { notify(w.kind) },
+			DeleteFunc: func(o any) { notify(w.kind, o) },
 		}
 		if _, err := w.inf.AddEventHandler(handler); err != nil {
 			return fmt.Errorf("add event handler: %w", err)
@@ -215,7 +196,7 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 	r.mu.Lock()
 	r.listers, r.synced = ls, true
 	for _, k := range kinds {
-		r.dirty[k] = true // the first build lists them all
+		r.dirty[k] = allChanged() // the first build lists them all
 	}
 	r.mu.Unlock()
 	syncedFlag.Lock()
@@ -297,11 +278,7 @@ func (r *Registry) Problems() []error {
 	r.Inputs()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []error
-	for _, k := range kinds {
-		out = append(out, r.problems[k]...)
-	}
-	return out
+	return r.problems.list()
 }
 
 // Synced reports whether the caches have synced.

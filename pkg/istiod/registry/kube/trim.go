@@ -6,8 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/validation"
@@ -58,19 +56,4 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// podLister lists the pods of the pod informer's store.
-type podLister struct{ store cache.Store }
-
-// List returns the cached pods, whatever the selector: relist wants all.
-func (l podLister) List(labels.Selector) ([]*cachedPod, error) {
-	objs := l.store.List()
-	out := make([]*cachedPod, 0, len(objs))
-	for _, o := range objs {
-		if c, ok := o.(*cachedPod); ok {
-			out = append(out, c)
-		}
-	}
-	return out, nil
 }

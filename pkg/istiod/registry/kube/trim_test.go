@@ -89,9 +89,9 @@ func TestTrimKeepsWhatIstiodReads(t *testing.T) {
 		trimmedBytes += jsonSize(t, c.pod)
 	}
 	t.Logf("pods as served: %d bytes of JSON; as cached: %d", fullBytes, trimmedBytes)
-	problems := map[model.Kind][]error{}
-	relist(model.KindPod, podLister{store}, &full.Pods, cachedPodOf, map[model.Kind]bool{model.KindPod: true}, problems)
-	if len(full.Pods) != len(served) || len(problems[model.KindPod]) > 0 {
+	var problems map[string]error
+	full.Pods, problems = listAll(model.KindPod, store, cachedPodOf)
+	if len(full.Pods) != len(served) || len(problems) > 0 {
 		t.Fatalf("listed %d of %d pods, problems %v", len(full.Pods), len(served), problems)
 	}
 
