@@ -151,12 +151,12 @@ func sliceEndpoints(svc *Service, k8s *corev1.Service, sl *discoveryv1.EndpointS
 			healthy := ep.Conditions.Ready == nil || *ep.Conditions.Ready
 			var pod *Pod
 			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
-				pod = pods.byName[k8s.Namespace+"/"+ep.TargetRef.Name]
+				pod = pods.byName(k8s.Namespace, ep.TargetRef.Name)
 			}
 			for _, addr := range ep.Addresses {
 				p := pod
 				if p == nil {
-					p = pods.byIP[addr]
+					p = pods.byIP(addr)
 				}
 				e := Endpoint{Address: addr, Port: uint16(*sp.Port), ServicePort: svcPort.Port, Healthy: healthy, Weight: 1}
 				if ep.Zone != nil {
@@ -177,21 +177,4 @@ func sliceEndpoints(svc *Service, k8s *corev1.Service, sl *discoveryv1.EndpointS
 		}
 	}
 	return out
-}
-
-// podIndex finds pods by namespace/name and by IP.
-type podIndex struct {
-	byName map[string]*Pod
-	byIP   map[string]*Pod
-}
-
-func indexPods(pods []*Pod) *podIndex {
-	ix := &podIndex{byName: make(map[string]*Pod, len(pods)), byIP: make(map[string]*Pod, len(pods))}
-	for _, p := range pods {
-		ix.byName[p.Namespace+"/"+p.Name] = p
-		for _, ip := range p.IPs {
-			ix.byIP[ip] = p
-		}
-	}
-	return ix
 }

@@ -5,29 +5,45 @@ import (
 )
 
 // podKeys are the pods that differ between two pod indexes, as endpoints
-// find them: by namespace/name (an endpoint's targetRef) and by address.
-// A pod replaced by a new object counts, whatever changed in it.
+// find them: by namespace and name (an endpoint's targetRef) and by
+// address. A pod replaced by a new object counts, whatever changed in it.
 type podKeys struct {
-	names, ips map[string]struct{}
+	names map[nsName]struct{}
+	ips   map[string]struct{}
 }
 
-// changedPodKeys returns the keys whose pod differs between a and b.
+// changedPodKeys returns the keys whose pod differs between a and b, both
+// built indexes.
 func changedPodKeys(a, b *podIndex) podKeys {
-	k := podKeys{names: map[string]struct{}{}, ips: map[string]struct{}{}}
-	diff := func(x, y map[string]*Pod, out map[string]struct{}) {
-		for key, p := range y {
-			if x[key] != p {
-				out[key] = struct{}{}
-			}
+	return podKeys{names: diffKeys(a.names, b.names), ips: diffKeys(a.ips, b.ips)}
+}
+
+func diffKeys[K comparable](x, y map[K]*Pod) map[K]struct{} {
+	out := map[K]struct{}{}
+	for key, p := range y {
+		if x[key] != p {
+			out[key] = struct{}{}
 		}
-		for key := range x {
-			if _, ok := y[key]; !ok {
-				out[key] = struct{}{}
+	}
+	for key := range x {
+		if _, ok := y[key]; !ok {
+			out[key] = struct{}{}
+		}
+	}
+	return out
+}
+
+// movedPods returns the keys of the pods gone and of those that came.
+func movedPods(gone, came []*Pod) podKeys {
+	k := podKeys{names: map[nsName]struct{}{}, ips: map[string]struct{}{}}
+	for _, list := range [][]*Pod{gone, came} {
+		for _, p := range list {
+			k.names[nsName{p.Namespace, p.Name}] = struct{}{}
+			for _, ip := range p.IPs {
+				k.ips[ip] = struct{}{}
 			}
 		}
 	}
-	diff(a.byName, b.byName, k.names)
-	diff(a.byIP, b.byIP, k.ips)
 	return k
 }
 
@@ -43,7 +59,7 @@ func (k podKeys) readBy(slices []*discoveryv1.EndpointSlice) bool {
 	for _, sl := range slices {
 		for _, ep := range sl.Endpoints {
 			if ep.TargetRef != nil && ep.TargetRef.Kind == "Pod" {
-				if _, ok := k.names[sl.Namespace+"/"+ep.TargetRef.Name]; ok {
+				if _, ok := k.names[nsName{sl.Namespace, ep.TargetRef.Name}]; ok {
 					return true
 				}
 			}

@@ -1,10 +1,13 @@
 package model_test
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,10 +98,10 @@ func (m *podMesh) mutate(r *rand.Rand) {
 		}
 		m.pods[i] = podMeshPod(i, ip, old.ServiceAccount, old.Labels["version"])
 	case 4: // gone, or back
-		if old.Name == "gone" {
+		if old.Namespace == "elsewhere" {
 			m.pods[i] = podMeshPod(i, fmt.Sprintf("10.1.0.%d", i+1), "sa", "v1")
 		} else {
-			m.pods[i] = &model.Pod{Name: "gone", Namespace: "elsewhere"}
+			m.pods[i] = &model.Pod{Name: fmt.Sprintf("gone%d", i), Namespace: "elsewhere"}
 		}
 	case 5: // a service's slice rewired over other pods
 		s := r.IntN(podMeshServices)
@@ -108,18 +111,39 @@ func (m *podMesh) mutate(r *rand.Rand) {
 
 // TestRebuildAfterPodChangesMatchesBuild: the endpoints a push context
 // rebuilt from its predecessor after pod and slice changes are those one
-// built from scratch would have, through a long run of random changes.
+// built from scratch would have, and so are the proxies its change names,
+// through a long run of random changes. The pods are listed in the mesh's
+// order, and sorted by namespace and name as the kube registry lists
+// them, which lets the pod index be patched.
 func TestRebuildAfterPodChangesMatchesBuild(t *testing.T) {
+	for _, sorted := range []bool{false, true} {
+		t.Run(fmt.Sprint("sorted=", sorted), func(t *testing.T) { rebuildAfterPodChanges(t, sorted) })
+	}
+}
+
+func rebuildAfterPodChanges(t *testing.T, sorted bool) {
 	r := rand.New(rand.NewPCG(1, 2))
 	m := newPodMesh()
-	prev := model.BuildPushContext(m.inputs(), "0")
+	inputs := func() *model.Inputs {
+		in := m.inputs()
+		if sorted {
+			slices.SortFunc(in.Pods, func(a, b *model.Pod) int {
+				return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+			})
+		}
+		return in
+	}
+	prev := model.BuildPushContext(inputs(), "0")
 	for step := range 500 {
 		for range 1 + r.IntN(2) {
 			m.mutate(r)
 		}
-		in := m.inputs()
+		in := inputs()
 		pc := model.Rebuild(prev, in, fmt.Sprint(step+1))
 		want := model.BuildPushContext(in, "fresh")
+		if got, want := pc.Diff(prev), want.Diff(prev); got.Full != want.Full || !maps.Equal(got.Hosts, want.Hosts) || !maps.Equal(got.Proxies, want.Proxies) {
+			t.Fatalf("step %d: change %+v, want %+v", step, got, want)
+		}
 		if !reflect.DeepEqual(pc.Endpoints, want.Endpoints) {
 			t.Fatalf("step %d: rebuilt endpoints\n%+v\nwant\n%+v", step, pc.Endpoints, want.Endpoints)
 		}

@@ -74,7 +74,7 @@ func (p *Proxy) WorkloadLabels(pc *PushContext) map[string]string {
 	if p.Labels != nil {
 		return p.Labels
 	}
-	if pod := pc.Pods[p.IP]; pod != nil && pod.Namespace == p.Namespace {
+	if pod := pc.PodByIP(p.IP); pod != nil && pod.Namespace == p.Namespace {
 		return pod.Labels
 	}
 	if we := pc.WorkloadEntries[p.IP]; we != nil && we.Namespace == p.Namespace {

@@ -37,8 +37,6 @@ type PushContext struct {
 	DestinationRules []*networking.DestinationRule
 	// Sidecars by namespace, those with a workload selector first.
 	Sidecars map[string][]*networking.Sidecar
-	// Pods indexes pods by IP, for proxy identity.
-	Pods map[string]*Pod
 	// WorkloadEntries indexes workload entries by address, for proxy identity.
 	WorkloadEntries map[string]*networking.WorkloadEntry
 	// Mesh is the mesh configuration (Istio's defaults when the inputs
@@ -59,8 +57,12 @@ type PushContext struct {
 	memos  []memoStore // by Memo id
 
 	// What Rebuild reuses.
-	inputs      *Inputs
-	pods        *podIndex
+	inputs *Inputs
+	pods   *podIndex
+	// podsFrom is the id of the pod index pods was made from by Rebuild,
+	// and podsMoved the keys of the pods that differ between the two.
+	podsFrom    uint64
+	podsMoved   podKeys
 	kubeByHost  map[string]*corev1.Service
 	entryByHost map[string]*networking.ServiceEntry
 	slicesBySvc map[nsName][]*discoveryv1.EndpointSlice
@@ -111,18 +113,29 @@ func (pc *PushContext) Diff(prev *PushContext) Change {
 	}
 	c := Change{Hosts: hosts}
 	if pc.pods != prev.pods { // else the same pods, indexed once
-		c.Proxies = changedPods(prev.Pods, pc.Pods)
+		c.Proxies = pc.changedProxies(prev)
 	}
 	return c
 }
 
-// changedPods returns the addresses whose pod differs between a and b in
-// what Proxy.WorkloadLabels reads: being there, its namespace, its labels.
-func changedPods(a, b map[string]*Pod) map[string]struct{} {
+// changedProxies returns the addresses whose pod differs between prev and
+// pc in what Proxy.WorkloadLabels reads: being there, its namespace, its
+// labels. Only the addresses Rebuild found moved are compared when pc was
+// rebuilt from prev's pods.
+func (pc *PushContext) changedProxies(prev *PushContext) map[string]struct{} {
 	out := map[string]struct{}{}
 	same := func(x, y *Pod) bool {
 		return x == y || (x != nil && y != nil && x.Namespace == y.Namespace && maps.Equal(x.Labels, y.Labels))
 	}
+	if pc.podsFrom == prev.pods.id {
+		for ip := range pc.podsMoved.ips {
+			if !same(prev.pods.byIP(ip), pc.pods.byIP(ip)) {
+				out[ip] = struct{}{}
+			}
+		}
+		return out
+	}
+	a, b := prev.pods.flat().ips, pc.pods.flat().ips
 	for ip, p := range b {
 		if !same(a[ip], p) {
 			out[ip] = struct{}{}
@@ -135,6 +148,9 @@ func changedPods(a, b map[string]*Pod) map[string]struct{} {
 	}
 	return out
 }
+
+// PodByIP returns the pod at address ip, or nil.
+func (pc *PushContext) PodByIP(ip string) *Pod { return pc.pods.byIP(ip) }
 
 // sameServiceAccounts reports whether a and b name the same set of service
 // accounts.
@@ -174,8 +190,8 @@ func Rebuild(prev *PushContext, in *Inputs, version string) *PushContext {
 		pc.copyConfig(prev)
 		if !samePtrs(prev.inputs.Pods, in.Pods) {
 			// Pods are read by the endpoints and by proxies' labels only.
-			pc.pods = indexPods(in.Pods)
-			pc.Pods = pc.pods.byIP
+			pc.pods, pc.podsMoved = prev.pods.next(in.Pods)
+			pc.podsFrom = prev.pods.id
 		}
 	} else {
 		pc.buildConfig(in)
@@ -206,7 +222,7 @@ func samePtrs[T comparable](a, b []T) bool { return slices.Equal(a, b) }
 func (pc *PushContext) copyConfig(prev *PushContext) {
 	pc.Services, pc.ServiceByHost = prev.Services, prev.ServiceByHost
 	pc.VirtualServices, pc.DestinationRules, pc.Sidecars = prev.VirtualServices, prev.DestinationRules, prev.Sidecars
-	pc.Pods, pc.pods, pc.ConfigHash = prev.Pods, prev.pods, prev.ConfigHash
+	pc.pods, pc.ConfigHash = prev.pods, prev.ConfigHash
 	pc.kubeByHost, pc.entryByHost = prev.kubeByHost, prev.entryByHost
 	pc.Security, pc.Mesh, pc.Domain = prev.Security, prev.Mesh, prev.Domain
 }
@@ -217,7 +233,6 @@ func (pc *PushContext) buildConfig(in *Inputs) {
 	pc.ServiceByHost = map[string]*Service{}
 	pc.Sidecars = map[string][]*networking.Sidecar{}
 	pc.pods = indexPods(in.Pods)
-	pc.Pods = pc.pods.byIP
 	pc.kubeByHost = map[string]*corev1.Service{}
 	for _, s := range sortedByAge(in.Services) {
 		svc := serviceFromKube(s, pc.Domain)
@@ -270,7 +285,7 @@ func (pc *PushContext) buildConfig(in *Inputs) {
 func (pc *PushContext) buildEndpoints(in *Inputs, prev *PushContext) {
 	var moved podKeys // the pods that changed since prev
 	if prev != nil && pc.pods != prev.pods {
-		moved = changedPodKeys(prev.pods, pc.pods)
+		moved = pc.podsMoved
 	}
 	if prev != nil && samePtrs(prev.inputs.WorkloadEntries, in.WorkloadEntries) && pc.patchEndpoints(in, prev, moved) {
 		return
