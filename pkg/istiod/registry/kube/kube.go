@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -287,8 +286,6 @@ func (r *Registry) Synced() bool {
 	defer r.mu.Unlock()
 	return r.synced
 }
-
-var everything = labels.Everything()
 
 // watchedKind is an informer and the kind it caches.
 type watchedKind struct {
