@@ -126,32 +126,40 @@ func (ix *podIndex) patch(gone, came, list []*Pod) *podIndex {
 		maps.Copy(out.ips, ix.ips)
 	}
 	for _, p := range gone {
-		k := nsName{p.Namespace, p.Name}
-		if out.byName(k.ns, k.name) != p {
+		if !out.set(p, nil, root.shared) {
 			return nil
-		}
-		out.names[k] = nil
-		for _, ip := range p.IPs {
-			if root.shared[ip] || out.byIP(ip) != p {
-				return nil
-			}
-			out.ips[ip] = nil
 		}
 	}
 	for _, p := range came {
-		k := nsName{p.Namespace, p.Name}
-		if out.byName(k.ns, k.name) != nil {
+		if !out.set(p, p, root.shared) {
 			return nil
-		}
-		out.names[k] = p
-		for _, ip := range p.IPs {
-			if q := out.byIP(ip); root.shared[ip] || (q != nil && q != p) {
-				return nil
-			}
-			out.ips[ip] = p
 		}
 	}
 	return out
+}
+
+// set records p's name and addresses as leading to pod, p itself or nil
+// for p gone. It reports false when something else is there: another pod
+// of p's name or at one of its addresses, or an address more than one pod
+// holds in the root index.
+func (ix *podIndex) set(p, pod *Pod, shared map[string]bool) bool {
+	was := p // what p's keys lead to before
+	if pod != nil {
+		was = nil
+	}
+	k := nsName{p.Namespace, p.Name}
+	if ix.byName(k.ns, k.name) != was {
+		return false
+	}
+	ix.names[k] = pod
+	for _, ip := range p.IPs {
+		// An address p lists twice already leads to pod.
+		if q := ix.byIP(ip); shared[ip] || (q != was && q != pod) {
+			return false
+		}
+		ix.ips[ip] = pod
+	}
+	return true
 }
 
 // diffPods returns the pods of a, a list sorted strictly by namespace and

@@ -12,7 +12,10 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
-func BenchmarkRebuildEndpointChange(b *testing.B) {
+// benchMesh is 1000 services of 5 endpoints each, at distinct addresses;
+// with pods, each endpoint names its pod by targetRef, and the pods are
+// listed sorted, as the kube registry lists them.
+func benchMesh(pods bool) *model.Inputs {
 	in := &model.Inputs{}
 	for i := range 1000 {
 		name := fmt.Sprintf("svc-%04d", i)
@@ -21,10 +24,22 @@ func BenchmarkRebuildEndpointChange(b *testing.B) {
 		sl := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench", Labels: map[string]string{"kubernetes.io/service-name": name}},
 			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080))}}}
 		for j := range 5 {
-			sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.1.%d.%d", i%250, j+1)}})
+			ep := discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.1.%d.%d", i%250, i/250*5+j+1)}}
+			if pods {
+				pod := fmt.Sprintf("%s-%d", name, j)
+				ep.TargetRef = &corev1.ObjectReference{Kind: "Pod", Namespace: "bench", Name: pod}
+				in.Pods = append(in.Pods, &model.Pod{Name: pod, Namespace: "bench", ServiceAccount: name, IPs: ep.Addresses,
+					Labels: map[string]string{"app": name, "pod-template-hash": "a"}})
+			}
+			sl.Endpoints = append(sl.Endpoints, ep)
 		}
 		in.EndpointSlices = append(in.EndpointSlices, sl)
 	}
+	return in
+}
+
+func BenchmarkRebuildEndpointChange(b *testing.B) {
+	in := benchMesh(false)
 	prev := model.BuildPushContext(in, "0")
 	b.ResetTimer()
 	for i := range b.N {
@@ -47,23 +62,7 @@ func ptr[T any](v T) *T { return &v }
 // the sorted list the kube registry keeps: the push context rebuilt and
 // its change found.
 func BenchmarkRebuildPodChange(b *testing.B) {
-	in := &model.Inputs{}
-	for i := range 1000 {
-		name := fmt.Sprintf("svc-%04d", i)
-		in.Services = append(in.Services, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench"},
-			Spec: corev1.ServiceSpec{ClusterIP: fmt.Sprintf("10.100.%d.%d", i/250, i%250+1), Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}})
-		sl := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench", Labels: map[string]string{"kubernetes.io/service-name": name}},
-			AddressType: discoveryv1.AddressTypeIPv4, Ports: []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080))}}}
-		for j := range 5 {
-			pod := fmt.Sprintf("%s-%d", name, j)
-			ip := fmt.Sprintf("10.1.%d.%d", i%250, i/250*5+j+1)
-			sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip},
-				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "bench", Name: pod}})
-			in.Pods = append(in.Pods, &model.Pod{Name: pod, Namespace: "bench", ServiceAccount: name, IPs: []string{ip},
-				Labels: map[string]string{"app": name, "pod-template-hash": "a"}})
-		}
-		in.EndpointSlices = append(in.EndpointSlices, sl)
-	}
+	in := benchMesh(true)
 	prev := model.BuildPushContext(in, "0")
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -193,10 +193,7 @@ func (r *Registry) Run(ctx context.Context, changed func()) error {
 		return nil // ctx ended
 	}
 	r.mu.Lock()
-	r.listers, r.synced = ls, true
-	for _, k := range kinds {
-		r.dirty[k] = allChanged() // the first build lists them all
-	}
+	r.listers, r.synced, r.dirty = ls, true, everyKind()
 	r.mu.Unlock()
 	syncedFlag.Lock()
 	started = true

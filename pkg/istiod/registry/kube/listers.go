@@ -42,6 +42,15 @@ type changes struct {
 // store could not name.
 func allChanged() *changes { return &changes{all: true} }
 
+// everyKind is a change of every object of every kind: the first build.
+func everyKind() map[model.Kind]*changes {
+	dirty := map[model.Kind]*changes{}
+	for _, k := range kinds {
+		dirty[k] = allChanged()
+	}
+	return dirty
+}
+
 // add records obj, an object or a deleted-final-state tombstone.
 func (c *changes) add(obj any) {
 	if c.all {
