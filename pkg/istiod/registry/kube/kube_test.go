@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -147,6 +148,59 @@ func TestKubeRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	polltest.Until(t, "fixed VirtualService", func() bool { return len(r.Inputs().VirtualServices) == 1 && len(r.Problems()) == 0 })
+
+	// Pods come, change and go through the informer, each patched into
+	// the sorted list, and a push context rebuilt from its predecessor
+	// reads them.
+	prev := model.BuildPushContext(r.Inputs(), "3")
+	second, err := injecttest.Pod(inj, injecttest.Spec{Name: "reviews-1", Namespace: "default", App: "reviews",
+		ServiceAccount: "bookinfo-reviews-1", IP: "10.1.0.2", HostIP: "192.168.0.2", Node: "node-a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status = second.Status
+	if second, err = kc.CoreV1().Pods("default").Create(ctx, second, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	second.Status = status
+	if _, err := kc.CoreV1().Pods("default").UpdateStatus(ctx, second, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	polltest.Until(t, "the second pod", func() bool {
+		pods := r.Inputs().Pods
+		return len(pods) == 2 && pods[0].Name == "reviews-0" && pods[1].Name == "reviews-1" && slices.Equal(pods[1].IPs, []string{"10.1.0.2"})
+	})
+	pc = model.Rebuild(prev, r.Inputs(), "4")
+	if eps := pc.Endpoints["reviews.default.svc.cluster.local"]; len(eps) != 2 || eps[1].ServiceAccount != "bookinfo-reviews-1" {
+		t.Fatalf("reviews endpoints after the second pod: %+v", eps)
+	}
+	first, err := kc.CoreV1().Pods("default").Get(ctx, "reviews-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Labels["version"] = "v2"
+	if _, err := kc.CoreV1().Pods("default").Update(ctx, first, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	polltest.Until(t, "the first pod relabelled", func() bool {
+		pods := r.Inputs().Pods
+		return len(pods) == 2 && pods[0].Labels["version"] == "v2"
+	})
+	prev, pc = pc, model.Rebuild(pc, r.Inputs(), "5")
+	if c := pc.Diff(prev); c.Full || !maps.Equal(c.Proxies, map[string]struct{}{"10.1.0.1": {}}) {
+		t.Fatalf("change after a relabelled pod: %+v", c)
+	}
+	if err := kc.CoreV1().Pods("default").Delete(ctx, "reviews-0", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	polltest.Until(t, "the first pod gone", func() bool {
+		pods := r.Inputs().Pods
+		return len(pods) == 1 && pods[0].Name == "reviews-1"
+	})
+	prev, pc = pc, model.Rebuild(pc, r.Inputs(), "6")
+	if eps := pc.Endpoints["reviews.default.svc.cluster.local"]; len(eps) != 2 || eps[0].ServiceAccount != "" || eps[1].ServiceAccount != "bookinfo-reviews-1" {
+		t.Fatalf("reviews endpoints after the first pod went: %+v", eps)
+	}
 }
 
 func drain(c chan struct{}) {
