@@ -35,6 +35,8 @@ const maxPodPatch = 512
 
 var podIndexIDs atomic.Uint64
 
+// indexPods builds the index of pods, noting whether the list is sorted
+// and which addresses more than one pod holds.
 func indexPods(pods []*Pod) *podIndex {
 	ix := &podIndex{names: make(map[nsName]*Pod, len(pods)), ips: make(map[string]*Pod, len(pods)),
 		list: pods, sorted: true, id: podIndexIDs.Add(1)}
