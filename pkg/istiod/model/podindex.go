@@ -114,11 +114,10 @@ func (ix *podIndex) next(pods []*Pod) (*podIndex, podKeys) {
 // nil when that needs the index built again.
 func (ix *podIndex) patch(gone, came, list []*Pod) *podIndex {
 	root, n := ix, len(gone)+len(came)
-	out := &podIndex{root: ix, list: list, sorted: true, id: podIndexIDs.Add(1)}
 	if ix.root != nil {
 		root, n = ix.root, n+len(ix.names)
-		out.root = root
 	}
+	out := &podIndex{root: root, list: list, sorted: true, id: podIndexIDs.Add(1)}
 	if n > maxPodPatch {
 		return nil
 	}

@@ -38,15 +38,11 @@ type changes struct {
 	keys map[string]struct{}
 }
 
-// allChanged is a change of every object: the first build, or a key the
-// store could not name.
-func allChanged() *changes { return &changes{all: true} }
-
 // everyKind is a change of every object of every kind: the first build.
 func everyKind() map[model.Kind]*changes {
 	dirty := map[model.Kind]*changes{}
 	for _, k := range kinds {
-		dirty[k] = allChanged()
+		dirty[k] = &changes{all: true}
 	}
 	return dirty
 }

@@ -150,7 +150,7 @@ func TestPatchMatchesListAll(t *testing.T) {
 	}
 	l := &listers{virtualServices: store}
 	probs := problems{}
-	in := l.build(nil, map[model.Kind]*changes{model.KindVirtualService: allChanged()}, probs)
+	in := l.build(nil, map[model.Kind]*changes{model.KindVirtualService: &changes{all: true}}, probs)
 	relisted := 0
 	for batch := range 300 {
 		ch := &changes{}
