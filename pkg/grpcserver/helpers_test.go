@@ -143,12 +143,17 @@ func wantCode(t testing.TB, err error, want codes.Code) {
 // BytesValue "hi", ending the stream when end is set.
 func writeRequest(fr *http2.Framer, path string, end bool) {
 	fr.WriteSettings()
+	writeHeaders(fr, path)
+	// A BytesValue of "hi": field 1, length 2.
+	fr.WriteData(1, end, []byte{0, 0, 0, 0, 4, 0x0a, 2, 'h', 'i'})
+}
+
+// writeHeaders opens stream 1 with a gRPC request's headers for path.
+func writeHeaders(fr *http2.Framer, path string) {
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
 	for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":path", path}, {":authority", "x"}, {"content-type", "application/grpc"}} {
 		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
 	}
 	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true})
-	// A BytesValue of "hi": field 1, length 2.
-	fr.WriteData(1, end, []byte{0, 0, 0, 0, 4, 0x0a, 2, 'h', 'i'})
 }

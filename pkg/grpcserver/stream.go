@@ -245,19 +245,16 @@ func (c *conn) data(flags http2.Flags, id uint32, p []byte) error {
 		st.wake()
 	}
 	c.mu.Unlock()
-	if connCredit > 0 {
-		if err := c.writeWindowUpdate(0, connCredit); err != nil {
-			return err
-		}
-	}
 	if overrun {
+		if connCredit > 0 {
+			if err := c.writeWindowUpdates(connCredit, 0, 0); err != nil {
+				return err
+			}
+		}
 		c.resetStream(id, http2.ErrCodeFlowControl)
 		return nil
 	}
-	if streamCredit > 0 {
-		return c.writeWindowUpdate(id, streamCredit)
-	}
-	return nil
+	return c.writeWindowUpdates(connCredit, id, streamCredit)
 }
 
 // feed adds DATA bytes to the stream's messages; under conn.mu. It
