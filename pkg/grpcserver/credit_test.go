@@ -2,8 +2,6 @@ package grpcserver_test
 
 import (
 	"encoding/binary"
-	"errors"
-	"net"
 	"testing"
 
 	"golang.org/x/net/http2"
@@ -17,20 +15,8 @@ import (
 func TestCreditsInOneWrite(t *testing.T) {
 	s := grpcserver.New(grpcserver.Options{}) // HTTP/2's 64 KiB windows: both credited at 16 KiB
 	s.RegisterService(&sinkDesc, sink{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	counted := &countingListener{Listener: lis}
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(counted) }()
-	t.Cleanup(func() {
-		s.Stop()
-		if err := <-done; !errors.Is(err, grpcserver.ErrServerStopped) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	c := rawDial(t, lis.Addr().String())
+	addr, counted := serveCounted(t, s)
+	c := rawDial(t, addr)
 	c.until(func(f http2.Frame) bool { s, ok := f.(*http2.SettingsFrame); return ok && s.IsAck() })
 	before := counted.writes.Load()
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/net/http2"
@@ -91,10 +92,31 @@ func (e *echoService) report(ctx context.Context) {
 // serve starts s on a loopback listener and stops it when the test ends.
 func serve(t testing.TB, s *grpcserver.Server) string {
 	t.Helper()
+	lis := listen(t)
+	serveOn(t, s, lis)
+	return lis.Addr().String()
+}
+
+// serveCounted serves s as serve does, counting the writes to its
+// connections.
+func serveCounted(t testing.TB, s *grpcserver.Server) (string, *countingListener) {
+	t.Helper()
+	counted := &countingListener{Listener: listen(t)}
+	serveOn(t, s, counted)
+	return counted.Addr().String(), counted
+}
+
+func listen(t testing.TB) net.Listener {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return lis
+}
+
+// serveOn serves s on lis until the test ends.
+func serveOn(t testing.TB, s *grpcserver.Server, lis net.Listener) {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(lis) }()
 	t.Cleanup(func() {
@@ -103,7 +125,6 @@ func serve(t testing.TB, s *grpcserver.Server) string {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return lis.Addr().String()
 }
 
 // dial connects a grpc-go client, with TLS when cfg is set.
@@ -156,4 +177,28 @@ func writeHeaders(fr *http2.Framer, path string) {
 		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
 	}
 	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true})
+}
+
+// countingListener counts the writes to the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &countingConn{Conn: c, writes: &l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
 }

@@ -3,9 +3,6 @@ package grpcserver_test
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"net"
-	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -34,20 +31,8 @@ func BenchmarkRecvLarge(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			s := grpcserver.New(grpcserver.Options{TLS: tc.server, StreamWindow: tc.window})
 			s.RegisterService(&sinkDesc, sink{})
-			lis, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			counted := &countingListener{Listener: lis}
-			done := make(chan error, 1)
-			go func() { done <- s.Serve(counted) }()
-			b.Cleanup(func() {
-				s.Stop()
-				if err := <-done; !errors.Is(err, grpcserver.ErrServerStopped) {
-					b.Errorf("Serve: %v", err)
-				}
-			})
-			cc := dial(b, lis.Addr().String(), tc.client)
+			addr, counted := serveCounted(b, s)
+			cc := dial(b, addr, tc.client)
 			req := wrapperspb.Bytes(make([]byte, 100<<10))
 			ctx := context.Background()
 			if err := cc.Invoke(ctx, "/skiff.test.Sink/Put", req, new(emptypb.Empty)); err != nil {
@@ -79,28 +64,4 @@ var sinkDesc = grpc.ServiceDesc{
 			return new(emptypb.Empty), nil
 		},
 	}},
-}
-
-// countingListener counts the writes to the connections it accepts.
-type countingListener struct {
-	net.Listener
-	writes atomic.Int64
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &countingConn{Conn: c, writes: &l.writes}, nil
-}
-
-type countingConn struct {
-	net.Conn
-	writes *atomic.Int64
-}
-
-func (c *countingConn) Write(b []byte) (int, error) {
-	c.writes.Add(1)
-	return c.Conn.Write(b)
 }
