@@ -246,10 +246,8 @@ func (c *conn) data(flags http2.Flags, id uint32, p []byte) error {
 	}
 	c.mu.Unlock()
 	if overrun {
-		if connCredit > 0 {
-			if err := c.writeWindowUpdates(connCredit, 0, 0); err != nil {
-				return err
-			}
+		if err := c.writeWindowUpdates(connCredit, 0, 0); err != nil {
+			return err
 		}
 		c.resetStream(id, http2.ErrCodeFlowControl)
 		return nil
