@@ -52,7 +52,8 @@ const frameSpare = 512
 // writers hold wmu for a frame at a time.
 type conn struct {
 	s      *Server
-	nc     net.Conn
+	nc     net.Conn        // the frames' stream: sock, or a tls.Conn over it
+	sock   *corkConn       // the socket
 	ctx    context.Context // the peer's; ends when the connection closes
 	cancel context.CancelCauseFunc
 
@@ -93,10 +94,11 @@ func tlsInfo(cs tls.ConnectionState) credentials.TLSInfo {
 	return credentials.TLSInfo{State: cs, CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}
 }
 
-// newConn makes a connection on nc; authInfo is the TLS handshake's, nil
-// on plaintext.
-func newConn(s *Server, nc net.Conn, authInfo credentials.AuthInfo) *conn {
-	c := &conn{s: s, nc: nc, streams: map[uint32]*stream{}, sendWin: initialWindow, initWin: initialWindow, maxData: maxFrame}
+// newConn makes a connection whose frames go through nc to sock: nc is
+// sock on plaintext, a tls.Conn over it on TLS. authInfo is the TLS
+// handshake's, nil on plaintext.
+func newConn(s *Server, nc net.Conn, sock *corkConn, authInfo credentials.AuthInfo) *conn {
+	c := &conn{s: s, nc: nc, sock: sock, streams: map[uint32]*stream{}, sendWin: initialWindow, initWin: initialWindow, maxData: maxFrame}
 	p := &peer.Peer{Addr: nc.RemoteAddr(), LocalAddr: nc.LocalAddr()}
 	if authInfo != nil {
 		p.AuthInfo = authInfo
@@ -421,5 +423,13 @@ func (c *conn) close(cause error) {
 	if age != nil {
 		age.Stop()
 	}
+	if !c.wmu.TryLock() {
+		// A writer holds the socket, perhaps stuck on a peer that reads
+		// nothing: end its write at once, with no close_notify, as
+		// tls.Conn does when closed during a Write.
+		c.sock.Close()
+		return
+	}
 	c.nc.Close()
+	c.wmu.Unlock()
 }

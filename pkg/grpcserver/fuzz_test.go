@@ -39,7 +39,8 @@ func FuzzFrames(f *testing.F) {
 	s.codec = rawCodec{}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		client, server := net.Pipe()
-		c := newConn(s, server, nil)
+		sock := &corkConn{Conn: server}
+		c := newConn(s, sock, sock, nil)
 		if !s.track(c, 1) {
 			t.Fatal("server stopped")
 		}

@@ -179,10 +179,11 @@ func writeHeaders(fr *http2.Framer, path string) {
 	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true})
 }
 
-// countingListener counts the writes to the connections it accepts.
+// countingListener counts the writes to the connections it accepts, and
+// those of more than 1 KiB (frames of a message, not credits or pings).
 type countingListener struct {
 	net.Listener
-	writes atomic.Int64
+	writes, large atomic.Int64
 }
 
 func (l *countingListener) Accept() (net.Conn, error) {
@@ -190,15 +191,18 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &countingConn{Conn: c, writes: &l.writes}, nil
+	return &countingConn{Conn: c, l: l}, nil
 }
 
 type countingConn struct {
 	net.Conn
-	writes *atomic.Int64
+	l *countingListener
 }
 
 func (c *countingConn) Write(b []byte) (int, error) {
-	c.writes.Add(1)
+	c.l.writes.Add(1)
+	if len(b) > 1024 {
+		c.l.large.Add(1)
+	}
 	return c.Conn.Write(b)
 }

@@ -52,7 +52,8 @@ func BenchmarkRecvLarge(b *testing.B) {
 	}
 }
 
-// sink is a test service whose Put takes a message and answers nothing.
+// sink is a test service whose Put takes a message and answers nothing,
+// and whose Get answers with as many bytes as asked.
 type sink struct{}
 
 var sinkDesc = grpc.ServiceDesc{
@@ -65,6 +66,15 @@ var sinkDesc = grpc.ServiceDesc{
 				return nil, err
 			}
 			return new(emptypb.Empty), nil
+		},
+	}, {
+		MethodName: "Get",
+		Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			n := new(wrapperspb.UInt32Value)
+			if err := dec(n); err != nil {
+				return nil, err
+			}
+			return wrapperspb.Bytes(make([]byte, n.GetValue())), nil
 		},
 	}},
 }

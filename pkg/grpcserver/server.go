@@ -242,10 +242,13 @@ func (s *Server) handshake(nc net.Conn) {
 		setUserTimeout(nc, cmp.Or(ka.Timeout, 20*time.Second))
 	}
 	var authInfo credentials.AuthInfo
+	sock := &corkConn{Conn: nc}
+	framed := net.Conn(sock)
 	if s.opts.TLS != nil {
 		// Reads that stop at each record's end: tls.Conn's own buffer then
 		// holds one record (pkg/tlsrecord).
-		tc := tls.Server(tlsrecord.NewConn(nc), s.opts.TLS)
+		sock.Conn = tlsrecord.NewConn(nc)
+		tc := tls.Server(sock, s.opts.TLS)
 		ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
 		err := tc.HandshakeContext(ctx)
 		cancel()
@@ -260,9 +263,9 @@ func (s *Server) handshake(nc net.Conn) {
 			return
 		}
 		authInfo = tlsInfo(tc.ConnectionState())
-		nc = tc
+		framed = tc
 	}
-	c := newConn(s, nc, authInfo)
+	c := newConn(s, framed, sock, authInfo)
 	if !s.track(c, 1) {
 		nc.Close()
 		return

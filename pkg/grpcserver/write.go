@@ -34,11 +34,18 @@ func (c *conn) writeFrame(typ http2.FrameType, flags http2.Flags, id uint32, pay
 // write writes whole frames, holding wmu; a failed write closes the
 // connection (the lock order is wmu, then mu).
 func (c *conn) write(b []byte) error {
-	if _, err := c.nc.Write(b); err != nil {
-		c.close(err)
-		return status.Errorf(codes.Unavailable, "grpcserver: connection lost: %v", err)
+	_, err := c.nc.Write(b)
+	return c.lost(err)
+}
+
+// lost closes the connection after a failed write, holding wmu, and
+// tells the writer.
+func (c *conn) lost(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	c.close(err)
+	return status.Errorf(codes.Unavailable, "grpcserver: connection lost: %v", err)
 }
 
 func (c *conn) writeWindowUpdate(id uint32, n int) error {
@@ -140,7 +147,7 @@ func (c *conn) appendHeaders(b []byte, id uint32, fields []hpack.HeaderField, en
 }
 
 // reserve waits until st may send, and takes up to want bytes of the
-// connection's and the stream's windows.
+// connection's and the stream's windows, at most writeFrames frames.
 func (c *conn) reserve(st *stream, want int) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -153,7 +160,7 @@ func (c *conn) reserve(st *stream, want int) (int, error) {
 		case st.ctx.Err() != nil:
 			return 0, status.FromContextError(st.ctx.Err()).Err()
 		case c.sendWin > 0 && st.sendWin > 0:
-			n := int(min(int64(want), c.sendWin, st.sendWin, int64(c.maxData)))
+			n := int(min(int64(want), c.sendWin, st.sendWin, int64(writeFrames*c.maxData)))
 			c.sendWin -= int64(n)
 			st.sendWin -= int64(n)
 			return n, nil
@@ -163,10 +170,10 @@ func (c *conn) reserve(st *stream, want int) (int, error) {
 }
 
 // writeMessage sends one gRPC message (its 5-byte prefix and data) in DATA
-// frames as the windows allow, each frame in one write. The stream's
-// response headers, if not sent yet, go in the first write, and trailers,
-// if given (a unary call's status), in the last: one TLS record for a
-// small answer, not three.
+// frames as the windows allow, up to writeFrames frames in one write. The
+// stream's response headers, if not sent yet, go in the first write, and
+// trailers, if given (a unary call's status), in the last: one TLS record
+// for a small answer, not three.
 func (c *conn) writeMessage(st *stream, data mem.BufferSlice, trailers []hpack.HeaderField) error {
 	var prefix [5]byte
 	binary.BigEndian.PutUint32(prefix[1:], uint32(data.Len()))
@@ -177,12 +184,7 @@ func (c *conn) writeMessage(st *stream, data mem.BufferSlice, trailers []hpack.H
 		if err != nil {
 			return err
 		}
-		// The buffer is taken once the window allows: a writer waiting
-		// for a slow client holds none.
-		bp := framePool.Get().(*[]byte)
-		err = c.writeData(st, (*bp)[:0], &src, n, left == n, trailers)
-		framePool.Put(bp)
-		if err != nil {
+		if err := c.writeData(st, &src, n, left == n, trailers); err != nil {
 			return err
 		}
 		left -= n
@@ -190,15 +192,48 @@ func (c *conn) writeMessage(st *stream, data mem.BufferSlice, trailers []hpack.H
 	return nil
 }
 
-// writeData writes n bytes of src in a DATA frame, after the response
-// headers if they are due and before trailers if this is the last frame.
-func (c *conn) writeData(st *stream, b []byte, src *pieces, n int, last bool, trailers []hpack.HeaderField) error {
+// writeData writes n bytes of src in DATA frames, after the response
+// headers if they are due and before trailers if this is the message's
+// end. Frames of more than one go to the socket in one write.
+func (c *conn) writeData(st *stream, src *pieces, n int, last bool, trailers []hpack.HeaderField) error {
+	// The buffer is taken once the window allows: a writer waiting for a
+	// slow client holds none.
+	bp := framePool.Get().(*[]byte)
+	defer framePool.Put(bp)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	corked := n > c.maxData
+	if corked {
+		c.sock.cork()
+	}
+	var err error
+	for n > 0 && err == nil {
+		k := min(n, c.maxData)
+		n -= k
+		var b []byte
+		if b, err = c.appendData(st, (*bp)[:0], src, k, last && n == 0, trailers); err == nil {
+			_, err = c.nc.Write(b)
+			err = c.lost(err)
+		}
+	}
+	if corked {
+		// What was written goes out even when a trailer failed to encode,
+		// as it did frame by frame.
+		if ferr := c.lost(c.sock.uncork()); err == nil {
+			err = ferr
+		}
+	}
+	return err
+}
+
+// appendData appends n bytes of src to b as a DATA frame, after the
+// response headers if they are due and before trailers if last; holding
+// wmu.
+func (c *conn) appendData(st *stream, b []byte, src *pieces, n int, last bool, trailers []hpack.HeaderField) ([]byte, error) {
 	var err error
 	if !st.sentHeader {
 		if b, err = c.appendHeaders(b, st.id, responseFields(st.header), false); err != nil {
-			return err
+			return nil, err
 		}
 		st.sentHeader = true
 	}
@@ -208,12 +243,12 @@ func (c *conn) writeData(st *stream, b []byte, src *pieces, n int, last bool, tr
 	src.read(b[start+9:])
 	if last && trailers != nil {
 		if b, err = c.appendHeaders(b, st.id, trailers, true); err != nil {
-			return err
+			return nil, err
 		}
 		st.sentTrailers = true
 	}
 	c.wrote.Store(true)
-	return c.write(b)
+	return b, nil
 }
 
 // pieces reads a message's prefix and then its buffers in order.
