@@ -139,7 +139,7 @@ bench-dns: deps ## DNS proxy vs dnsmasq with dnsperf, 10 s runs (as root), the u
 bench-istiod: k8s-assets ## istiod xDS: 1000 services x 5 endpoints, 250/1000/4000 sidecar clients on the TLS port, as sidecars connect (the scaling curve), then beside Istio's own pilot-discovery on a kube-apiserver, without and with the pod behind each endpoint, and every sidecar reconnecting with the versions it holds; figures go to docs/benchmarks.md
 	$(GO) test -run XXX -bench HeldPerConn -benchtime 5x ./pkg/tlsrecord/
 	$(GO) test -run XXX -bench IdleConn -benchtime 3x ./pkg/grpcserver/
-	$(GO) test -run XXX -bench RecvLarge -benchtime 2000x ./pkg/grpcserver/
+	$(GO) test -run XXX -bench '(Recv|Send)Large' -benchtime 2000x ./pkg/grpcserver/
 	$(GO) test -run XXX -bench Inject -benchtime 200x ./pkg/istiod/inject/
 	$(GO) test -run XXX -bench 'Rebuild(Endpoint|Pod)Change' -benchtime 2000x ./pkg/istiod/model/
 	$(GO) test -run XXX -bench BuildPodChange -benchtime 2000x ./pkg/istiod/registry/kube/

@@ -6,8 +6,9 @@
 // writer, a keepalive loop and the stream's handler) and a transport of
 // about 10 KiB; at 1000 sidecars that is most of istiod's memory at rest
 // (docs/benchmarks.md, istiod xDS). Here a connection is one reader
-// goroutine; writes go out on the goroutine that sends, frame by frame
-// under the connection's write lock and the peer's flow-control windows;
+// goroutine; writes go out on the goroutine that sends, up to four frames
+// in one write (cork.go) under the connection's write lock and the peer's
+// flow-control windows;
 // keepalive and connection age are timers; each stream's handler runs on a
 // goroutine of its own, as grpc-go's do, with the services' own handlers,
 // codec and stream interceptor. Messages larger than a stream's window are
