@@ -49,7 +49,8 @@ var framePool = sync.Pool{New: func() any { b := make([]byte, 9+maxFrame, 9+maxF
 const frameSpare = 512
 
 // conn is one HTTP/2 connection: its reader goroutine owns the read side;
-// writers hold wmu for a frame at a time.
+// writers hold wmu for one write: a frame, or up to writeFrames frames
+// of a message.
 type conn struct {
 	s      *Server
 	nc     net.Conn        // the frames' stream: sock, or a tls.Conn over it
@@ -425,8 +426,9 @@ func (c *conn) close(cause error) {
 	}
 	if !c.wmu.TryLock() {
 		// A writer holds the socket, perhaps stuck on a peer that reads
-		// nothing: end its write at once, with no close_notify, as
-		// tls.Conn does when closed during a Write.
+		// nothing, or this goroutine's write failed: end the write at
+		// once, with no close_notify, as tls.Conn does when closed during
+		// a Write.
 		c.sock.Close()
 		return
 	}

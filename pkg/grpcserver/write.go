@@ -212,8 +212,7 @@ func (c *conn) writeData(st *stream, src *pieces, n int, last bool, trailers []h
 		n -= k
 		var b []byte
 		if b, err = c.appendData(st, (*bp)[:0], src, k, last && n == 0, trailers); err == nil {
-			_, err = c.nc.Write(b)
-			err = c.lost(err)
+			err = c.write(b)
 		}
 	}
 	if corked {
