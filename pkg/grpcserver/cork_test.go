@@ -2,33 +2,25 @@ package grpcserver_test
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/skiff-mesh/skiff/pkg/grpcserver"
-	"github.com/skiff-mesh/skiff/pkg/pki/pkitest"
 )
 
 // TestFramesInOneWrite: a large answer to a client with Envoy's large
 // windows goes out in writes of four frames (64 KiB), not one write per
 // 16 KiB frame, over TLS and plaintext.
 func TestFramesInOneWrite(t *testing.T) {
-	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
-	for _, tc := range []struct {
-		name           string
-		server, client *tls.Config
-	}{{"tls", serverTLS, clientTLS}, {"plaintext", nil, nil}} {
+	for _, tc := range ports(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := grpcserver.New(grpcserver.Options{TLS: tc.server})
 			s.RegisterService(&echoDesc, &echoService{})
 			addr, counted := serveCounted(t, s)
-			cc := dial(t, addr, tc.client, grpc.WithInitialWindowSize(256<<20), grpc.WithInitialConnWindowSize(256<<20))
+			cc := dial(t, addr, tc.client, envoyWindows...)
 			ctx := context.Background()
 			if _, err := echo(ctx, cc, []byte("hi")); err != nil {
 				t.Fatal(err) // the connection's set-up, not counted
@@ -53,18 +45,14 @@ func TestFramesInOneWrite(t *testing.T) {
 // a write to a peer that reads nothing, over TLS too, where closing the
 // tls.Conn would first try to send a close_notify behind that write.
 func TestStopWithWriterStuck(t *testing.T) {
-	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
-	for _, tc := range []struct {
-		name           string
-		server, client *tls.Config
-	}{{"tls", serverTLS, clientTLS}, {"plaintext", nil, nil}} {
+	for _, tc := range ports(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := grpcserver.New(grpcserver.Options{TLS: tc.server})
 			s.RegisterService(&echoDesc, &echoService{})
 			lis := &stuckListener{Listener: listen(t), entered: make(chan struct{})}
 			done := make(chan error, 1)
 			go func() { done <- s.Serve(lis) }()
-			cc := dial(t, lis.Addr().String(), tc.client, grpc.WithInitialWindowSize(256<<20), grpc.WithInitialConnWindowSize(256<<20))
+			cc := dial(t, lis.Addr().String(), tc.client, envoyWindows...)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if _, err := echo(ctx, cc, []byte("hi")); err != nil {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/skiff-mesh/skiff/pkg/grpcserver"
+	"github.com/skiff-mesh/skiff/pkg/pki/pkitest"
 )
 
 const spiffeID = "spiffe://cluster.local/ns/default/sa/grpcserver"
@@ -88,6 +89,25 @@ func (e *echoService) report(ctx context.Context) {
 		e.seen <- ctx
 	}
 }
+
+// port is a server's TLS configuration and its client's, both nil on
+// plaintext.
+type port struct {
+	name           string
+	server, client *tls.Config
+}
+
+// ports returns a TLS port, with a workload certificate on each side, and
+// a plaintext one.
+func ports(t testing.TB) []port {
+	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
+	return []port{{"tls", serverTLS, clientTLS}, {"plaintext", nil, nil}}
+}
+
+// envoyWindows are the 256 MiB windows Envoy's HTTP/2 client opens by
+// default, and Istio's agent's large ones: a large answer is not held
+// back by the client's flow control.
+var envoyWindows = []grpc.DialOption{grpc.WithInitialWindowSize(256 << 20), grpc.WithInitialConnWindowSize(256 << 20)}
 
 // serve starts s on a loopback listener and stops it when the test ends.
 func serve(t testing.TB, s *grpcserver.Server) string {

@@ -2,14 +2,11 @@ package grpcserver_test
 
 import (
 	"context"
-	"crypto/tls"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/skiff-mesh/skiff/pkg/grpcserver"
-	"github.com/skiff-mesh/skiff/pkg/pki/pkitest"
 )
 
 // BenchmarkSendLarge: istiod answers grpc-go's client, with Envoy's large
@@ -17,16 +14,12 @@ import (
 // full push and VirtualService change sends each sidecar. writes/op is the
 // server's writes to the connection per answer.
 func BenchmarkSendLarge(b *testing.B) {
-	serverTLS, clientTLS := pkitest.MutualTLS(b, spiffeID)
-	for _, tc := range []struct {
-		name           string
-		server, client *tls.Config
-	}{{"tls", serverTLS, clientTLS}, {"plaintext", nil, nil}} {
+	for _, tc := range ports(b) {
 		b.Run(tc.name, func(b *testing.B) {
 			s := grpcserver.New(grpcserver.Options{TLS: tc.server})
 			s.RegisterService(&sinkDesc, sink{})
 			addr, counted := serveCounted(b, s)
-			cc := dial(b, addr, tc.client, grpc.WithInitialWindowSize(256<<20), grpc.WithInitialConnWindowSize(256<<20))
+			cc := dial(b, addr, tc.client, envoyWindows...)
 			req, resp := wrapperspb.UInt32(336<<10), new(wrapperspb.BytesValue)
 			ctx := context.Background()
 			if err := cc.Invoke(ctx, "/skiff.test.Sink/Get", req, resp); err != nil {

@@ -3,7 +3,6 @@ package grpcserver_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"runtime"
@@ -30,11 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestGRPCGoClient: grpc-go's client calls a unary method and a streaming
 // one of grpc-go's own health service, over TLS and plaintext.
 func TestGRPCGoClient(t *testing.T) {
-	serverTLS, clientTLS := pkitest.MutualTLS(t, spiffeID)
-	for _, tc := range []struct {
-		name           string
-		server, client *tls.Config
-	}{{"tls", serverTLS, clientTLS}, {"plaintext", nil, nil}} {
+	for _, tc := range ports(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := grpcserver.New(grpcserver.Options{TLS: tc.server})
 			hs := health.NewServer()
