@@ -7,9 +7,10 @@ import (
 
 const (
 	// writeFrames is how many DATA frames of a message a writer sends in
-	// one write to the socket, 64 KiB: one send of 16 KiB per frame cost a
-	// push to a sidecar a third more CPU, on both ends (docs/benchmarks.md,
-	// istiod xDS, "a message's frames in one write").
+	// one write to the socket, 64 KiB: one send per 16 KiB frame cost the
+	// sender about a quarter more CPU per message on TLS, and its peer a
+	// sixth more (docs/benchmarks.md, istiod xDS, "a message's frames in
+	// one write").
 	writeFrames = 4
 	// corkSize holds writeFrames frames as TLS records, with the response
 	// headers and trailers that may share their writes, and each record's
