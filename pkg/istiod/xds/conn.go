@@ -31,6 +31,20 @@ type pushEvent struct {
 	// (held.go): the connections of a scope share both.
 	changedMemo diffMemo[[]*gen.Resource]
 	missingMemo diffMemo[[]string]
+
+	// A full event's load assignments per scope and shared subscription
+	// (nameLists): a thousand sidecars of a scope subscribe to one list,
+	// and picking it once replaces a thousand lookups of every name.
+	edsMu sync.Mutex
+	eds   map[edsKey][]*gen.Resource
+}
+
+// edsKey identifies a scope and a subscribed-name list by its array:
+// lists are never modified in place.
+type edsKey struct {
+	sc    *model.Scope
+	names *string
+	n     int
 }
 
 // scopeChange is what an endpoint-only event changes for the proxies of

@@ -182,7 +182,7 @@ func (c *Connection) sendDelta(stream deltaStream, pc *model.PushContext, w *wat
 	var rs []*gen.Resource
 	if subscribed {
 		var ok bool
-		if rs, ok = c.generate(pc, w, names); !ok {
+		if rs, ok = c.generateFor(ev, pc, w, names); !ok {
 			return nil // nothing sent: the client keeps what it holds
 		}
 	}

@@ -41,3 +41,31 @@ func (c *Connection) generate(pc *model.PushContext, w *watch, names []string) (
 		"type", label, "resource", resource, "version", pc.Version, "err", err)
 	return nil, false
 }
+
+// generateFor is generate, shared by the sidecars of a full event that
+// subscribe to the same list of load assignments in the same scope: gen's
+// answers depend on a sidecar only through its scope (see forScope).
+func (c *Connection) generateFor(ev *pushEvent, pc *model.PushContext, w *watch, names []string) ([]*gen.Resource, bool) {
+	if ev == nil || !ev.full || w.typeURL != gen.EndpointType || len(names) == 0 || c.proxy.IsGRPC() {
+		return c.generate(pc, w, names)
+	}
+	k := edsKey{pc.ScopeFor(c.proxy), &names[0], len(names)}
+	ev.edsMu.Lock()
+	rs, ok := ev.eds[k]
+	ev.edsMu.Unlock()
+	if ok {
+		c.mu.Lock()
+		w.genError = ""
+		c.mu.Unlock()
+		return rs, true
+	}
+	if rs, ok = c.generate(pc, w, names); ok {
+		ev.edsMu.Lock()
+		if ev.eds == nil {
+			ev.eds = map[edsKey][]*gen.Resource{}
+		}
+		ev.eds[k] = rs
+		ev.edsMu.Unlock()
+	}
+	return rs, ok
+}
