@@ -51,21 +51,25 @@ func (c *Connection) generateFor(ev *pushEvent, pc *model.PushContext, w *watch,
 	}
 	k := edsKey{pc.ScopeFor(c.proxy), &names[0], len(names)}
 	ev.edsMu.Lock()
-	rs, ok := ev.eds[k]
-	ev.edsMu.Unlock()
-	if ok {
-		c.mu.Lock()
-		w.genError = ""
-		c.mu.Unlock()
-		return rs, true
-	}
-	if rs, ok = c.generate(pc, w, names); ok {
-		ev.edsMu.Lock()
+	e := ev.eds[k]
+	if e == nil {
 		if ev.eds == nil {
-			ev.eds = map[edsKey][]*gen.Resource{}
+			ev.eds = map[edsKey]*edsEntry{}
 		}
-		ev.eds[k] = rs
-		ev.edsMu.Unlock()
+		e = &edsEntry{}
+		ev.eds[k] = e
 	}
-	return rs, ok
+	ev.edsMu.Unlock()
+	ran := false
+	e.once.Do(func() { ran = true; e.rs, e.ok = c.generate(pc, w, names) })
+	switch {
+	case ran:
+		return e.rs, e.ok
+	case !e.ok:
+		return c.generate(pc, w, names) // each connection records its own failure
+	}
+	c.mu.Lock()
+	w.genError = ""
+	c.mu.Unlock()
+	return e.rs, true
 }
