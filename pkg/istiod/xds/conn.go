@@ -258,9 +258,13 @@ type nameLists struct {
 // maxNameLists bounds the table; it starts over when full.
 const maxNameLists = 1024
 
+// minSharedNames is the shortest list shared: shorter ones are not worth
+// the hash, nor a full event's EDS memo (generateFor).
+const minSharedNames = 8
+
 // share returns a list equal to names (sorted), shared when one was seen.
 func (l *nameLists) share(names []string) []string {
-	if len(names) < 8 {
+	if len(names) < minSharedNames {
 		return names
 	}
 	var h maphash.Hash

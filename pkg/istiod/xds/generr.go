@@ -46,7 +46,7 @@ func (c *Connection) generate(pc *model.PushContext, w *watch, names []string) (
 // subscribe to the same list of load assignments in the same scope: gen's
 // answers depend on a sidecar only through its scope (see forScope).
 func (c *Connection) generateFor(ev *pushEvent, pc *model.PushContext, w *watch, names []string) ([]*gen.Resource, bool) {
-	if ev == nil || !ev.full || w.typeURL != gen.EndpointType || len(names) == 0 || c.proxy.IsGRPC() {
+	if ev == nil || !ev.full || w.typeURL != gen.EndpointType || len(names) < minSharedNames || c.proxy.IsGRPC() {
 		return c.generate(pc, w, names)
 	}
 	k := edsKey{pc.ScopeFor(c.proxy), &names[0], len(names)}
