@@ -188,7 +188,9 @@ spec:
 	for k := range cfg.edsChanges {
 		i := (k * 37) % cfg.services
 		if err := timed(ctx, pid, epc, clients, []int{eds}, cfg.timeout, func() error {
-			return writeSlice(mesh, i, cfg.endpoints, k+1, cfg.pods)
+			// Generations 1..99: addresses repeat mod 100, and generation 0
+			// is the slice as first written, which would be no change.
+			return writeSlice(mesh, i, cfg.endpoints, 1+k%99, cfg.pods)
 		}); err != nil {
 			return nil, fmt.Errorf("endpoint change %d: %w", k, err)
 		}
