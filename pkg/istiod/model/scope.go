@@ -76,18 +76,23 @@ func MeshOutboundMode(m *meshconfig.MeshConfig) OutboundMode {
 	return OutboundAllowAny
 }
 
-// scopes caches the scope of each namespace and Sidecar ("ns/name"):
-// scopes are built from configuration alone.
-var scopes = NewMemo[string, *Scope]()
+// scopes caches the scope of each namespace and Sidecar: scopes are built
+// from configuration alone.
+var scopes = NewMemo[scopeKey, *Scope]()
+
+// scopeKey is a proxy's namespace and the name of the Sidecar that applies
+// to it ("" for none). A struct: looking a scope up, once per proxy per
+// push, allocates nothing.
+type scopeKey struct{ ns, sidecar string }
 
 // ScopeFor returns the scope of proxy p, shared by proxies like it.
 func (pc *PushContext) ScopeFor(p *Proxy) *Scope {
 	sc := pc.sidecarFor(p)
-	key := p.Namespace + "/"
+	k := scopeKey{ns: p.Namespace}
 	if sc != nil {
-		key += sc.Name
+		k.sidecar = sc.Name
 	}
-	return scopes.Get(pc, key, func() *Scope { return pc.buildScope(key, p.Namespace, sc) })
+	return scopes.Get(pc, k, func() *Scope { return pc.buildScope(k.ns+"/"+k.sidecar, k.ns, sc) })
 }
 
 func (pc *PushContext) sidecarFor(p *Proxy) *networking.Sidecar {
