@@ -140,7 +140,7 @@ type Connection struct {
 
 	// stream is the ADS stream pushes are sent on (pushq.go).
 	stream grpc.ServerStream
-	// pendingMu guards pending and pushing (a push goroutine runs).
+	// pendingMu guards pending and pushing (queued or being pushed).
 	pendingMu sync.Mutex
 	pending   *pushEvent
 	pushing   bool

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -66,7 +65,7 @@ type GenerateFunc func(pc *model.PushContext, p *model.Proxy, typeURL string, na
 type Server struct {
 	log      *slog.Logger
 	metrics  *metrics.Metrics
-	sem      *semaphore.Weighted
+	pushes   *workQueue[*Connection]
 	generate GenerateFunc
 
 	identity        func(context.Context) (Identity, bool)
@@ -111,7 +110,7 @@ func New(o Options) *Server {
 	return &Server{
 		log:      o.Log.With("component", "xds"),
 		metrics:  o.Metrics,
-		sem:      semaphore.NewWeighted(int64(o.PushConcurrency)),
+		pushes:   newWorkQueue(o.PushConcurrency, (*Connection).pushPending),
 		generate: o.Generate,
 
 		identity:        o.Identity,
