@@ -134,43 +134,14 @@ func (pc *PushContext) buildScope(key, ns string, sc *networking.Sidecar) *Scope
 		s.visible[svc.Hostname] = svc
 	}
 	for _, svc := range s.Services {
-		for _, vs := range pc.VirtualServices {
-			if !exportedTo(vs.Spec.GetExportTo(), vs.Namespace, ns) {
-				continue
-			}
-			if hostsMatch(vs.Spec.GetHosts(), vs.Namespace, svc.Hostname, pc.Domain) {
-				s.VirtualService[svc.Hostname] = vs
-				break
-			}
+		if vs := pc.virtualService(ns, svc); vs != nil {
+			s.VirtualService[svc.Hostname] = vs
 		}
 		if dr := pc.destinationRule(ns, svc); dr != nil {
 			s.DestinationRule[svc.Hostname] = dr
 		}
 	}
 	return s
-}
-
-// destinationRule picks the rule for svc as seen from ns: the proxy's
-// namespace first, then the service's, then any other exported to ns.
-func (pc *PushContext) destinationRule(ns string, svc *Service) *networking.DestinationRule {
-	var best *networking.DestinationRule
-	rank := 4
-	for _, dr := range pc.DestinationRules {
-		if !exportedTo(dr.Spec.GetExportTo(), dr.Namespace, ns) || !hostsMatch([]string{dr.Spec.GetHost()}, dr.Namespace, svc.Hostname, pc.Domain) {
-			continue
-		}
-		r := 3
-		switch dr.Namespace {
-		case ns:
-			r = 1
-		case svc.Namespace:
-			r = 2
-		}
-		if r < rank {
-			best, rank = dr, r
-		}
-	}
-	return best
 }
 
 // egressAllows reports whether a Sidecar egress host list ("ns/host") in
@@ -204,13 +175,4 @@ func HostMatches(pattern, host string) bool {
 		return strings.HasSuffix(host, pattern[1:])
 	}
 	return pattern == host
-}
-
-func hostsMatch(patterns []string, ns, host, domain string) bool {
-	for _, p := range patterns {
-		if HostMatches(ResolveHostIn(p, ns, domain), host) {
-			return true
-		}
-	}
-	return false
 }
