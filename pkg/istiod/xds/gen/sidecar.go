@@ -8,6 +8,7 @@ import (
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	networking "istio.io/client-go/pkg/apis/networking/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
@@ -30,7 +31,19 @@ var (
 	// Inbound resources depend on the workload's ports alone.
 	inboundClustersMemo = model.NewMemo[string, []*Resource]()
 	inboundListenerMemo = model.NewMemo[string, *Resource]()
+	// portClusters caches a service port's outbound clusters (with its
+	// subsets'), shared by the scopes that see the service under the same
+	// DestinationRule: every scope of a mesh without Sidecars sees every
+	// service. A DNS cluster holds its host's endpoints.
+	portClusters = model.NewHostMemo[portKey, []*Resource](func(k portKey) string { return k.host })
 )
+
+// portKey names a service port seen under one DestinationRule (nil: none).
+type portKey struct {
+	host string
+	port model.Port
+	dr   *networking.DestinationRule
+}
 
 // claKey names one cluster's load assignment.
 type claKey struct {
@@ -42,13 +55,16 @@ type claKey struct {
 // scopeClusters are the outbound and fixed clusters of a scope.
 func scopeClusters(pc *model.PushContext, sc *model.Scope) []*Resource {
 	return clustersMemo.Get(pc, sc, func() []*Resource {
-		cs := fixedClusters()
+		rs := marshalAll(fixedClusters(), clusterName)
 		for _, svc := range sc.Services {
+			dr := sc.DestinationRule[svc.Hostname]
 			for _, p := range svc.Ports {
-				cs = append(cs, outboundClustersIn(pc.Security, svc, p, sc.DestinationRule[svc.Hostname], pc.Endpoints[svc.Hostname], false)...)
+				rs = append(rs, portClusters.Get(pc, portKey{host: svc.Hostname, port: p, dr: dr}, func() []*Resource {
+					return marshalAll(outboundClustersIn(pc.Security, svc, p, dr, pc.Endpoints[svc.Hostname], false), clusterName)
+				})...)
 			}
 		}
-		return sortByName(marshalAll(cs, clusterName))
+		return sortByName(rs)
 	})
 }
 
