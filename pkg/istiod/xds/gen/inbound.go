@@ -12,8 +12,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-
-	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
 // sidecarInbound builds an Envoy sidecar's virtualInbound listener (15006)
@@ -25,9 +23,9 @@ import (
 // AuthorizationPolicies (HTTP or network RBAC) and, on HTTP chains, its
 // RequestAuthentications (JWT). The TLS inspector runs on the ports with
 // TLS chains, the HTTP inspector where a chain matches plaintext HTTP ALPN.
-func sidecarInbound(pc *model.PushContext, w model.Workload, ports []inboundPort) *listenerv3.Listener {
-	mtls := pc.Security.EffectiveMTLS(w)
-	s := &inboundSecurity{authz: pc.Security.AuthorizationPoliciesFor(w), jwt: jwtFilter(pc.Security.RequestAuthenticationsFor(w))}
+func sidecarInbound(wp workloadPolicies, ports []inboundPort) *listenerv3.Listener {
+	mtls := wp.mtls
+	s := &inboundSecurity{authz: wp.authz, jwt: jwtFilter(wp.authn)}
 	chains := []*listenerv3.FilterChain{{
 		Name:             VirtualInbound + "-blackhole",
 		FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(VirtualInboundPort)},

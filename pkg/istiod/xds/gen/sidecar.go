@@ -215,14 +215,15 @@ func inboundClusters(pc *model.PushContext, p *model.Proxy) []*Resource {
 }
 
 // inboundListener is virtualInbound (see sidecarInbound), shared by the
-// proxies of one push whose workloads have the same ports, namespace and
-// labels (which select their security policies).
+// proxies of one push whose workloads have the same namespace and ports
+// and are selected by the same security policies: the replicas of an app,
+// and the apps alike that no policy tells apart.
 func inboundListener(pc *model.PushContext, p *model.Proxy) *Resource {
 	ports := inboundPorts(pc, p)
 	w := workloadOf(pc, p)
-	key := portsKey(ports) + " " + w.Namespace + " " + fmt.Sprint(labelPairs(w.Labels))
-	return inboundListenerMemo.Get(pc, key, func() *Resource {
-		r, _ := newResource(VirtualInbound, sidecarInbound(pc, w, ports))
+	wp := policiesOf(pc, w)
+	return inboundListenerMemo.Get(pc, portsKey(ports)+" "+w.Namespace+" "+wp.key(), func() *Resource {
+		r, _ := newResource(VirtualInbound, sidecarInbound(wp, ports))
 		return r
 	})
 }

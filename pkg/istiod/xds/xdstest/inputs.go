@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	networking "istio.io/client-go/pkg/apis/networking/v1"
+	security "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
@@ -38,6 +39,14 @@ func With(t testing.TB, in *model.Inputs, yaml string) *model.Inputs {
 			out.VirtualServices = replace(out.VirtualServices, v)
 		case *networking.DestinationRule:
 			out.DestinationRules = replace(out.DestinationRules, v)
+		case *networking.Sidecar:
+			out.Sidecars = replace(out.Sidecars, v)
+		case *security.PeerAuthentication:
+			out.PeerAuthentications = replace(out.PeerAuthentications, v)
+		case *security.AuthorizationPolicy:
+			out.AuthorizationPolicies = replace(out.AuthorizationPolicies, v)
+		case *security.RequestAuthentication:
+			out.RequestAuthentications = replace(out.RequestAuthentications, v)
 		default:
 			t.Fatalf("xdstest.With: unsupported %T", o)
 		}

@@ -1,0 +1,62 @@
+package gen_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+const (
+	allowRatings = `apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: ratings-viewers, namespace: default}
+spec:
+  selector: {matchLabels: {app: ratings}}
+  rules: [{from: [{source: {principals: [cluster.local/ns/default/sa/productpage]}}]}]
+`
+	strictRatingsV2 = `apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: ratings-v2, namespace: default}
+spec:
+  selector: {matchLabels: {version: v2}}
+  portLevelMtls: {9080: {mode: STRICT}}
+`
+)
+
+// TestInboundListenerSharedByPolicies: workloads with the same namespace
+// and ports share one inbound listener unless a security policy selects
+// them differently: an AuthorizationPolicy, or a PeerAuthentication's
+// port-level mode.
+func TestInboundListenerSharedByPolicies(t *testing.T) {
+	listener := func(pc *model.PushContext, ip string, labels map[string]any) *gen.Resource {
+		p := proxyFor(t, proxyCase{id: "sidecar~" + ip + "~w.default~default.svc.cluster.local", meta: map[string]any{"LABELS": labels}})
+		rs, err := gen.Generate(pc, p, gen.ListenerType, []string{gen.VirtualInbound})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("virtualInbound: %v, %d resources", err, len(rs))
+		}
+		return rs[0]
+	}
+	page := map[string]any{"app": "productpage"}
+	v1 := map[string]any{"app": "ratings", "version": "v1"}
+	v2 := map[string]any{"app": "ratings", "version": "v2"}
+
+	pc := model.BuildPushContext(sampleInputs(t), "1")
+	p, r1, r2 := listener(pc, "10.8.0.1", page), listener(pc, "10.8.0.2", v1), listener(pc, "10.8.0.3", v2)
+	if p != r1 || r1 != r2 {
+		t.Errorf("productpage, ratings v1 and v2 (port 9080, http, no policy): listeners %p, %p, %p, want one", p, r1, r2)
+	}
+
+	pc = model.BuildPushContext(sampleInputs(t, allowRatings, strictRatingsV2), "2")
+	p2, r1, r2 := listener(pc, "10.8.0.1", page), listener(pc, "10.8.0.2", v1), listener(pc, "10.8.0.3", v2)
+	if p2.Hash != p.Hash {
+		t.Error("productpage's listener changed, though no policy selects it")
+	}
+	if r1.Hash == p2.Hash || !bytes.Contains(r1.Any.GetValue(), []byte("ratings-viewers")) {
+		t.Error("ratings v1's listener lacks the AuthorizationPolicy that selects it")
+	}
+	if r2.Hash == r1.Hash {
+		t.Error("ratings v2's listener is v1's, though a PeerAuthentication sets STRICT on its port 9080")
+	}
+}
