@@ -179,10 +179,7 @@ func inboundPorts(pc *model.PushContext, p *model.Proxy) []inboundPort {
 	}
 	seen := map[uint16]bool{}
 	var out []inboundPort
-	for _, svc := range pc.Services {
-		if svc.Namespace != p.Namespace || len(svc.Selector) == 0 || svc.Registry != model.RegistryKubernetes || !model.LabelsMatch(svc.Selector, labels) {
-			continue
-		}
+	for _, svc := range pc.KubeServicesSelecting(p.Namespace, labels) {
 		for _, port := range svc.Ports {
 			t := port.TargetPort
 			if t == 0 {
