@@ -79,6 +79,9 @@ func sameResources(a, b []*gen.Resource) bool {
 	if len(a) != len(b) {
 		return false
 	}
+	if len(a) > 0 && &a[0] == &b[0] {
+		return true // one list: generation shares them
+	}
 	for i := range a {
 		if a[i] != b[i] && (a[i].Hash != b[i].Hash || a[i].Name != b[i].Name) {
 			return false

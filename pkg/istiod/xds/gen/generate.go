@@ -80,9 +80,15 @@ func generate(pc *model.PushContext, p *model.Proxy, typeURL string, names []str
 	var out []*Resource
 	switch typeURL {
 	case ClusterType:
-		out = merge(scopeClusters(pc, sc), inboundClusters(pc, p))
+		ports := inboundPorts(pc, p)
+		out = withInboundClusters.Get(pc, inboundKey[string]{sc, portsKey(ports)}, func() []*Resource {
+			return merge(scopeClusters(pc, sc), inboundClusters(pc, ports))
+		})
 	case ListenerType:
-		out = merge(scopeListeners(pc, sc), []*Resource{inboundListener(pc, p)})
+		in := inboundListener(pc, p)
+		out = withInboundListener.Get(pc, inboundKey[*Resource]{sc, in}, func() []*Resource {
+			return merge(scopeListeners(pc, sc), []*Resource{in})
+		})
 	case RouteType:
 		out = scopeRoutes(pc, sc)
 	case EndpointType:
@@ -96,6 +102,24 @@ func generate(pc *model.PushContext, p *model.Proxy, typeURL string, names []str
 		out = filter(out, names)
 	}
 	return out, nil
+}
+
+// A sidecar's clusters and listeners are its scope's with its inbound
+// ones merged in. The sidecars of a scope whose inbound ports (clusters)
+// or listener are alike get one merged list, so what compares and sends
+// lists then finds them the same.
+var (
+	withInboundClusters = model.NewEndpointMemo[inboundKey[string], []*Resource](func(k inboundKey[string], svc *model.Service) bool {
+		return clustersRead(k.scope, svc)
+	})
+	withInboundListener = model.NewMemo[inboundKey[*Resource], []*Resource]()
+)
+
+// inboundKey is a scope and what names a sidecar's inbound part: its
+// ports' key for clusters, its (shared) listener for listeners.
+type inboundKey[T comparable] struct {
+	scope   *model.Scope
+	inbound T
 }
 
 // merge merges two lists sorted by name into a new one.

@@ -60,3 +60,34 @@ func TestInboundListenerSharedByPolicies(t *testing.T) {
 		t.Error("ratings v2's listener is v1's, though a PeerAuthentication sets STRICT on its port 9080")
 	}
 }
+
+// TestSidecarsAlikeShareLists: sidecars of one scope whose inbound ports
+// and listener are alike get the very same cluster and listener lists; a
+// sidecar with other inbound ports gets its own.
+func TestSidecarsAlikeShareLists(t *testing.T) {
+	pc := model.BuildPushContext(sampleInputs(t), "1")
+	lists := func(ip string, labels map[string]any) map[string][]*gen.Resource {
+		p := proxyFor(t, proxyCase{id: "sidecar~" + ip + "~w.default~default.svc.cluster.local", meta: map[string]any{"LABELS": labels}})
+		out := map[string][]*gen.Resource{}
+		for _, typ := range []string{gen.ClusterType, gen.ListenerType} {
+			rs, err := gen.Generate(pc, p, typ, nil)
+			if err != nil || len(rs) == 0 {
+				t.Fatalf("%s: %v, %d resources", gen.ShortName(typ), err, len(rs))
+			}
+			out[typ] = rs
+		}
+		return out
+	}
+	page := lists("10.8.0.1", map[string]any{"app": "productpage"})
+	ratings := lists("10.8.0.2", map[string]any{"app": "ratings", "version": "v1"})
+	reviews := lists("10.8.0.3", map[string]any{"app": "reviews", "version": "v1"}) // grpc on 9080
+	for _, typ := range []string{gen.ClusterType, gen.ListenerType} {
+		name := gen.ShortName(typ)
+		if &page[typ][0] != &ratings[typ][0] {
+			t.Errorf("%s: productpage and ratings (http 9080 both) got two lists, want one", name)
+		}
+	}
+	if &reviews[gen.ListenerType][0] == &page[gen.ListenerType][0] {
+		t.Error("LDS: reviews (grpc 9080) got productpage's list")
+	}
+}

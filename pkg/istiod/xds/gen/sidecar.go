@@ -200,8 +200,7 @@ func portsKey(ports []inboundPort) string {
 	return fmt.Sprint(ports)
 }
 
-func inboundClusters(pc *model.PushContext, p *model.Proxy) []*Resource {
-	ports := inboundPorts(pc, p)
+func inboundClusters(pc *model.PushContext, ports []inboundPort) []*Resource {
 	return inboundClustersMemo.Get(pc, portsKey(ports), func() []*Resource {
 		var cs []*clusterv3.Cluster
 		for _, ip := range ports {
