@@ -129,7 +129,14 @@ func (o *overlays) overlay(held, upd []*gen.Resource) []*gen.Resource {
 // endpoint-only push then overlays it once (overlays), not once each.
 type lists struct {
 	mu sync.Mutex
-	m  map[listKey]weakList
+	m  map[listKey]sharedList
+}
+
+// sharedList is a list in use, and the last other list found equal to it:
+// the sidecars of a scope bring one generated list, equal to the one they
+// hold from the push before, which is compared once, not once each.
+type sharedList struct {
+	list, alias weakList
 }
 
 type listKey struct {
@@ -149,13 +156,21 @@ func (l *lists) share(rs []*gen.Resource) []*gen.Resource {
 	k := listKey{hash: combinedHash(rs), n: len(rs)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if s := l.m[k].get(); s != nil && sameResources(s, rs) {
-		return s
+	e := l.m[k]
+	if s := e.list.get(); s != nil {
+		if a := e.alias.get(); a != nil && &a[0] == &rs[0] {
+			return s
+		}
+		if sameResources(s, rs) {
+			e.alias = makeWeakList(rs)
+			l.m[k] = e
+			return s
+		}
 	}
 	if l.m == nil || len(l.m) >= maxLists {
-		l.m = map[listKey]weakList{}
+		l.m = map[listKey]sharedList{}
 	}
-	l.m[k] = makeWeakList(rs)
+	l.m[k] = sharedList{list: makeWeakList(rs)}
 	return rs
 }
 

@@ -117,8 +117,18 @@ func TestListsShare(t *testing.T) {
 		t.Fatal("the first list was not kept")
 	}
 	b := heldList(t, "a", seq(0, 50)...) // equal contents, another array
+	// Compared the first time, then known as equal.
+	for range 2 {
+		if got := l.share(b); &got[0] != &a[0] {
+			t.Error("an equal list was not shared")
+		}
+	}
+	d := heldList(t, "a", seq(0, 50)...) // a third array, after b
+	if got := l.share(d); &got[0] != &a[0] {
+		t.Error("a second equal list was not shared")
+	}
 	if got := l.share(b); &got[0] != &a[0] {
-		t.Error("an equal list was not shared")
+		t.Error("the first equal list was not shared after the second")
 	}
 	c := heldList(t, "c", seq(0, 50)...)
 	if got := l.share(c); &got[0] != &c[0] {
