@@ -117,23 +117,29 @@ func (pc *PushContext) virtualService(ns string, svc *Service) *networking.Virtu
 // oldest of those.
 func (pc *PushContext) destinationRule(ns string, svc *Service) *networking.DestinationRule {
 	var best *networking.DestinationRule
-	rank := 4
+	rank := 4 // below any
 	pc.configIndex().destinationRules.each(svc.Hostname, func(i int) bool {
 		dr := pc.DestinationRules[i]
 		if !exportedTo(dr.Spec.GetExportTo(), dr.Namespace, ns) {
 			return true
 		}
-		r := 3
-		switch dr.Namespace {
-		case ns:
-			r = 1
-		case svc.Namespace:
-			r = 2
-		}
-		if r < rank {
+		if r := ruleRank(dr.Namespace, ns, svc.Namespace); r < rank {
 			best, rank = dr, r
 		}
 		return rank > 1 // nothing older ranks above the proxy's namespace
 	})
 	return best
+}
+
+// ruleRank ranks a DestinationRule of namespace ruleNS for a service of
+// svcNS seen from proxyNS: 1 in the proxy's namespace, 2 in the service's,
+// 3 in any other.
+func ruleRank(ruleNS, proxyNS, svcNS string) int {
+	switch ruleNS {
+	case proxyNS:
+		return 1
+	case svcNS:
+		return 2
+	}
+	return 3
 }

@@ -92,9 +92,9 @@ func scanVirtualService(pc *PushContext, ns string, svc *Service) *networking.Vi
 	return nil
 }
 
-// scanDestinationRule ranks every DestinationRule exported to ns that
-// matches svc: the proxy's namespace, then the service's, then others;
-// the oldest of the best rank.
+// scanDestinationRule tries every DestinationRule exported to ns that
+// matches svc, and keeps the oldest of the best rank (ruleRank, whose
+// order TestRuleRank states).
 func scanDestinationRule(pc *PushContext, ns string, svc *Service) *networking.DestinationRule {
 	var best *networking.DestinationRule
 	rank := 4
@@ -102,16 +102,22 @@ func scanDestinationRule(pc *PushContext, ns string, svc *Service) *networking.D
 		if !exportedTo(dr.Spec.GetExportTo(), dr.Namespace, ns) || !HostMatches(ResolveHostIn(dr.Spec.GetHost(), dr.Namespace, pc.Domain), svc.Hostname) {
 			continue
 		}
-		r := 3
-		switch dr.Namespace {
-		case ns:
-			r = 1
-		case svc.Namespace:
-			r = 2
-		}
-		if r < rank {
+		if r := ruleRank(dr.Namespace, ns, svc.Namespace); r < rank {
 			best, rank = dr, r
 		}
 	}
 	return best
+}
+
+// TestRuleRank: a rule in the proxy's namespace ranks first, then one in
+// the service's, then any other, as Istio picks them.
+func TestRuleRank(t *testing.T) {
+	for _, tc := range []struct {
+		rule, proxy, svc string
+		want             int
+	}{{"a", "a", "b", 1}, {"a", "a", "a", 1}, {"b", "a", "b", 2}, {"c", "a", "b", 3}} {
+		if got := ruleRank(tc.rule, tc.proxy, tc.svc); got != tc.want {
+			t.Errorf("rule in %s, proxy in %s, service in %s: rank %d, want %d", tc.rule, tc.proxy, tc.svc, got, tc.want)
+		}
+	}
 }
