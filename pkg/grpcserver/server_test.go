@@ -83,7 +83,10 @@ func largeMessages(t *testing.T, window, budget int) {
 	defer cancel()
 	cs := chat(t, ctx, cc)
 	var msgs [][]byte
-	for i, size := range []int{0, 1, 16375, 16384, 65535, 65536, 1 << 20, 3<<20 + 7} {
+	// 1016 and 1017 bytes make DATA frames of 1024 and 1025 bytes (5 of
+	// gRPC's prefix, 3 of the field's tag and length): the largest read
+	// into a small buffer and the smallest read into a full one.
+	for i, size := range []int{0, 1, 1016, 1017, 16375, 16384, 65535, 65536, 1 << 20, 3<<20 + 7} {
 		msgs = append(msgs, bytes.Repeat([]byte{byte(i + 1)}, size))
 	}
 	sent := make(chan error, 1)
