@@ -55,6 +55,7 @@ type Scope struct {
 	EgressProxy *apinet.Destination
 
 	visible map[string]*Service
+	peer    *Scope // see Peer
 }
 
 // Visible reports whether host is in the scope.
@@ -141,6 +142,7 @@ func (pc *PushContext) buildScope(key, ns string, sc *networking.Sidecar) *Scope
 			s.DestinationRule[svc.Hostname] = dr
 		}
 	}
+	s.peer = pc.peerOf(s)
 	return s
 }
 

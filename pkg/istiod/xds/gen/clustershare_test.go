@@ -7,6 +7,7 @@ import (
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/xdstest"
 )
 
 // shopRatingsRule gives the proxies of namespace shop their own rule for
@@ -56,5 +57,52 @@ func TestScopesShareServiceClusters(t *testing.T) {
 	}
 	if got := lb(shop[ratings]); got != clusterv3.Cluster_ROUND_ROBIN {
 		t.Errorf("shop's %s balances %v, want shop's rule (ROUND_ROBIN)", ratings, got)
+	}
+}
+
+// TestScopesShareNameTable: the scopes of two namespaces that see the same
+// services share one name table, the very resource; the shop proxy, whose
+// Sidecar narrows what it sees, gets its own.
+func TestScopesShareNameTable(t *testing.T) {
+	pc := model.BuildPushContext(sampleInputs(t), "1")
+	table := func(c proxyCase) *gen.Resource {
+		rs, err := gen.Generate(pc, proxyFor(t, c), gen.NameTableType, nil)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%s: %v, %d resources", c.id, err, len(rs))
+		}
+		return rs[0]
+	}
+	other := proxyCase{id: "sidecar~10.8.0.9~w.other~other.svc.cluster.local"}
+	page, elsewhere, shop := table(proxies[0]), table(other), table(proxies[2])
+	if page != elsewhere {
+		t.Errorf("productpage (default) and a proxy of namespace other see the same services: tables %p and %p, want one", page, elsewhere)
+	}
+	if shop == page || shop.Hash == page.Hash {
+		t.Error("the shop proxy, under a Sidecar, got productpage's name table")
+	}
+}
+
+// TestSharedNameTableFollowsHeadlessEndpoints: after an endpoint-only
+// change of a headless service, the proxy whose scope shares another's
+// name table gets the new addresses, as a build from scratch does.
+func TestSharedNameTableFollowsHeadlessEndpoints(t *testing.T) {
+	in := sampleInputs(t, xdstest.HeadlessDB, xdstest.DBSlice("127.0.0.61"))
+	next := xdstest.With(t, in, xdstest.DBSlice("127.0.0.62"))
+	other := proxyFor(t, proxyCase{id: "sidecar~10.8.0.9~w.other~other.svc.cluster.local"})
+	table := func(pc *model.PushContext, p *model.Proxy) *gen.Resource {
+		rs, err := gen.Generate(pc, p, gen.NameTableType, nil)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%v, %d resources", err, len(rs))
+		}
+		return rs[0]
+	}
+	prev := model.BuildPushContext(in, "1")
+	table(prev, proxyFor(t, proxies[0])) // productpage's scope is built first: the peer
+	before := table(prev, other)
+	pc := model.Rebuild(prev, next, "2")
+	pc.Inherit(prev, pc.Diff(prev))
+	after, scratch := table(pc, other), table(model.BuildPushContext(next, "2"), other)
+	if after.Hash != scratch.Hash || after.Hash == before.Hash {
+		t.Errorf("after the change: %x; from scratch %x; before %x", after.Hash, scratch.Hash, before.Hash)
 	}
 }

@@ -9,8 +9,10 @@ import (
 )
 
 // nameTable lists the scope's hosts with their addresses: VIPs, or for
-// headless Kubernetes services the endpoint addresses.
+// headless Kubernetes services the endpoint addresses. It reads the scope's
+// services alone, so the scopes that see the same ones share it.
 func nameTable(pc *model.PushContext, sc *model.Scope) *Resource {
+	sc = sc.Peer()
 	return nameTableMemo.Get(pc, sc, func() *Resource {
 		nt := &nds.NameTable{Table: map[string]*nds.NameTable_NameInfo{}}
 		for _, svc := range sc.Services {
