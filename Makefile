@@ -144,6 +144,7 @@ bench-istiod: k8s-assets ## istiod xDS: 1000 services x 5 endpoints, 250/1000/40
 	$(GO) test -run XXX -bench 'Rebuild(Endpoint|Pod)Change' -benchtime 2000x ./pkg/istiod/model/
 	$(GO) test -run XXX -bench 'Scopes' -benchmem -benchtime 20x ./pkg/istiod/model/
 	$(GO) test -run XXX -bench 'FullPushNamespaces' -benchmem -benchtime 20x ./pkg/istiod/xds/gen/
+	$(GO) test -run XXX -bench ApplyOneFile -benchmem -benchtime 500x ./pkg/istiod/registry/file/
 	$(GO) test -run XXX -bench BuildPodChange -benchtime 2000x ./pkg/istiod/registry/kube/
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -tags "$(GOTAGS)" -ldflags "-s -w" -o $(BIN)/istiod ./cmd/istiod

@@ -23,7 +23,7 @@ metadata: {name: %s, namespace: default}
 spec: {clusterIP: 10.0.0.%d, ports: [{name: http, port: 80}]}
 `
 
-func write(t *testing.T, path, s string) {
+func write(t testing.TB, path, s string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
