@@ -28,6 +28,7 @@ type Registry struct {
 
 	mu       sync.Mutex
 	files    map[string]*parsed // by path
+	paths    []string           // the keys of files, sorted (setFile, dropFile)
 	inputs   *model.Inputs
 	problems []error
 	synced   bool
@@ -81,7 +82,7 @@ func (r *Registry) Load() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.files = map[string]*parsed{}
+	r.files, r.paths = map[string]*parsed{}, nil
 	for _, p := range paths {
 		r.readLocked(p)
 	}
@@ -95,7 +96,7 @@ func (r *Registry) readLocked(p string) bool {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		if _, had := r.files[p]; had {
-			delete(r.files, p)
+			r.dropFile(p)
 			return true
 		}
 		return false
@@ -108,8 +109,25 @@ func (r *Registry) readLocked(p string) bool {
 	for _, e := range errs {
 		r.log.Warn("skipping invalid config", "err", e)
 	}
-	r.files[p] = &parsed{sum: sum, objs: objs, errs: errs}
+	r.setFile(p, &parsed{sum: sum, objs: objs, errs: errs})
 	return true
+}
+
+// setFile records what file p holds, keeping paths sorted.
+func (r *Registry) setFile(p string, f *parsed) {
+	if _, had := r.files[p]; !had {
+		i, _ := slices.BinarySearch(r.paths, p)
+		r.paths = slices.Insert(r.paths, i, p)
+	}
+	r.files[p] = f
+}
+
+// dropFile forgets file p.
+func (r *Registry) dropFile(p string) {
+	delete(r.files, p)
+	if i, ok := slices.BinarySearch(r.paths, p); ok {
+		r.paths = slices.Delete(r.paths, i, i+1)
+	}
 }
 
 // rebuildLocked assembles Inputs from all files, in path order; a second
@@ -117,13 +135,13 @@ func (r *Registry) readLocked(p string) bool {
 func (r *Registry) rebuildLocked() {
 	in := &model.Inputs{}
 	var problems []error
-	seen := map[model.Key]string{}
-	paths := make([]string, 0, len(r.files))
-	for p := range r.files {
-		paths = append(paths, p)
+	n := 0
+	for _, f := range r.files {
+		n += len(f.objs)
 	}
-	slices.Sort(paths)
-	for _, p := range paths {
+	// Sized at once: growing it was most of the rebuild after a change.
+	seen := make(map[model.Key]string, n)
+	for _, p := range r.paths {
 		f := r.files[p]
 		problems = append(problems, f.errs...)
 		for _, o := range f.objs {

@@ -79,3 +79,47 @@ func TestWatch(t *testing.T) {
 		return len(ss) == 3 && len(r.Problems()) == 0 // dup.yaml's "a" takes over
 	})
 }
+
+// TestPathsFollowFiles: the sorted paths a rebuild walks follow files
+// added, rewritten and removed, and the first file in path order keeps an
+// object defined twice.
+func TestPathsFollowFiles(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "b.yaml"), svc("web", 1))
+	write(t, filepath.Join(dir, "d.yaml"), svc("db", 2))
+	r := New(dir, slog.New(slog.DiscardHandler))
+	if err := r.Load(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(want ...string) {
+		t.Helper()
+		var got []string
+		for _, p := range r.paths {
+			got = append(got, filepath.Base(p))
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") || len(r.paths) != len(r.files) {
+			t.Errorf("paths %v (%d files), want %v", got, len(r.files), want)
+		}
+	}
+	check("b.yaml", "d.yaml")
+	write(t, filepath.Join(dir, "a.yaml"), svc("web", 3)) // web again, first in order
+	write(t, filepath.Join(dir, "c.yaml"), svc("cache", 4))
+	if !r.rescan() {
+		t.Fatal("rescan saw no change")
+	}
+	check("a.yaml", "b.yaml", "c.yaml", "d.yaml")
+	if ps := r.Problems(); len(ps) != 1 || !strings.Contains(ps[0].Error(), "b.yaml") {
+		t.Errorf("problems %v, want b.yaml's web as the duplicate", ps)
+	}
+	if err := os.Remove(filepath.Join(dir, "a.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "c.yaml"), svc("cache", 5))
+	if !r.rescan() {
+		t.Fatal("rescan saw no change")
+	}
+	check("b.yaml", "c.yaml", "d.yaml")
+	if ps := r.Problems(); len(ps) != 0 {
+		t.Errorf("problems %v after the duplicate went", ps)
+	}
+}

@@ -108,7 +108,7 @@ func (r *Registry) rescan() bool {
 	}
 	for p := range r.files {
 		if !live[p] {
-			delete(r.files, p)
+			r.dropFile(p)
 			any = true
 		}
 	}
