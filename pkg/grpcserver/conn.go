@@ -19,6 +19,8 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
+
+	"github.com/skiff-mesh/skiff/pkg/bufpool"
 )
 
 const (
@@ -40,22 +42,20 @@ const (
 
 var clientPreface = []byte(http2.ClientPreface)
 
-// framePool holds buffers of one frame, header included, for the reader's
-// payloads and the writers' frames; none is kept by an idle connection.
+// framePool holds buffers of one frame, header included, for the writers'
+// frames; none is kept by an idle connection.
 var framePool = sync.Pool{New: func() any { b := make([]byte, 9+maxFrame, 9+maxFrame+frameSpare); return &b }}
 
 // frameSpare is room in a pooled buffer for the response headers and a
 // unary call's trailers written with a DATA frame.
 const frameSpare = 512
 
-// smallFramePool holds buffers for reading frames of at most smallFrame
-// bytes: most frames a control plane reads are ACKs, window updates and
+// readBuffers holds the buffers frames are read into, each of its size's
+// tier: most frames a control plane reads are ACKs, window updates and
 // pings of a few hundred bytes or less. Read into framePool's buffers,
 // each one the pool could not supply cost 18 KiB; through endpoint changes
 // to 1000 sidecars those were two fifths of what istiod allocated.
-var smallFramePool = sync.Pool{New: func() any { b := make([]byte, smallFrame); return &b }}
-
-const smallFrame = 1024
+var readBuffers bufpool.Tiered
 
 // conn is one HTTP/2 connection: its reader goroutine owns the read side;
 // writers hold wmu for one write: a frame, or up to writeFrames frames
@@ -187,17 +187,13 @@ func (c *conn) readLoop() error {
 		if c.block != nil && typ != http2.FrameContinuation {
 			return connError{http2.ErrCodeProtocol, "header block interrupted"}
 		}
-		pool := &framePool
-		if n <= smallFrame {
-			pool = &smallFramePool
-		}
-		bp := pool.Get().(*[]byte)
-		p := (*bp)[:n]
+		bp := readBuffers.Get(n)
+		p := *bp
 		_, err := io.ReadFull(c.nc, p)
 		if err == nil {
 			err = c.frame(typ, flags, id, p)
 		}
-		pool.Put(bp)
+		readBuffers.Put(bp)
 		if err != nil {
 			return err
 		}

@@ -85,7 +85,7 @@ func largeMessages(t *testing.T, window, budget int) {
 	var msgs [][]byte
 	// 1016 and 1017 bytes make DATA frames of 1024 and 1025 bytes (5 of
 	// gRPC's prefix, 3 of the field's tag and length): the largest read
-	// into a small buffer and the smallest read into a full one.
+	// into a 1 KiB buffer and the smallest read into a 2 KiB one.
 	for i, size := range []int{0, 1, 1016, 1017, 16375, 16384, 65535, 65536, 1 << 20, 3<<20 + 7} {
 		msgs = append(msgs, bytes.Repeat([]byte{byte(i + 1)}, size))
 	}

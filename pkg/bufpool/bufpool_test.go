@@ -1,4 +1,4 @@
-package xds
+package bufpool
 
 import (
 	"testing"
@@ -6,7 +6,8 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-func TestRequestPool(t *testing.T) {
+// TestTiered: a buffer's capacity is the tier above its length.
+func TestTiered(t *testing.T) {
 	for _, tc := range []struct {
 		n, wantCap int
 	}{
@@ -18,7 +19,7 @@ func TestRequestPool(t *testing.T) {
 		{1 << 24, 1 << 24},
 		{1<<24 + 1, 1<<24 + 1}, // beyond the tiers: exact, not pooled
 	} {
-		var p requestPool
+		var p Tiered
 		b := p.Get(tc.n)
 		if len(*b) != tc.n || cap(*b) != tc.wantCap {
 			t.Errorf("Get(%d): len %d cap %d, want len %d cap %d", tc.n, len(*b), cap(*b), tc.n, tc.wantCap)
@@ -27,10 +28,10 @@ func TestRequestPool(t *testing.T) {
 	}
 }
 
-// TestRequestPoolCopy checks a request spread over frames is copied whole
+// TestTieredCopy checks a request spread over frames is copied whole
 // into a reused (not cleared) buffer.
-func TestRequestPoolCopy(t *testing.T) {
-	var p requestPool
+func TestTieredCopy(t *testing.T) {
+	var p Tiered
 	dirty := p.Get(3000)
 	for i := range *dirty {
 		(*dirty)[i] = 0xff
