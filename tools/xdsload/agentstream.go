@@ -16,12 +16,12 @@ const nameTableType = "type.googleapis.com/istio.networking.nds.v1.NameTable"
 // on the same connection (--agent-streams): the NameTable alone, SotW,
 // every response ACKed, until ctx ends. Istio's agent sends NDS on
 // Envoy's stream instead, which the plain run models.
-func runAgentStream(ctx context.Context, conn *grpc.ClientConn, id int) error {
+func runAgentStream(ctx context.Context, conn *grpc.ClientConn, id int, ns string) error {
 	s, err := conn.NewStream(ctx, adsDesc, "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources")
 	if err != nil {
 		return fmt.Errorf("open agent stream: %w", err)
 	}
-	node := &corev3.Node{Id: nodeID(id)}
+	node := &corev3.Node{Id: nodeID(id, ns)}
 	if err := s.SendMsg(&discoveryv3.DiscoveryRequest{TypeUrl: nameTableType, Node: node}); err != nil {
 		return err
 	}

@@ -56,9 +56,10 @@ type rawResponse struct {
 type client struct {
 	id         int
 	delta      bool
-	meta       bool // the node carries an Istio agent's metadata
-	apps       int  // with meta: the client is a replica of app svc-(id mod apps) (nodeMetadata)
-	subscribed int  // how many of types it asks for
+	meta       bool   // the node carries an Istio agent's metadata
+	apps       int    // with meta: the client is a replica of app svc-(id mod apps) (nodeMetadata)
+	ns         string // the sidecar's namespace
+	subscribed int    // how many of types it asks for
 	stream     grpc.ClientStream
 	open       func() (grpc.ClientStream, error) // a new stream, for retries
 	// reopened counts the streams the control plane ended (opened again).
@@ -102,12 +103,12 @@ func newConn(addr string, creds credentials.TransportCredentials) (*grpc.ClientC
 
 // dial opens client id's stream; edsEnc is encodeNames(edsNames), shared by
 // all clients.
-func dial(ctx context.Context, conn *grpc.ClientConn, id int, edsNames []string, edsEnc []byte, delta, meta bool) (*client, error) {
+func dial(ctx context.Context, conn *grpc.ClientConn, id int, ns string, edsNames []string, edsEnc []byte, delta, meta bool) (*client, error) {
 	method := "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 	if delta {
 		method = "/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources"
 	}
-	c := &client{id: id, delta: delta, meta: meta, edsNames: edsNames, subscribed: len(types) - 1}
+	c := &client{id: id, ns: ns, delta: delta, meta: meta, edsNames: edsNames, subscribed: len(types) - 1}
 	c.open = func() (grpc.ClientStream, error) {
 		sctx, cancel := context.WithCancel(ctx)
 		s, err := conn.NewStream(sctx, adsDesc, method)
@@ -135,9 +136,9 @@ func dial(ctx context.Context, conn *grpc.ClientConn, id int, edsNames []string,
 	return c, nil
 }
 
-// nodeID is client id's node: a sidecar in the bench namespace.
-func nodeID(id int) string {
-	return fmt.Sprintf("sidecar~10.250.%d.%d~client-%d.%s~%s.svc.cluster.local", id/250, id%250+1, id, benchNS, benchNS)
+// nodeID is client id's node: a sidecar in namespace ns.
+func nodeID(id int, ns string) string {
+	return fmt.Sprintf("sidecar~10.250.%d.%d~client-%d.%s~%s.svc.cluster.local", id/250, id%250+1, id, ns, ns)
 }
 
 func (c *client) names(t int) []string {
@@ -237,9 +238,9 @@ func streamEnded(err error) bool {
 // run subscribes to CDS, EDS, LDS and RDS and ACKs every response until
 // the stream ends.
 func (c *client) run() error {
-	node := &corev3.Node{Id: nodeID(c.id)}
+	node := &corev3.Node{Id: nodeID(c.id, c.ns)}
 	if c.meta {
-		node.Metadata = nodeMetadata(c.id, c.apps)
+		node.Metadata = nodeMetadata(c.id, c.apps, c.ns)
 	}
 	for t, url := range types[:c.subscribed] {
 		var req proto.Message

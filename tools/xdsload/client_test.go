@@ -15,7 +15,7 @@ import (
 
 // TestAck checks the hand-assembled SotW ACK is the standard encoding.
 func TestAck(t *testing.T) {
-	names := []string{clusterName(0), clusterName(1)}
+	names := []string{spread(1).cluster(0), spread(1).cluster(1)}
 	c := &client{edsNames: names}
 	c.namesEnc[eds] = encodeNames(names)
 	r := &rawResponse{version: "v7", typeURL: types[eds], nonce: "conn-1/42"}
@@ -71,7 +71,7 @@ func TestScanDeltaHeld(t *testing.T) {
 	resp := &discoveryv3.DeltaDiscoveryResponse{SystemVersionInfo: "s1", TypeUrl: types[cds], Nonce: "n-1",
 		RemovedResources: []string{"gone"}}
 	for i := range 3 {
-		resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: clusterName(i), Version: fmt.Sprint("v", i),
+		resp.Resources = append(resp.Resources, &discoveryv3.Resource{Name: spread(1).cluster(i), Version: fmt.Sprint("v", i),
 			Resource: &anypb.Any{TypeUrl: "t", Value: bytes.Repeat([]byte{byte(i)}, 300)}})
 	}
 	// A resource without a version (the field is optional on the wire).
@@ -96,7 +96,7 @@ func TestScanDeltaHeld(t *testing.T) {
 		}
 		c := &client{held: [5]map[unique.Handle[string]]unique.Handle[string]{cds: {unique.Make("gone"): unique.Make("v9")}}}
 		c.keep(cds, &got)
-		want := map[string]string{clusterName(0): "v0", clusterName(1): "v1", clusterName(2): "v2", "no-version": ""}
+		want := map[string]string{spread(1).cluster(0): "v0", spread(1).cluster(1): "v1", spread(1).cluster(2): "v2", "no-version": ""}
 		if iv := c.initialVersions(cds); !maps.Equal(iv, want) {
 			t.Errorf("frames of %d: initial versions %v, want %v", frame, iv, want)
 		}

@@ -62,7 +62,7 @@ func startControlPlane(ctx context.Context, cfg config, log *slog.Logger) (_ *co
 		cp.mesh, o.ConfigDir = fileStore{dir: dir}, dir
 	case sourceKube:
 		// The mesh's cluster IPs are in 10.100.0.0/16 and 10.101.0.0/16.
-		if env, err = plane.StartKube(ctx, "10.96.0.0/12", benchNS); err != nil {
+		if env, err = plane.StartKube(ctx, "10.96.0.0/12", cfg.spread.namespaces()...); err != nil {
 			return nil, err
 		}
 		cp.closers = append(cp.closers, env.Stop)
@@ -74,7 +74,7 @@ func startControlPlane(ctx context.Context, cfg config, log *slog.Logger) (_ *co
 	default:
 		return nil, fmt.Errorf("--source %q: want %s or %s", cfg.source, sourceFiles, sourceKube)
 	}
-	if err := writeMesh(cp.mesh, cfg.services, cfg.endpoints, cfg.pods); err != nil {
+	if err := writeMesh(cp.mesh, cfg.spread, cfg.services, cfg.endpoints, cfg.pods); err != nil {
 		return nil, err
 	}
 	if cp.Process, err = plane.Start(ctx, o); err != nil {

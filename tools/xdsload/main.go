@@ -31,6 +31,7 @@ func main() {
 	flag.StringVar(&cfg.source, "source", sourceFiles, "where the mesh lives: files (a directory Skiff's istiod watches) or kube (a local kube-apiserver, as in a cluster)")
 	flag.IntVar(&cfg.services, "services", 1000, "services in the mesh")
 	flag.IntVar(&cfg.endpoints, "endpoints", 5, "endpoints per service")
+	namespaces := flag.Int("namespaces", 1, "namespaces the services, their pods and the sidecars are spread over (service and sidecar i in namespace i mod n); 1: all in \"bench\"")
 	clients := flag.String("clients", "1000", "connected sidecar clients; a comma-separated list (250,1000,4000) runs istiod once per count and adds a scaling table")
 	flag.IntVar(&cfg.streamsPerConn, "streams-per-conn", 1, "ADS streams multiplexed over one gRPC connection (Envoy: 1; more when file descriptors run short)")
 	flag.IntVar(&cfg.fullPushes, "full-pushes", 5, "full pushes to time")
@@ -84,6 +85,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "xdsload: --clients:", err)
 		os.Exit(2)
 	}
+	if *namespaces < 1 || *namespaces > cfg.services {
+		fmt.Fprintf(os.Stderr, "xdsload: --namespaces %d: must be 1 to --services (%d)\n", *namespaces, cfg.services)
+		os.Exit(2)
+	}
+	cfg.spread = spread(*namespaces)
 	if cfg.streamsPerConn < 1 {
 		fmt.Fprintf(os.Stderr, "xdsload: --streams-per-conn %d: must be at least 1\n", cfg.streamsPerConn)
 		os.Exit(2)

@@ -11,18 +11,50 @@ const benchNS = "bench"
 
 func svcName(i int) string { return fmt.Sprintf("svc-%04d", i) }
 
-func svcHost(i int) string { return svcName(i) + "." + benchNS + ".svc.cluster.local" }
+// spread is how many namespaces the mesh's services and sidecars are
+// spread over (--namespaces): service i, its pods and sidecar i live in
+// namespace i mod spread. One namespace is "bench", as before the flag.
+type spread int
 
-func clusterName(i int) string { return "outbound|8080||" + svcHost(i) }
+// ns is the namespace of service (or sidecar) i.
+func (s spread) ns(i int) string {
+	if s <= 1 {
+		return benchNS
+	}
+	return fmt.Sprintf("%s-%02d", benchNS, i%int(s))
+}
+
+// namespaces are all of the mesh's namespaces.
+func (s spread) namespaces() []string {
+	out := make([]string, max(int(s), 1))
+	for i := range out {
+		out[i] = s.ns(i)
+	}
+	return out
+}
+
+func (s spread) host(i int) string { return svcName(i) + "." + s.ns(i) + ".svc.cluster.local" }
+
+func (s spread) cluster(i int) string { return "outbound|8080||" + s.host(i) }
+
+// ref is how a resource in service i's namespace names service j: by its
+// short name in the same namespace, else by its full host.
+func (s spread) ref(i, j int) string {
+	if s.ns(i) == s.ns(j) {
+		return svcName(j)
+	}
+	return s.host(j)
+}
 
 // writeMesh writes n services with m endpoints each: one file of Services,
 // one EndpointSlice file per service (so an endpoint change rewrites one
 // small file), VirtualServices splitting every tenth service 90/10, and
-// DestinationRules with a load-balancer policy for every fifth. With pods,
-// each endpoint's pod is written too and the endpoint names it.
-func writeMesh(st store, n, m int, pods bool) error {
+// DestinationRules with a load-balancer policy for every fifth, each in
+// its service's namespace. With pods, each endpoint's pod is written too
+// and the endpoint names it.
+func writeMesh(st store, sp spread, n, m int, pods bool) error {
 	if pods {
-		if err := writePods(st, n, m); err != nil {
+		if err := writePods(st, sp, n, m); err != nil {
 			return fmt.Errorf("write pods: %w", err)
 		}
 	}
@@ -35,7 +67,7 @@ metadata: {name: %s, namespace: %s}
 spec:
   clusterIP: 10.100.%d.%d
   ports: [{name: http, port: 8080, targetPort: 8080}]
-`, svcName(i), benchNS, i/250, i%250+1)
+`, svcName(i), sp.ns(i), i/250, i%250+1)
 		if i%10 == 0 && i+1 < n {
 			fmt.Fprintf(&vss, `---
 apiVersion: networking.istio.io/v1
@@ -50,7 +82,7 @@ spec:
     - {destination: {host: %s}, weight: 10}
     timeout: 3s
   - route: [{destination: {host: %s}}]
-`, svcName(i), benchNS, svcName(i), svcName(i), svcName(i+1), svcName(i))
+`, svcName(i), sp.ns(i), svcName(i), svcName(i), sp.ref(i, i+1), svcName(i))
 		}
 		if i%5 == 0 {
 			fmt.Fprintf(&drs, `---
@@ -60,9 +92,9 @@ metadata: {name: %s, namespace: %s}
 spec:
   host: %s
   trafficPolicy: {loadBalancer: {simple: LEAST_REQUEST}}
-`, svcName(i), benchNS, svcHost(i))
+`, svcName(i), sp.ns(i), sp.host(i))
 		}
-		if err := writeSlice(st, i, m, 0, pods); err != nil {
+		if err := writeSlice(st, sp, i, m, 0, pods); err != nil {
 			return err
 		}
 	}
@@ -80,8 +112,8 @@ spec:
 // writeSlice (re)writes service i's EndpointSlice; a different gen (mod
 // 100) gives different addresses, so each rewrite is a real change. With
 // pods, each endpoint names its pod, as the EndpointSlice controller writes.
-func writeSlice(st store, i, m, gen int, pods bool) error {
-	return writeSliceWith(st, i, m, gen, pods, nil)
+func writeSlice(st store, sp spread, i, m, gen int, pods bool) error {
+	return writeSliceWith(st, sp, i, m, gen, pods, nil)
 }
 
 // endpointIP is service i's endpoint j of m in generation gen (mod 100).
@@ -93,7 +125,8 @@ func endpointIP(i, m, j, gen int) string {
 type endpoint struct{ ip, pod string }
 
 // writeSliceWith is writeSlice with extra endpoints after service i's own.
-func writeSliceWith(st store, i, m, gen int, pods bool, extra []endpoint) error {
+func writeSliceWith(st store, sp spread, i, m, gen int, pods bool, extra []endpoint) error {
+	ns := sp.ns(i)
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -101,16 +134,16 @@ metadata: {name: %s-1, namespace: %s, labels: {kubernetes.io/service-name: %s}}
 addressType: IPv4
 ports: [{name: http, port: 8080}]
 endpoints:
-`, svcName(i), benchNS, svcName(i))
+`, svcName(i), ns, svcName(i))
 	for j := range m {
 		fmt.Fprintf(&b, "- {addresses: [%q]", endpointIP(i, m, j, gen))
 		if pods {
-			fmt.Fprintf(&b, ", targetRef: {kind: Pod, namespace: %s, name: %s}", benchNS, podName(i, j))
+			fmt.Fprintf(&b, ", targetRef: {kind: Pod, namespace: %s, name: %s}", ns, podName(i, j))
 		}
 		b.WriteString("}\n")
 	}
 	for _, e := range extra {
-		fmt.Fprintf(&b, "- {addresses: [%q], targetRef: {kind: Pod, namespace: %s, name: %s}}\n", e.ip, benchNS, e.pod)
+		fmt.Fprintf(&b, "- {addresses: [%q], targetRef: {kind: Pod, namespace: %s, name: %s}}\n", e.ip, ns, e.pod)
 	}
 	return st.put(filepath.Join("slices", svcName(i)+".yaml"), b.String())
 }
@@ -128,8 +161,9 @@ func replaceFile(path, content string) error {
 }
 
 // writeNewService adds a service without endpoints, with an HTTP and a TCP
-// port: CDS, LDS (the TCP port's listener) and RDS change for every client.
-func writeNewService(st store, k int) error {
+// port, in namespace k mod spread: CDS, LDS (the TCP port's listener) and
+// RDS change for every client.
+func writeNewService(st store, sp spread, k int) error {
 	name := fmt.Sprintf("new-%d", k)
 	return st.put(name+".yaml", fmt.Sprintf(`apiVersion: v1
 kind: Service
@@ -137,5 +171,5 @@ metadata: {name: %s, namespace: %s}
 spec:
   clusterIP: 10.101.%d.%d
   ports: [{name: http, port: 8080}, {name: tcp-db, port: 5432}]
-`, name, benchNS, k/250, k%250+1))
+`, name, sp.ns(k), k/250, k%250+1))
 }

@@ -9,20 +9,20 @@ import (
 // nodeMetadata is the node metadata of client id as an Istio agent sends
 // it for an injected pod (the fields of Istio's NodeMetadata that an agent
 // fills from the pod, its environment and its proxy config), with the
-// identity of the benchmark's certificate. istiod decodes it with each
+// identity of the benchmark's certificate for namespace ns. istiod decodes it with each
 // stream's first request and keeps what it parses of it. The client is a
 // replica of app svc-(id mod apps): apps 0 means 1000, every sidecar its
 // own app in the default mesh (the least sharing of inbound configuration).
-func nodeMetadata(id, apps int) *structpb.Struct {
+func nodeMetadata(id, apps int, ns string) *structpb.Struct {
 	if apps <= 0 {
 		apps = 1000
 	}
 	name := fmt.Sprintf("client-%d", id)
 	app := fmt.Sprintf("svc-%d", id%apps)
 	m, err := structpb.NewStruct(map[string]any{
-		"NAME": name, "NAMESPACE": benchNS, "SERVICE_ACCOUNT": "xdsload", "CLUSTER_ID": "Kubernetes",
+		"NAME": name, "NAMESPACE": ns, "SERVICE_ACCOUNT": "xdsload", "CLUSTER_ID": "Kubernetes",
 		"MESH_ID": "cluster.local", "ISTIO_VERSION": "1.31.0", "INTERCEPTION_MODE": "REDIRECT",
-		"WORKLOAD_NAME": app + "-v1", "OWNER": "kubernetes://apis/apps/v1/namespaces/" + benchNS + "/deployments/" + app + "-v1",
+		"WORKLOAD_NAME": app + "-v1", "OWNER": "kubernetes://apis/apps/v1/namespaces/" + ns + "/deployments/" + app + "-v1",
 		"APP_CONTAINERS": app, "INSTANCE_IPS": fmt.Sprintf("10.250.%d.%d", id/250, id%250+1),
 		"NODE_NAME": "node-1", "ENVOY_STATUS_PORT": 15021.0, "ENVOY_PROMETHEUS_PORT": 15090.0,
 		"PILOT_SAN": []any{"istiod.istio-system.svc"}, "WORKLOAD_IDENTITY_SOCKET_FILE": "socket",

@@ -31,8 +31,8 @@ func (r *results) print(w io.Writer, cfg config) {
 	if cfg.ndsOnADS {
 		kind += " (the NameTable on the ADS stream, as the agents do)"
 	}
-	fmt.Fprintf(w, "istiod xDS load (control plane %s, mesh from %s, TLS %t): %d services x %d endpoints, %d %s clients on %d gRPC connections on loopback, EDS debounce %t, push concurrency %d; load average (1, 5, 15 min) before %.2f %.2f %.2f, after %.2f %.2f %.2f\n\n",
-		cfg.controlPlane, cfg.source, cfg.tls, cfg.services, cfg.endpoints, r.clients, kind, r.conns, cfg.edsDebounce, cfg.pushConcurrency,
+	fmt.Fprintf(w, "istiod xDS load (control plane %s, mesh from %s, TLS %t): %d services x %d endpoints in %d namespaces, %d %s clients on %d gRPC connections on loopback, EDS debounce %t, push concurrency %d; load average (1, 5, 15 min) before %.2f %.2f %.2f, after %.2f %.2f %.2f\n\n",
+		cfg.controlPlane, cfg.source, cfg.tls, cfg.services, cfg.endpoints, len(cfg.spread.namespaces()), r.clients, kind, r.conns, cfg.edsDebounce, cfg.pushConcurrency,
 		r.load0[0], r.load0[1], r.load0[2], r.load[0], r.load[1], r.load[2])
 	if len(cfg.args) > 0 {
 		fmt.Fprintf(w, "istiod flags added: %s\n\n", strings.Join(cfg.args, " "))
@@ -79,7 +79,7 @@ func printCurve(w io.Writer, cfg config, all []*results) {
 	if len(all) < 2 {
 		return
 	}
-	fmt.Fprintf(w, "scaling (%d services x %d endpoints, %d streams per gRPC connection):\n\n", cfg.services, cfg.endpoints, cfg.streamsPerConn)
+	fmt.Fprintf(w, "scaling (%d services x %d endpoints in %d namespaces, %d streams per gRPC connection):\n\n", cfg.services, cfg.endpoints, len(cfg.spread.namespaces()), cfg.streamsPerConn)
 	fmt.Fprintf(w, "| clients | initial sync | istiod CPU per sidecar: sync / full push / endpoint change | full push p50 | endpoint change p50 / p99 | RSS end (peak) | RSS per sidecar | load average before / after |\n")
 	fmt.Fprintf(w, "| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range all {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/inject/injecttest"
@@ -20,6 +21,7 @@ type config struct {
 	istiod                       string
 	controlPlane, source         string
 	services, endpoints, clients int
+	spread                       spread // namespaces the services and sidecars are spread over
 	streamsPerConn               int
 	env                          []string // added to istiod's environment
 	args                         []string // added to istiod's flags
@@ -78,7 +80,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 
 	edsNames := make([]string, cfg.services)
 	for i := range edsNames {
-		edsNames[i] = clusterName(i)
+		edsNames[i] = cfg.spread.cluster(i)
 	}
 	edsEnc := encodeNames(edsNames)
 	cctx, cancel := context.WithCancel(ctx)
@@ -91,9 +93,12 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	res.baseRSS = m.rss
 	cpu0, _ := cpuTime(pid)
 	start := time.Now()
-	addr, creds := cp.GRPCAddr, insecure.NewCredentials()
+	addr, creds := cp.GRPCAddr, map[string]credentials.TransportCredentials{}
+	for _, ns := range cfg.spread.namespaces() {
+		creds[ns] = insecure.NewCredentials()
+	}
 	if cfg.tls {
-		if creds, err = sidecarTLS(filepath.Join(cp.Work, "var/lib/istio/ca")); err != nil {
+		if creds, err = sidecarTLS(filepath.Join(cp.Work, "var/lib/istio/ca"), cfg.spread.namespaces()); err != nil {
 			return nil, err
 		}
 		addr = cp.SecureAddr
@@ -109,14 +114,17 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 		}
 	}()
 	for i := range clients {
+		// A connection's streams are one namespace's: they share its
+		// certificate.
+		ns := cfg.spread.ns(i / cfg.streamsPerConn)
 		if i%cfg.streamsPerConn == 0 {
-			conn, err := newConn(addr, creds)
+			conn, err := newConn(addr, creds[ns])
 			if err != nil {
 				return nil, err
 			}
 			conns = append(conns, conn)
 		}
-		c, err := dial(cctx, conns[len(conns)-1], i, edsNames, edsEnc, cfg.delta, cfg.nodeMetadata)
+		c, err := dial(cctx, conns[len(conns)-1], i, ns, edsNames, edsEnc, cfg.delta, cfg.nodeMetadata)
 		if err != nil {
 			return nil, err
 		}
@@ -134,7 +142,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 		if cfg.agentStreams {
 			conn, id := conns[len(conns)-1], i
 			wg.Go(func() {
-				if err := runAgentStream(cctx, conn, id); err != nil && cctx.Err() == nil {
+				if err := runAgentStream(cctx, conn, id, ns); err != nil && cctx.Err() == nil {
 					log.Warn("agent stream ended", "client", id, "err", err)
 				}
 			})
@@ -162,10 +170,10 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	epc := &phase{name: "endpoint change (EDS to every subscriber), until received"}
 	for k := range cfg.fullPushes {
 		err := timed(ctx, pid, full, clients, []int{cds, eds, lds, rds}, cfg.timeout, func() error {
-			if err := writeNewService(mesh, k); err != nil {
+			if err := writeNewService(mesh, cfg.spread, k); err != nil {
 				return err
 			}
-			return writeSlice(mesh, cfg.services-1, cfg.endpoints, 60+k%40, cfg.pods)
+			return writeSlice(mesh, cfg.spread, cfg.services-1, cfg.endpoints, 60+k%40, cfg.pods)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("full push %d: %w", k, err)
@@ -178,7 +186,7 @@ metadata: {name: extra, namespace: %s}
 spec:
   hosts: [%s]
   http: [{route: [{destination: {host: %s}}], timeout: %ds}]
-`, benchNS, svcName(1), svcName(1), k+1))
+`, cfg.spread.ns(1), svcName(1), svcName(1), k+1))
 		})
 		if err != nil {
 			return nil, fmt.Errorf("VirtualService change %d: %w", k, err)
@@ -190,7 +198,7 @@ spec:
 		if err := timed(ctx, pid, epc, clients, []int{eds}, cfg.timeout, func() error {
 			// Generations 1..99: addresses repeat mod 100, and generation 0
 			// is the slice as first written, which would be no change.
-			return writeSlice(mesh, i, cfg.endpoints, 1+k%99, cfg.pods)
+			return writeSlice(mesh, cfg.spread, i, cfg.endpoints, 1+k%99, cfg.pods)
 		}); err != nil {
 			return nil, fmt.Errorf("endpoint change %d: %w", k, err)
 		}
@@ -206,7 +214,7 @@ spec:
 		for k := range cfg.rolloutSteps {
 			i := (k*53 + 11) % cfg.services
 			if err := timed(ctx, pid, rollout, clients, []int{eds}, cfg.timeout, func() error {
-				return writeRolloutStep(mesh, in, i, cfg.endpoints, k)
+				return writeRolloutStep(mesh, in, cfg.spread, i, cfg.endpoints, k)
 			}); err != nil {
 				return nil, fmt.Errorf("rollout step %d: %w", k, err)
 			}
