@@ -136,7 +136,7 @@ bench-dns: deps ## DNS proxy vs dnsmasq with dnsperf, 10 s runs (as root), the u
 	$(GO) run ./tools/dnsbench -duration 10s
 
 .PHONY: bench-istiod
-bench-istiod: k8s-assets ## istiod xDS: 1000 services x 5 endpoints, 250/1000/4000 sidecar clients on the TLS port, as sidecars connect (the scaling curve), then beside Istio's own pilot-discovery on a kube-apiserver, without and with the pod behind each endpoint, and every sidecar reconnecting with the versions it holds; figures go to docs/benchmarks.md
+bench-istiod: k8s-assets ## istiod xDS: 1000 services x 5 endpoints, 250/1000/4000 sidecar clients on the TLS port, as sidecars connect (the scaling curve), then beside Istio's own pilot-discovery on a kube-apiserver, without and with the pod behind each endpoint, every sidecar reconnecting with the versions it holds, and the mesh spread over 20 namespaces; figures go to docs/benchmarks.md
 	$(GO) test -run XXX -bench HeldPerConn -benchtime 5x ./pkg/tlsrecord/
 	$(GO) test -run XXX -bench IdleConn -benchtime 3x ./pkg/grpcserver/
 	$(GO) test -run XXX -bench '(Recv|Send)Large' -benchtime 2000x ./pkg/grpcserver/
@@ -157,6 +157,8 @@ bench-istiod: k8s-assets ## istiod xDS: 1000 services x 5 endpoints, 250/1000/40
 	for cp in skiff istio; do $(GO) run ./tools/xdsload --istiod $(BIN)/istiod --control-plane $$cp --source kube --pods --rollout-steps 5 \
 	  --services 1000 --endpoints 5 --clients 1000 --full-pushes 2 --eds-changes 5 --rest 35s --timeout 300s || exit 1; done
 	for cp in skiff istio; do $(GO) run ./tools/xdsload --istiod $(BIN)/istiod --control-plane $$cp --source kube --tls=false --reconnects 1 \
+	  --services 1000 --endpoints 5 --clients 1000 --full-pushes 2 --eds-changes 5 --rest 35s --timeout 300s || exit 1; done
+	for cp in skiff istio; do $(GO) run ./tools/xdsload --istiod $(BIN)/istiod --control-plane $$cp --source kube --namespaces 20 \
 	  --services 1000 --endpoints 5 --clients 1000 --full-pushes 2 --eds-changes 5 --rest 35s --timeout 300s || exit 1; done
 
 .PHONY: bench-ca fuzz-ca
