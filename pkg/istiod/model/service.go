@@ -150,14 +150,20 @@ func ClusterName(port uint16, subset, host string) string {
 func InboundClusterName(port uint16) string { return "inbound|" + itoa(port) + "||" }
 
 // ParseClusterName splits an outbound cluster name; ok is false for others.
+// It allocates nothing: EDS looks up every named cluster with it.
 func ParseClusterName(name string) (port uint16, subset, host string, ok bool) {
-	parts := strings.SplitN(name, "|", 4)
-	if len(parts) != 4 || parts[0] != "outbound" {
+	rest, ok := strings.CutPrefix(name, "outbound|")
+	if !ok {
 		return 0, "", "", false
 	}
-	p, err := parsePort(parts[1])
+	num, rest, ok1 := strings.Cut(rest, "|")
+	subset, host, ok2 := strings.Cut(rest, "|")
+	if !ok1 || !ok2 {
+		return 0, "", "", false
+	}
+	p, err := parsePort(num)
 	if err != nil {
 		return 0, "", "", false
 	}
-	return p, parts[2], parts[3], true
+	return p, subset, host, true
 }
