@@ -106,3 +106,45 @@ func TestSharedNameTableFollowsHeadlessEndpoints(t *testing.T) {
 		t.Errorf("after the change: %x; from scratch %x; before %x", after.Hash, scratch.Hash, before.Hash)
 	}
 }
+
+// otherReviewsRule gives the proxies of namespace other their own rule for
+// reviews, with subset v2 alone.
+const otherReviewsRule = `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews-from-other, namespace: other}
+spec:
+  host: reviews.default.svc.cluster.local
+  subsets: [{name: v2, labels: {version: v2}}]
+`
+
+// TestScopesShareLoadAssignments: scopes share a service port's load
+// assignments, the very resources, but each gets the subsets of the
+// DestinationRule it sees the service under.
+func TestScopesShareLoadAssignments(t *testing.T) {
+	pc := model.BuildPushContext(sampleInputs(t, otherReviewsRule), "1")
+	assignments := func(c proxyCase) map[string]*gen.Resource {
+		rs, err := gen.Generate(pc, proxyFor(t, c), gen.EndpointType, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]*gen.Resource{}
+		for _, r := range rs {
+			m[r.Name] = r
+		}
+		return m
+	}
+	page := assignments(proxies[0]) // namespace default, under default's rule (v1, v2)
+	other := assignments(proxyCase{id: "sidecar~10.8.0.9~w.other~other.svc.cluster.local"})
+	const all, v1, v2 = "outbound|9080||reviews.default.svc.cluster.local", "outbound|9080|v1|reviews.default.svc.cluster.local", "outbound|9080|v2|reviews.default.svc.cluster.local"
+	for _, name := range []string{all, v2} {
+		if page[name] == nil || page[name] != other[name] {
+			t.Errorf("%s: productpage's %p and other's %p, want one shared resource", name, page[name], other[name])
+		}
+	}
+	if page[v1] == nil {
+		t.Errorf("productpage lacks %s: default's rule has subset v1", v1)
+	}
+	if other[v1] != nil {
+		t.Errorf("namespace other has %s: its own rule has no subset v1", v1)
+	}
+}

@@ -92,7 +92,7 @@ func generate(pc *model.PushContext, p *model.Proxy, typeURL string, names []str
 	case RouteType:
 		out = scopeRoutes(pc, sc)
 	case EndpointType:
-		return pick(scopeEndpoints(pc, sc), names), nil
+		return endpoints(pc, sc, names), nil
 	case NameTableType:
 		out = []*Resource{nameTable(pc, sc)}
 	default:
@@ -156,18 +156,21 @@ func filter(rs []*Resource, names []string) []*Resource {
 	return out
 }
 
-// pick returns the named resources of m, sorted by name.
-func pick(m map[string]*Resource, names []string) []*Resource {
-	if len(names) == 0 {
-		out := make([]*Resource, 0, len(m))
-		for _, r := range m {
-			out = append(out, r)
-		}
-		return sortByName(out)
+// values returns m's resources, sorted by name.
+func values(m map[string]*Resource) []*Resource {
+	out := make([]*Resource, 0, len(m))
+	for _, r := range m {
+		out = append(out, r)
 	}
+	return sortByName(out)
+}
+
+// lookup returns the resources find finds for names, sorted by name, each
+// once.
+func lookup(names []string, find func(name string) *Resource) []*Resource {
 	out := make([]*Resource, 0, len(names))
 	for _, n := range names {
-		if r := m[n]; r != nil {
+		if r := find(n); r != nil {
 			out = append(out, r)
 		}
 	}

@@ -36,7 +36,7 @@ var (
 func generateGRPC(pc *model.PushContext, p *model.Proxy, typeURL string, names []string) ([]*Resource, error) {
 	sc := pc.ScopeFor(p)
 	if typeURL == EndpointType {
-		return pick(scopeEndpoints(pc, sc), names), nil
+		return endpoints(pc, sc, names), nil
 	}
 	if typeURL == NameTableType {
 		return []*Resource{nameTable(pc, sc)}, nil
@@ -88,7 +88,7 @@ func generateGRPC(pc *model.PushContext, p *model.Proxy, typeURL string, names [
 			out = append(out, r)
 		}
 	}
-	return pick(toMap(out), nil), nil
+	return values(toMap(out)), nil
 }
 
 func toMap(rs []*Resource) map[string]*Resource {

@@ -36,6 +36,11 @@ var (
 	// DestinationRule: every scope of a mesh without Sidecars sees every
 	// service. A DNS cluster holds its host's endpoints.
 	portClusters = model.NewHostMemo[portKey, []*Resource](func(k portKey) string { return k.host })
+	// portAssignments caches a service port's load assignments (its
+	// subsets' after its own) in the same way: after an endpoint change
+	// each scope gathers its map again from the ports' lists, and only the
+	// changed host's are built again.
+	portAssignments = model.NewHostMemo[portKey, []*Resource](func(k portKey) string { return k.host })
 )
 
 // portKey names a service port seen under one DestinationRule (nil: none).
@@ -71,25 +76,70 @@ func scopeClusters(pc *model.PushContext, sc *model.Scope) []*Resource {
 // scopeEndpoints are the load assignments of a scope's EDS clusters.
 func scopeEndpoints(pc *model.PushContext, sc *model.Scope) map[string]*Resource {
 	return endpointsMemo.Get(pc, sc, func() map[string]*Resource {
-		m := map[string]*Resource{}
+		m := make(map[string]*Resource, len(sc.Services))
 		for _, svc := range sc.Services {
 			if svc.Resolution != model.ClientSideLB {
 				continue
 			}
 			dr := sc.DestinationRule[svc.Hostname]
 			for _, p := range svc.Ports {
-				subsets := []string{""}
-				for _, s := range subsetsOf(dr) {
-					subsets = append(subsets, s.GetName())
-				}
-				for _, s := range subsets {
-					name := model.ClusterName(p.Port, s, svc.Hostname)
-					labels, _ := subsetLabels(dr, s)
-					m[name] = clusterLoadAssignment(pc, svc, p.Port, name, labels)
+				for _, r := range portLoadAssignments(pc, svc, p, dr) {
+					m[r.Name] = r
 				}
 			}
 		}
 		return m
+	})
+}
+
+// endpoints are the load assignments named names as scope sc sees them;
+// all of the scope's for no names. Each named one is looked up by its
+// cluster's host and port, so that an endpoint change's push, which names
+// the changed clusters, builds no scope's whole map.
+func endpoints(pc *model.PushContext, sc *model.Scope, names []string) []*Resource {
+	if len(names) == 0 {
+		return values(scopeEndpoints(pc, sc))
+	}
+	return lookup(names, func(name string) *Resource { return scopeAssignment(pc, sc, name) })
+}
+
+// scopeAssignment is the load assignment of cluster name that
+// scopeEndpoints' map holds, or nil.
+func scopeAssignment(pc *model.PushContext, sc *model.Scope, name string) *Resource {
+	port, _, host, ok := model.ParseClusterName(name)
+	if !ok {
+		return nil
+	}
+	svc := sc.Service(host)
+	if svc == nil || svc.Resolution != model.ClientSideLB {
+		return nil
+	}
+	var found *Resource
+	for _, p := range svc.Ports {
+		if p.Port != port {
+			continue
+		}
+		for _, r := range portLoadAssignments(pc, svc, p, sc.DestinationRule[host]) {
+			if r.Name == name {
+				found = r // the last, as in the map
+			}
+		}
+	}
+	return found
+}
+
+// portLoadAssignments are the (cached) load assignments of a service
+// port's cluster and of its subsets' under dr.
+func portLoadAssignments(pc *model.PushContext, svc *model.Service, p model.Port, dr *networking.DestinationRule) []*Resource {
+	return portAssignments.Get(pc, portKey{host: svc.Hostname, port: p, dr: dr}, func() []*Resource {
+		subsets := subsetsOf(dr)
+		out := make([]*Resource, 0, 1+len(subsets))
+		out = append(out, clusterLoadAssignment(pc, svc, p.Port, model.ClusterName(p.Port, "", svc.Hostname), nil))
+		for _, s := range subsets {
+			labels, _ := subsetLabels(dr, s.GetName())
+			out = append(out, clusterLoadAssignment(pc, svc, p.Port, model.ClusterName(p.Port, s.GetName(), svc.Hostname), labels))
+		}
+		return out
 	})
 }
 
