@@ -3,7 +3,6 @@ package gen
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -185,11 +184,7 @@ func scopeRoutes(pc *model.PushContext, sc *model.Scope) []*Resource {
 					byPort[p.Port] = rc
 					ports = append(ports, p.Port)
 				}
-				rc.VirtualHosts = append(rc.VirtualHosts, &routev3.VirtualHost{
-					Name:    fmt.Sprintf("%s:%d", svc.Hostname, p.Port),
-					Domains: domains(svc, p.Port, sc.Namespace),
-					Routes:  b.routes(svc, p.Port),
-				})
+				rc.VirtualHosts = append(rc.VirtualHosts, b.virtualHost(svc, p.Port))
 			}
 		}
 		slices.Sort(ports)
@@ -202,22 +197,6 @@ func scopeRoutes(pc *model.PushContext, sc *model.Scope) []*Resource {
 		}
 		return sortByName(marshalAll(rcs, func(r *routev3.RouteConfiguration) string { return r.GetName() }))
 	})
-}
-
-// dedupeDomains drops domains already claimed by an earlier virtual host:
-// Envoy rejects a route configuration with a domain twice.
-func dedupeDomains(rc *routev3.RouteConfiguration) {
-	seen := map[string]bool{}
-	for _, vh := range rc.VirtualHosts {
-		vh.Domains = slices.DeleteFunc(vh.Domains, func(d string) bool {
-			d = strings.ToLower(d)
-			if seen[d] {
-				return true
-			}
-			seen[d] = true
-			return false
-		})
-	}
 }
 
 // inboundPorts are the workload ports of the services selecting p's

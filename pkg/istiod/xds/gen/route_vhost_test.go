@@ -1,0 +1,104 @@
+package gen_test
+
+import (
+	"slices"
+	"testing"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
+	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
+)
+
+// otherPagePolicy gives namespace other its own rule for productpage
+// (consistent hashing, so its default route differs), and namespace third
+// a service whose address is productpage's: its virtual host, sorted
+// first, claims the address, which productpage's then loses in namespace
+// third alone, though third shares it with namespace fourth.
+const otherPagePolicy = `apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: productpage-from-other, namespace: other}
+spec:
+  host: productpage.default.svc.cluster.local
+  exportTo: [.]
+  trafficPolicy: {loadBalancer: {consistentHash: {httpHeaderName: x-user}}}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: legacy-page, namespace: other}
+spec:
+  hosts: [legacy-page.example.com]
+  addresses: [10.96.0.12]
+  exportTo: [third]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{number: 9080, name: http, protocol: HTTP}]
+  endpoints: [{address: 10.8.0.50}]
+`
+
+// TestSharedVirtualHostsMatchScratch: route configurations built in one
+// push context, whose scopes share the virtual hosts of services without
+// a VirtualService, are the ones each scope gets in a push context of its
+// own, whichever scope comes first.
+func TestSharedVirtualHostsMatchScratch(t *testing.T) {
+	in := sampleInputs(t, otherPagePolicy)
+	cases := []proxyCase{proxies[0], proxies[2], {name: "other", id: "sidecar~10.8.0.9~w.other~other.svc.cluster.local"},
+		{name: "third", id: "sidecar~10.8.0.10~w.third~third.svc.cluster.local"},
+		{name: "fourth", id: "sidecar~10.8.0.11~w.fourth~fourth.svc.cluster.local"}}
+	routes := func(pc *model.PushContext, c proxyCase) []*gen.Resource {
+		rs, err := gen.Generate(pc, proxyFor(t, c), gen.RouteType, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	scratch := map[string][]*gen.Resource{}
+	for _, c := range cases {
+		scratch[c.name] = routes(model.BuildPushContext(in, "1"), c)
+	}
+	for _, order := range [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {3, 4, 2, 1, 0}} {
+		pc := model.BuildPushContext(in, "1")
+		for _, i := range order {
+			c := cases[i]
+			got, want := routes(pc, c), scratch[c.name]
+			if !slices.EqualFunc(got, want, func(a, b *gen.Resource) bool { return a.Name == b.Name && a.Hash == b.Hash }) {
+				t.Errorf("order %v: %s's route configurations differ from its own push context's", order, c.name)
+			}
+		}
+	}
+
+	// What the shared hosts must not blur: namespace other's rule, third's
+	// claim on the address, and the short names in productpage's namespace.
+	page := func(c proxyCase) *routev3.VirtualHost {
+		for _, r := range scratch[c.name] {
+			var rc routev3.RouteConfiguration
+			if err := r.Any.UnmarshalTo(&rc); err != nil {
+				t.Fatal(err)
+			}
+			for _, vh := range rc.GetVirtualHosts() {
+				if vh.GetName() == "productpage.default.svc.cluster.local:9080" {
+					return vh
+				}
+			}
+		}
+		t.Fatalf("%s: no virtual host for productpage", c.name)
+		return nil
+	}
+	inDefault, inOther, inThird, inFourth := page(cases[0]), page(cases[2]), page(cases[3]), page(cases[4])
+	for _, c := range []struct {
+		name string
+		vh   *routev3.VirtualHost
+		want bool
+	}{{"default", inDefault, true}, {"third", inThird, false}, {"fourth", inFourth, true}} {
+		if got := slices.Contains(c.vh.GetDomains(), "10.96.0.12"); got != c.want {
+			t.Errorf("productpage's address in %s's domains %v: %t, want %t", c.name, c.vh.GetDomains(), got, c.want)
+		}
+	}
+	if !slices.Contains(inDefault.GetDomains(), "productpage") || slices.Contains(inOther.GetDomains(), "productpage") {
+		t.Errorf("productpage's short name: in default %v, in other %v; want it in default's only", inDefault.GetDomains(), inOther.GetDomains())
+	}
+	hashed := func(vh *routev3.VirtualHost) bool { return len(vh.GetRoutes()[0].GetRoute().GetHashPolicy()) > 0 }
+	if hashed(inDefault) || !hashed(inOther) {
+		t.Errorf("productpage's default route hashed: in default %t, in other %t; want other's only", hashed(inDefault), hashed(inOther))
+	}
+}
