@@ -119,10 +119,15 @@ var deterministic = proto.MarshalOptions{Deterministic: true}
 func newResource(name string, m proto.Message) (*Resource, error) {
 	b, err := deterministic.Marshal(m)
 	if err != nil {
-		re := &ResourceError{Name: name, Err: fmt.Errorf("marshal %s: %w", m.ProtoReflect().Descriptor().FullName(), err)}
-		return &Resource{Name: name, err: re}, re
+		r := failedResource(name, fmt.Errorf("marshal %s: %w", m.ProtoReflect().Descriptor().FullName(), err))
+		return r, r.err
 	}
 	return encodedResource(name, "type.googleapis.com/"+string(m.ProtoReflect().Descriptor().FullName()), b), nil
+}
+
+// failedResource is a resource that could not be built, for err.
+func failedResource(name string, err error) *Resource {
+	return &Resource{Name: name, err: &ResourceError{Name: name, Err: err}}
 }
 
 // encodedResource wraps b, the encoding of a resource of typeURL, in an

@@ -1,23 +1,24 @@
 package gen
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/encoding/protowire"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
 // defaultHosts caches the virtual host of a service port that no
-// VirtualService routes: its one route reads nothing of the scope but the
-// service's DestinationRule, and its domains only whether the scope is the
-// service's namespace (the short names). Every scope of a mesh without
-// Sidecars sees most services so. The shared hosts are never modified:
-// dedupeDomains copies one it has to change.
-var defaultHosts = model.NewMemo[vhostKey, *routev3.VirtualHost]()
+// VirtualService routes, encoded: its one route reads nothing of the scope
+// but the service's DestinationRule, and its domains only whether the
+// scope is the service's namespace (the short names). Every scope of a
+// mesh without Sidecars sees most services so, and their route
+// configurations are assembled from the shared bytes.
+var defaultHosts = model.NewMemo[vhostKey, *sharedHost]()
 
 // vhostKey names a default virtual host.
 type vhostKey struct {
@@ -27,8 +28,33 @@ type vhostKey struct {
 	local bool // the scope is the service's namespace
 }
 
+// sharedHost is a default virtual host encoded once, as an element of a
+// RouteConfiguration's virtual_hosts (field 2), with the domains that
+// dedupeDomains reads; err when it does not marshal.
+type sharedHost struct {
+	domains []string
+	entry   []byte
+	err     error
+}
+
+// vhostPart is one virtual host of a route configuration being assembled:
+// a shared one, or one of the scope's own.
+type vhostPart struct {
+	shared *sharedHost
+	own    *routev3.VirtualHost
+	// build builds the host again, for a shared one that loses domains.
+	build func() *routev3.VirtualHost
+}
+
+func (p vhostPart) domains() []string {
+	if p.shared != nil {
+		return p.shared.domains
+	}
+	return p.own.Domains
+}
+
 // virtualHost is the virtual host of svc:port as b's scope sees it.
-func (b *routeBuilder) virtualHost(svc *model.Service, port uint16) *routev3.VirtualHost {
+func (b *routeBuilder) virtualHost(svc *model.Service, port uint16) vhostPart {
 	build := func() *routev3.VirtualHost {
 		return &routev3.VirtualHost{
 			Name:    svc.Hostname + ":" + strconv.Itoa(int(port)),
@@ -37,40 +63,86 @@ func (b *routeBuilder) virtualHost(svc *model.Service, port uint16) *routev3.Vir
 		}
 	}
 	if vs := b.scope.VirtualService[svc.Hostname]; b.grpc || (vs != nil && len(vs.Spec.GetHttp()) > 0) {
-		return build()
+		return vhostPart{own: build()}
 	}
 	k := vhostKey{host: svc.Hostname, port: port, dr: b.scope.DestinationRule[svc.Hostname], local: svc.Namespace == b.scope.Namespace}
-	return defaultHosts.Get(b.pc, k, build)
+	return vhostPart{build: build, shared: defaultHosts.Get(b.pc, k, func() *sharedHost {
+		vh := build()
+		enc, err := deterministic.Marshal(vh)
+		if err != nil {
+			return &sharedHost{err: fmt.Errorf("marshal virtual host %s: %w", vh.Name, err)}
+		}
+		entry := protowire.AppendTag(make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(len(enc))), 2, protowire.BytesType)
+		return &sharedHost{domains: vh.Domains, entry: protowire.AppendBytes(entry, enc)}
+	})}
 }
 
 // dedupeDomains drops domains already claimed by an earlier virtual host:
-// Envoy rejects a route configuration with a domain twice. A virtual host
-// that loses domains is replaced by a copy: it may be shared.
-func dedupeDomains(rc *routev3.RouteConfiguration) {
+// Envoy rejects a route configuration with a domain twice. A shared host
+// that loses domains is built again as the scope's own.
+func dedupeDomains(parts []vhostPart) {
 	n := 0
-	for _, vh := range rc.VirtualHosts {
-		n += len(vh.Domains)
+	for _, p := range parts {
+		n += len(p.domains())
 	}
 	seen := make(map[string]struct{}, n)
-	for i, vh := range rc.VirtualHosts {
+	for i, p := range parts {
+		ds := p.domains()
 		var kept []string
-		for j, d := range vh.Domains {
-			d = strings.ToLower(d)
-			if _, dup := seen[d]; !dup {
-				seen[d] = struct{}{}
+		for j, d := range ds {
+			if _, dup := seen[strings.ToLower(d)]; !dup {
+				seen[strings.ToLower(d)] = struct{}{}
 				if kept != nil {
-					kept = append(kept, vh.Domains[j])
+					kept = append(kept, d)
 				}
 				continue
 			}
 			if kept == nil {
-				kept = append(make([]string, 0, len(vh.Domains)-1), vh.Domains[:j]...)
+				kept = append(make([]string, 0, len(ds)-1), ds[:j]...)
 			}
 		}
-		if kept != nil {
-			c := proto.Clone(vh).(*routev3.VirtualHost)
-			c.Domains = kept
-			rc.VirtualHosts[i] = c
+		if kept == nil {
+			continue
 		}
+		if p.shared != nil {
+			p = vhostPart{own: p.build()}
+		}
+		p.own.Domains = kept
+		parts[i] = p
 	}
+}
+
+// routeConfiguration assembles the RouteConfiguration name of parts, with
+// the bytes deterministic marshaling gives (name, field 1, then each
+// virtual host in order, field 2).
+func routeConfiguration(name string, parts []vhostPart) *Resource {
+	own := make([][]byte, len(parts))
+	size := protowire.SizeTag(1) + protowire.SizeBytes(len(name))
+	for i, p := range parts {
+		if p.shared != nil {
+			if p.shared.err != nil {
+				return failedResource(name, p.shared.err)
+			}
+			size += len(p.shared.entry)
+			continue
+		}
+		enc, err := deterministic.Marshal(p.own)
+		if err != nil {
+			return failedResource(name, fmt.Errorf("marshal virtual host %s: %w", p.own.Name, err))
+		}
+		own[i] = enc
+		size += protowire.SizeTag(2) + protowire.SizeBytes(len(enc))
+	}
+	b := make([]byte, 0, size)
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, name)
+	for i, p := range parts {
+		if p.shared != nil {
+			b = append(b, p.shared.entry...)
+			continue
+		}
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendBytes(b, own[i])
+	}
+	return encodedResource(name, RouteType, b)
 }

@@ -1,10 +1,12 @@
 package gen_test
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
@@ -100,5 +102,35 @@ func TestSharedVirtualHostsMatchScratch(t *testing.T) {
 	hashed := func(vh *routev3.VirtualHost) bool { return len(vh.GetRoutes()[0].GetRoute().GetHashPolicy()) > 0 }
 	if hashed(inDefault) || !hashed(inOther) {
 		t.Errorf("productpage's default route hashed: in default %t, in other %t; want other's only", hashed(inDefault), hashed(inOther))
+	}
+}
+
+// TestRouteBytesAreCanonical: route configurations assembled from shared
+// and own virtual hosts are the bytes deterministic marshaling of the same
+// message gives, so their versions are those of a whole marshal.
+func TestRouteBytesAreCanonical(t *testing.T) {
+	pc := model.BuildPushContext(sampleInputs(t, otherPagePolicy), "1")
+	cases := append(slices.Clone(proxies[:3]), proxyCase{name: "third", id: "sidecar~10.8.0.10~w.third~third.svc.cluster.local"})
+	for _, c := range cases {
+		rs, err := gen.Generate(pc, proxyFor(t, c), gen.RouteType, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) == 0 {
+			t.Fatalf("%s: no route configurations", c.name)
+		}
+		for _, r := range rs {
+			var rc routev3.RouteConfiguration
+			if err := r.Any.UnmarshalTo(&rc); err != nil {
+				t.Fatal(err)
+			}
+			want, err := proto.MarshalOptions{Deterministic: true}.Marshal(&rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(r.Any.Value, want) {
+				t.Errorf("%s: route configuration %s: %d bytes assembled, not the %d of its marshal", c.name, r.Name, len(r.Any.Value), len(want))
+			}
+		}
 	}
 }

@@ -3,10 +3,10 @@ package gen
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
-	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
@@ -171,31 +171,28 @@ func scopeListeners(pc *model.PushContext, sc *model.Scope) []*Resource {
 func scopeRoutes(pc *model.PushContext, sc *model.Scope) []*Resource {
 	return routesMemo.Get(pc, sc, func() []*Resource {
 		b := &routeBuilder{pc: pc, scope: sc}
-		byPort := map[uint16]*routev3.RouteConfiguration{}
+		byPort := map[uint16][]vhostPart{}
 		var ports []uint16
 		for _, svc := range sc.Services {
 			for _, p := range svc.Ports {
 				if !p.Protocol.IsHTTP() {
 					continue
 				}
-				rc := byPort[p.Port]
-				if rc == nil {
-					rc = &routev3.RouteConfiguration{Name: fmt.Sprint(p.Port)}
-					byPort[p.Port] = rc
+				if _, ok := byPort[p.Port]; !ok {
 					ports = append(ports, p.Port)
 				}
-				rc.VirtualHosts = append(rc.VirtualHosts, b.virtualHost(svc, p.Port))
+				byPort[p.Port] = append(byPort[p.Port], b.virtualHost(svc, p.Port))
 			}
 		}
 		slices.Sort(ports)
-		var rcs []*routev3.RouteConfiguration
+		rs := make([]*Resource, 0, len(ports))
 		for _, p := range ports {
-			rc := byPort[p]
-			dedupeDomains(rc)
-			rc.VirtualHosts = append(rc.VirtualHosts, catchAllVirtualHost(sc))
-			rcs = append(rcs, rc)
+			parts := byPort[p]
+			dedupeDomains(parts)
+			parts = append(parts, vhostPart{own: catchAllVirtualHost(sc)})
+			rs = append(rs, routeConfiguration(strconv.Itoa(int(p)), parts))
 		}
-		return sortByName(marshalAll(rcs, func(r *routev3.RouteConfiguration) string { return r.GetName() }))
+		return sortByName(rs)
 	})
 }
 
