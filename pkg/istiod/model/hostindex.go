@@ -118,12 +118,13 @@ func (pc *PushContext) virtualService(ns string, svc *Service) *networking.Virtu
 func (pc *PushContext) destinationRule(ns string, svc *Service) *networking.DestinationRule {
 	var best *networking.DestinationRule
 	rank := 4 // below any
+	root := MeshRootNamespace(pc.Mesh)
 	pc.configIndex().destinationRules.each(svc.Hostname, func(i int) bool {
 		dr := pc.DestinationRules[i]
 		if !exportedTo(dr.Spec.GetExportTo(), dr.Namespace, ns) {
 			return true
 		}
-		if r := ruleRank(dr.Namespace, ns, svc.Namespace); r < rank {
+		if r := ruleRank(dr.Namespace, ns, svc.Namespace, root, privateRule(dr)); r > 0 && r < rank {
 			best, rank = dr, r
 		}
 		return rank > 1 // nothing older ranks above the proxy's namespace
@@ -132,14 +133,24 @@ func (pc *PushContext) destinationRule(ns string, svc *Service) *networking.Dest
 }
 
 // ruleRank ranks a DestinationRule of namespace ruleNS for a service of
-// svcNS seen from proxyNS: 1 in the proxy's namespace, 2 in the service's,
-// 3 in any other.
-func ruleRank(ruleNS, proxyNS, svcNS string) int {
-	switch ruleNS {
-	case proxyNS:
+// svcNS seen from proxyNS where Istio looks for one: 1 in the proxy's
+// namespace, 2 in the service's, 3 in the mesh's root namespace; 0 in any
+// other, which Istio never applies. A proxy in the root namespace takes
+// only the root's private rules (exportTo ".") first.
+func ruleRank(ruleNS, proxyNS, svcNS, rootNS string, private bool) int {
+	switch {
+	case ruleNS == proxyNS && (proxyNS != rootNS || private):
 		return 1
-	case svcNS:
+	case ruleNS == svcNS:
 		return 2
+	case ruleNS == rootNS:
+		return 3
 	}
-	return 3
+	return 0
+}
+
+// privateRule reports whether dr is exported to its own namespace alone.
+func privateRule(dr *networking.DestinationRule) bool {
+	e := dr.Spec.GetExportTo()
+	return len(e) == 1 && (e[0] == "." || e[0] == dr.Namespace)
 }

@@ -102,7 +102,7 @@ func scanDestinationRule(pc *PushContext, ns string, svc *Service) *networking.D
 		if !exportedTo(dr.Spec.GetExportTo(), dr.Namespace, ns) || !HostMatches(ResolveHostIn(dr.Spec.GetHost(), dr.Namespace, pc.Domain), svc.Hostname) {
 			continue
 		}
-		if r := ruleRank(dr.Namespace, ns, svc.Namespace); r < rank {
+		if r := ruleRank(dr.Namespace, ns, svc.Namespace, MeshRootNamespace(pc.Mesh), privateRule(dr)); r > 0 && r < rank {
 			best, rank = dr, r
 		}
 	}
@@ -110,14 +110,27 @@ func scanDestinationRule(pc *PushContext, ns string, svc *Service) *networking.D
 }
 
 // TestRuleRank: a rule in the proxy's namespace ranks first, then one in
-// the service's, then any other, as Istio picks them.
+// the service's, then one in the root namespace; one elsewhere never
+// applies. A proxy in the root namespace ranks the root's private rules
+// first and its exported ones last. Istio's pilot-discovery picks the
+// same (test/interop TestDestinationRulePickAsIstio).
 func TestRuleRank(t *testing.T) {
 	for _, tc := range []struct {
 		rule, proxy, svc string
+		private          bool
 		want             int
-	}{{"a", "a", "b", 1}, {"a", "a", "a", 1}, {"b", "a", "b", 2}, {"c", "a", "b", 3}} {
-		if got := ruleRank(tc.rule, tc.proxy, tc.svc); got != tc.want {
-			t.Errorf("rule in %s, proxy in %s, service in %s: rank %d, want %d", tc.rule, tc.proxy, tc.svc, got, tc.want)
+	}{
+		{rule: "a", proxy: "a", svc: "b", want: 1},
+		{rule: "a", proxy: "a", svc: "a", want: 1},
+		{rule: "b", proxy: "a", svc: "b", want: 2},
+		{rule: "istio-system", proxy: "a", svc: "b", want: 3},
+		{rule: "c", proxy: "a", svc: "b", want: 0},
+		{rule: "istio-system", proxy: "istio-system", svc: "b", private: true, want: 1},
+		{rule: "istio-system", proxy: "istio-system", svc: "b", want: 3},
+		{rule: "b", proxy: "istio-system", svc: "b", want: 2},
+	} {
+		if got := ruleRank(tc.rule, tc.proxy, tc.svc, "istio-system", tc.private); got != tc.want {
+			t.Errorf("rule in %s (private %t), proxy in %s, service in %s: rank %d, want %d", tc.rule, tc.private, tc.proxy, tc.svc, got, tc.want)
 		}
 	}
 }

@@ -36,9 +36,15 @@ type SecurityPolicies struct {
 	RequestAuthentications map[string][]*security.RequestAuthentication
 }
 
+// MeshRootNamespace is the mesh config's rootNamespace, Istio's default
+// when unset.
+func MeshRootNamespace(mc *meshconfig.MeshConfig) string {
+	return cmp.Or(mc.GetRootNamespace(), DefaultRootNamespace)
+}
+
 func indexSecurity(in *Inputs, mc *meshconfig.MeshConfig) *SecurityPolicies {
 	return &SecurityPolicies{
-		RootNamespace:          cmp.Or(mc.GetRootNamespace(), DefaultRootNamespace),
+		RootNamespace:          MeshRootNamespace(mc),
 		TrustDomain:            cmp.Or(mc.GetTrustDomain(), DefaultTrustDomain),
 		AutoMTLS:               mc.GetEnableAutoMtls() == nil || mc.GetEnableAutoMtls().GetValue(),
 		PeerAuthentications:    byNamespace(sortedByAge(in.PeerAuthentications)),

@@ -1,0 +1,164 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/structpb"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
+	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
+	"github.com/skiff-mesh/skiff/pkg/polltest"
+)
+
+// TestDestinationRulePickAsIstio: which DestinationRule a sidecar's
+// cluster takes, where several namespaces hold one for its host, is the
+// one Istio 1.31's own pilot-discovery picks, on the same API server: the
+// proxy's namespace's, then the service's, then the root namespace's, and
+// never one from any other namespace. Each rule sets its own connection
+// limit, which the cluster's circuit breaker shows.
+func TestDestinationRulePickAsIstio(t *testing.T) {
+	istiod := skiff(t, "istiod") // before the API server's context: on a new machine this build takes minutes
+	env, ctx := crdtest.Start(t)
+	proxyNS, svcNS, otherNS := netnstest.UniqueName("dr-proxy-"), netnstest.UniqueName("dr-svc-"), netnstest.UniqueName("dr-other-")
+	for _, name := range []string{"istio-system", proxyNS, svcNS, otherNS} {
+		if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: svcNS},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.60", Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
+	if _, err := env.Client.CoreV1().Services(svcNS).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	host := "reviews." + svcNS + ".svc.cluster.local"
+	// Every rule, each with the connection limit that tells it apart.
+	rules := []struct {
+		ns    string
+		limit int64
+	}{{proxyNS, 11}, {svcNS, 22}, {"istio-system", 33}, {otherNS, 44}}
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drs := dyn.Resource(schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "destinationrules"})
+	for _, r := range rules {
+		dr := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+			"metadata": map[string]any{"name": "reviews", "namespace": r.ns},
+			"spec": map[string]any{"host": host, "trafficPolicy": map[string]any{
+				"connectionPool": map[string]any{"tcp": map[string]any{"maxConnections": r.limit}}}},
+		}}
+		if _, err := drs.Namespace(r.ns).Create(ctx, dr, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	_, istioPlain := startIstioPilot(t, env)
+	skiffPlain := freeAddr(t)
+	startProcess(t, t.TempDir(), nil, istiod, "--kubeconfig", env.Kubeconfig,
+		"--grpcAddr", skiffPlain, "--secureGRPCAddr", freeAddr(t), "--httpAddr", freeAddr(t),
+		"--monitoringAddr", "", "--httpsAddr", freeAddr(t))
+	listening(t, skiffPlain)
+	cluster := "outbound|9080||" + host
+	planes := []struct {
+		name  string
+		limit *atomic.Int64
+	}{
+		{"Istio's pilot-discovery", watchConnectionLimit(t, ctx, istioPlain, proxyNS, cluster)},
+		{"Skiff's istiod", watchConnectionLimit(t, ctx, skiffPlain, proxyNS, cluster)},
+	}
+	// Each step removes the rule that applied; the next in Istio's order
+	// takes over. With the root namespace's gone, no rule applies: the
+	// other namespace's never does.
+	for i, r := range rules[:3] {
+		for _, p := range planes {
+			polltest.Within(t, 30*time.Second, fmt.Sprintf("%s: the rule in %s (limit %d)", p.name, r.ns, r.limit), func() bool {
+				return p.limit.Load() == r.limit
+			})
+		}
+		if err := drs.Namespace(r.ns).Delete(ctx, "reviews", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 2 {
+			for _, p := range planes {
+				polltest.Within(t, 30*time.Second, p.name+": the root namespace's rule dropped", func() bool {
+					return p.limit.Load() != r.limit
+				})
+				if got := p.limit.Load(); got == rules[3].limit {
+					t.Errorf("%s: took the rule in namespace %s (limit %d), which Istio never applies", p.name, otherNS, got)
+				}
+			}
+		}
+	}
+}
+
+// watchConnectionLimit keeps a state-of-the-world CDS stream to the
+// plaintext xDS address as a sidecar in namespace ns, and returns the
+// connection limit of cluster's circuit breaker as last received (0 until
+// the cluster arrives).
+func watchConnectionLimit(t *testing.T, ctx context.Context, addr, ns, cluster string) *atomic.Int64 {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	sctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := structpb.NewStruct(map[string]any{"NAMESPACE": ns, "CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0",
+		"LABELS": map[string]any{"app": "client"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev3.Node{Id: "sidecar~10.1.2.9~client-0." + ns + "~" + ns + ".svc.cluster.local", Metadata: meta}
+	const cds = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: cds}); err != nil {
+		t.Fatal(err)
+	}
+	limit := &atomic.Int64{}
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			resp, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			for _, a := range resp.GetResources() {
+				var c clusterv3.Cluster
+				if a.UnmarshalTo(&c) != nil || c.GetName() != cluster {
+					continue
+				}
+				var n int64
+				if th := c.GetCircuitBreakers().GetThresholds(); len(th) > 0 {
+					n = int64(th[0].GetMaxConnections().GetValue())
+				}
+				limit.Store(n)
+			}
+			ack := &discoveryv3.DiscoveryRequest{TypeUrl: cds, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
+			if stream.Send(ack) != nil {
+				return
+			}
+		}
+	}()
+	return limit
+}
