@@ -8,9 +8,10 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/xds/gen"
 )
 
-// TestNamedEndpointsMatchAll: a load assignment asked for by name (each
-// looked up by its cluster's host and port) is the very resource the
-// scope's whole set holds under that name, and a name the set lacks finds
+// TestNamedEndpointsMatchAll: a load assignment asked for by name, alone
+// (looked up by its cluster's host and port) or among many (picked from
+// the scope's map), is the very resource the scope's whole set holds under
+// that name, and a name the set lacks finds
 // nothing: other scopes' subsets, hosts the scope does not see, DNS
 // clusters, other ports, malformed names.
 func TestNamedEndpointsMatchAll(t *testing.T) {

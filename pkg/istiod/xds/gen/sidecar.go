@@ -92,15 +92,24 @@ func scopeEndpoints(pc *model.PushContext, sc *model.Scope) map[string]*Resource
 }
 
 // endpoints are the load assignments named names as scope sc sees them;
-// all of the scope's for no names. Each named one is looked up by its
-// cluster's host and port, so that an endpoint change's push, which names
-// the changed clusters, builds no scope's whole map.
+// all of the scope's for no names. A few names (an endpoint change's push
+// names the changed clusters) are each looked up by their cluster's host
+// and port, so such a push builds no scope's whole map; many (a sidecar's
+// whole subscription, on a full push or a new stream) are picked from the
+// scope's map, built once per scope.
 func endpoints(pc *model.PushContext, sc *model.Scope, names []string) []*Resource {
-	if len(names) == 0 {
+	switch {
+	case len(names) == 0:
 		return values(scopeEndpoints(pc, sc))
+	case len(names) >= manyNames:
+		m := scopeEndpoints(pc, sc)
+		return lookup(names, func(name string) *Resource { return m[name] })
 	}
 	return lookup(names, func(name string) *Resource { return scopeAssignment(pc, sc, name) })
 }
+
+// manyNames is where picking from the scope's map starts to pay for it.
+const manyNames = 16
 
 // scopeAssignment is the load assignment of cluster name that
 // scopeEndpoints' map holds, or nil.
