@@ -26,18 +26,7 @@ spec:
 // built with that rule.
 func TestScopesShareServiceClusters(t *testing.T) {
 	pc := model.BuildPushContext(sampleInputs(t, shopRatingsRule), "1")
-	clusters := func(c proxyCase) map[string]*gen.Resource {
-		rs, err := gen.Generate(pc, proxyFor(t, c), gen.ClusterType, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]*gen.Resource{}
-		for _, r := range rs {
-			m[r.Name] = r
-		}
-		return m
-	}
-	page, shop := clusters(proxies[0]), clusters(proxies[2]) // namespaces default and shop
+	page, shop := byName(t, pc, proxies[0], gen.ClusterType), byName(t, pc, proxies[2], gen.ClusterType) // namespaces default and shop
 	const cart, ratings = "outbound|8080||cart.shop.svc.cluster.local", "outbound|9080||ratings.default.svc.cluster.local"
 	if page[cart] == nil || page[cart] != shop[cart] {
 		t.Errorf("%s: productpage's %p and shop's %p, want one shared resource", cart, page[cart], shop[cart])
@@ -122,19 +111,8 @@ spec:
 // DestinationRule it sees the service under.
 func TestScopesShareLoadAssignments(t *testing.T) {
 	pc := model.BuildPushContext(sampleInputs(t, otherReviewsRule), "1")
-	assignments := func(c proxyCase) map[string]*gen.Resource {
-		rs, err := gen.Generate(pc, proxyFor(t, c), gen.EndpointType, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]*gen.Resource{}
-		for _, r := range rs {
-			m[r.Name] = r
-		}
-		return m
-	}
-	page := assignments(proxies[0]) // namespace default, under default's rule (v1, v2)
-	other := assignments(proxyCase{id: "sidecar~10.8.0.9~w.other~other.svc.cluster.local"})
+	page := byName(t, pc, proxies[0], gen.EndpointType) // namespace default, under default's rule (v1, v2)
+	other := byName(t, pc, proxyCase{id: "sidecar~10.8.0.9~w.other~other.svc.cluster.local"}, gen.EndpointType)
 	const all, v1, v2 = "outbound|9080||reviews.default.svc.cluster.local", "outbound|9080|v1|reviews.default.svc.cluster.local", "outbound|9080|v2|reviews.default.svc.cluster.local"
 	for _, name := range []string{all, v2} {
 		if page[name] == nil || page[name] != other[name] {
@@ -147,4 +125,18 @@ func TestScopesShareLoadAssignments(t *testing.T) {
 	if other[v1] != nil {
 		t.Errorf("namespace other has %s: its own rule has no subset v1", v1)
 	}
+}
+
+// byName generates c's resources of typeURL in pc, by name.
+func byName(t *testing.T, pc *model.PushContext, c proxyCase, typeURL string) map[string]*gen.Resource {
+	t.Helper()
+	rs, err := gen.Generate(pc, proxyFor(t, c), typeURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := make(map[string]*gen.Resource, len(rs))
+	for _, r := range rs {
+		m[r.Name] = r
+	}
+	return m
 }
