@@ -90,8 +90,9 @@ func dedupeDomains(parts []vhostPart) {
 		ds := p.domains()
 		var kept []string
 		for j, d := range ds {
-			if _, dup := seen[strings.ToLower(d)]; !dup {
-				seen[strings.ToLower(d)] = struct{}{}
+			k := strings.ToLower(d)
+			if _, dup := seen[k]; !dup {
+				seen[k] = struct{}{}
 				if kept != nil {
 					kept = append(kept, d)
 				}
