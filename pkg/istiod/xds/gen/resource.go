@@ -113,17 +113,27 @@ func (r *Resource) AnyBytes() []byte {
 var deterministic = proto.MarshalOptions{Deterministic: true}
 
 // newResource marshals m (deterministically, so equal content has an equal
-// version). When m does not marshal it returns the error and also a
-// resource holding it, never nil: a caller that drops the error still
-// cannot drop the resource, and Generate fails on it.
+// version) straight into its entry. When m does not marshal it returns the
+// error and also a resource holding it, never nil: a caller that drops the
+// error still cannot drop the resource, and Generate fails on it.
 func newResource(name string, m proto.Message) (*Resource, error) {
-	b, err := deterministic.Marshal(m)
+	typeURL := "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName())
+	size := deterministic.Size(m)
+	head := anyEntry(typeURL, size)
+	entry, err := sized.MarshalAppend(head, m)
+	if err == nil && len(entry) != cap(head) {
+		err = fmt.Errorf("marshaled to %d bytes, sized %d", len(entry)-len(head), size)
+	}
 	if err != nil {
 		r := failedResource(name, fmt.Errorf("marshal %s: %w", m.ProtoReflect().Descriptor().FullName(), err))
 		return r, r.err
 	}
-	return encodedResource(name, "type.googleapis.com/"+string(m.ProtoReflect().Descriptor().FullName()), b), nil
+	return entryResource(name, typeURL, entry, size), nil
 }
+
+// sized marshals as deterministic does, with the size a Size call just
+// computed.
+var sized = proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
 
 // failedResource is a resource that could not be built, for err.
 func failedResource(name string, err error) *Resource {
@@ -133,22 +143,35 @@ func failedResource(name string, err error) *Resource {
 // encodedResource wraps b, the encoding of a resource of typeURL, in an
 // Any and hashes it.
 func encodedResource(name, typeURL string, b []byte) *Resource {
-	h := fnv.New64a()
-	h.Write(b)
-	sum := h.Sum64()
-	h.Write([]byte(name))
-	// Any: type_url = 1, value = 2; as DiscoveryResponse.resources = 2.
-	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(len(b))
+	return entryResource(name, typeURL, append(anyEntry(typeURL, len(b)), b...), len(b))
+}
+
+// anyEntry starts the entry of a resource of typeURL whose encoding is size
+// bytes: the DiscoveryResponse.resources field (2) holding an Any, up to
+// the Any's value (type_url = 1, value = 2). Its capacity is the whole
+// entry: append the encoding, then call entryResource.
+func anyEntry(typeURL string, size int) []byte {
+	anyLen := protowire.SizeTag(1) + protowire.SizeBytes(len(typeURL)) + protowire.SizeTag(2) + protowire.SizeBytes(size)
 	entry := make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(anyLen))
 	entry = protowire.AppendTag(entry, 2, protowire.BytesType)
 	entry = protowire.AppendVarint(entry, uint64(anyLen))
 	entry = protowire.AppendTag(entry, 1, protowire.BytesType)
 	entry = protowire.AppendString(entry, typeURL)
 	entry = protowire.AppendTag(entry, 2, protowire.BytesType)
-	entry = protowire.AppendBytes(entry, b)
+	return protowire.AppendVarint(entry, uint64(size))
+}
+
+// entryResource is the resource name whose entry, begun by anyEntry, ends
+// with its size-byte encoding; it hashes that encoding.
+func entryResource(name, typeURL string, entry []byte, size int) *Resource {
+	b := entry[len(entry)-size:]
+	h := fnv.New64a()
+	h.Write(b)
+	sum := h.Sum64()
+	h.Write([]byte(name))
 	return &Resource{
 		Name:    name,
-		Any:     &anypb.Any{TypeUrl: typeURL, Value: entry[len(entry)-len(b):]},
+		Any:     &anypb.Any{TypeUrl: typeURL, Value: b},
 		Version: strconv.FormatUint(sum, 36),
 		Hash:    h.Sum64(),
 		entry:   entry,

@@ -134,7 +134,7 @@ func routeConfiguration(name string, parts []vhostPart) *Resource {
 		own[i] = enc
 		size += protowire.SizeTag(2) + protowire.SizeBytes(len(enc))
 	}
-	b := make([]byte, 0, size)
+	b := anyEntry(RouteType, size)
 	b = protowire.AppendTag(b, 1, protowire.BytesType)
 	b = protowire.AppendString(b, name)
 	for i, p := range parts {
@@ -145,5 +145,5 @@ func routeConfiguration(name string, parts []vhostPart) *Resource {
 		b = protowire.AppendTag(b, 2, protowire.BytesType)
 		b = protowire.AppendBytes(b, own[i])
 	}
-	return encodedResource(name, RouteType, b)
+	return entryResource(name, RouteType, b, size)
 }
