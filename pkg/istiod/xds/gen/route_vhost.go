@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -81,11 +82,11 @@ func (b *routeBuilder) virtualHost(svc *model.Service, port uint16) vhostPart {
 // Envoy rejects a route configuration with a domain twice. A shared host
 // that loses domains is built again as the scope's own.
 func dedupeDomains(parts []vhostPart) {
-	n := 0
-	for _, p := range parts {
-		n += len(p.domains())
-	}
-	seen := make(map[string]struct{}, n)
+	seen := seenDomains.Get().(map[string]struct{})
+	defer func() {
+		clear(seen)
+		seenDomains.Put(seen)
+	}()
 	for i, p := range parts {
 		ds := p.domains()
 		var kept []string
@@ -112,6 +113,11 @@ func dedupeDomains(parts []vhostPart) {
 		parts[i] = p
 	}
 }
+
+// seenDomains holds dedupeDomains' sets for reuse: a route configuration
+// of every service is built once per scope and push, and its set has a
+// domain or more per name and address of each.
+var seenDomains = sync.Pool{New: func() any { return map[string]struct{}{} }}
 
 // routeConfiguration assembles the RouteConfiguration name of parts, with
 // the bytes deterministic marshaling gives (name, field 1, then each
