@@ -17,22 +17,52 @@ import (
 )
 
 // routeBuilder builds the routes of service ports as seen from one scope.
+// Routes read the scope's services and rules through service and rule
+// alone, which record the reads that decide whether a scope may share a
+// host another built.
 type routeBuilder struct {
 	pc    *model.PushContext
 	scope *model.Scope
 	grpc  bool
+	// reads, when set, records what the builder reads of its scope
+	// (service and rule), so what it builds can be shared by scopes
+	// that read the same (sharedRoutedHost).
+	reads *[]scopeRead
+}
+
+// service is the scope's service of host; rule its DestinationRule.
+func (b *routeBuilder) service(host string) *model.Service {
+	b.record(host)
+	return b.scope.Service(host)
+}
+
+func (b *routeBuilder) rule(host string) *networking.DestinationRule {
+	b.record(host)
+	return b.scope.DestinationRule[host]
+}
+
+func (b *routeBuilder) record(host string) {
+	if b.reads == nil {
+		return
+	}
+	for _, r := range *b.reads {
+		if r.host == host {
+			return
+		}
+	}
+	*b.reads = append(*b.reads, readScope(b.scope, host))
 }
 
 // clusterExists reports whether an outbound cluster is generated in scope.
 func (b *routeBuilder) clusterExists(port uint16, subset, host string) bool {
-	svc := b.scope.Service(host)
+	svc := b.service(host)
 	if svc == nil {
 		return false
 	}
 	if _, ok := svc.Port(port); !ok {
 		return false
 	}
-	_, ok := subsetLabels(b.scope.DestinationRule[host], subset)
+	_, ok := subsetLabels(b.rule(host), subset)
 	return ok
 }
 
@@ -45,7 +75,7 @@ func (b *routeBuilder) destination(d *apinet.Destination, vsNS string, svc *mode
 	if p == 0 {
 		p = port
 		if host != svc.Hostname {
-			if dst := b.scope.Service(host); dst != nil && len(dst.Ports) == 1 {
+			if dst := b.service(host); dst != nil && len(dst.Ports) == 1 {
 				p = dst.Ports[0].Port
 			}
 		}
@@ -97,7 +127,7 @@ func (b *routeBuilder) routes(svc *model.Service, port uint16) []*routev3.Route 
 func (b *routeBuilder) defaultRoute(svc *model.Service, port uint16) *routev3.Route {
 	a := &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: model.ClusterName(port, "", svc.Hostname)}}
 	setTimeout(a, nil, false)
-	if hp := hashPolicy(serviceHash(b.scope.DestinationRule[svc.Hostname], port), b.grpc); hp != nil {
+	if hp := hashPolicy(serviceHash(b.rule(svc.Hostname), port), b.grpc); hp != nil {
 		a.HashPolicy = []*routev3.RouteAction_HashPolicy{hp}
 	}
 	return &routev3.Route{
@@ -208,7 +238,7 @@ func (b *routeBuilder) action(hr *apinet.HTTPRoute, vs *networking.VirtualServic
 			continue
 		}
 		host := b.scope.ResolveHost(d.GetDestination().GetHost(), vs.Namespace)
-		if hp := hashPolicy(destinationHash(b.scope.DestinationRule[host], d.GetDestination()), b.grpc); hp != nil {
+		if hp := hashPolicy(destinationHash(b.rule(host), d.GetDestination()), b.grpc); hp != nil {
 			a.HashPolicy = append(a.HashPolicy, hp)
 		}
 	}

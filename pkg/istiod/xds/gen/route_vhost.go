@@ -56,26 +56,35 @@ func (p vhostPart) domains() []string {
 
 // virtualHost is the virtual host of svc:port as b's scope sees it.
 func (b *routeBuilder) virtualHost(svc *model.Service, port uint16) vhostPart {
-	build := func() *routev3.VirtualHost {
-		return &routev3.VirtualHost{
-			Name:    svc.Hostname + ":" + strconv.Itoa(int(port)),
-			Domains: domains(svc, port, b.scope.Namespace),
-			Routes:  b.routes(svc, port),
-		}
+	vs := b.scope.VirtualService[svc.Hostname]
+	switch {
+	case b.grpc:
+		return vhostPart{own: b.buildHost(svc, port)}
+	case vs != nil && len(vs.Spec.GetHttp()) > 0:
+		return b.routedHost(vs, svc, port)
 	}
-	if vs := b.scope.VirtualService[svc.Hostname]; b.grpc || (vs != nil && len(vs.Spec.GetHttp()) > 0) {
-		return vhostPart{own: build()}
-	}
+	build := func() *routev3.VirtualHost { return b.buildHost(svc, port) }
 	k := vhostKey{host: svc.Hostname, port: port, dr: b.scope.DestinationRule[svc.Hostname], local: svc.Namespace == b.scope.Namespace}
-	return vhostPart{build: build, shared: defaultHosts.Get(b.pc, k, func() *sharedHost {
-		vh := build()
-		enc, err := deterministic.Marshal(vh)
-		if err != nil {
-			return &sharedHost{err: fmt.Errorf("marshal virtual host %s: %w", vh.Name, err)}
-		}
-		entry := protowire.AppendTag(make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(len(enc))), 2, protowire.BytesType)
-		return &sharedHost{domains: vh.Domains, entry: protowire.AppendBytes(entry, enc)}
-	})}
+	return vhostPart{build: build, shared: defaultHosts.Get(b.pc, k, func() *sharedHost { return encodeHost(build()) })}
+}
+
+// buildHost builds the virtual host of svc:port.
+func (b *routeBuilder) buildHost(svc *model.Service, port uint16) *routev3.VirtualHost {
+	return &routev3.VirtualHost{
+		Name:    svc.Hostname + ":" + strconv.Itoa(int(port)),
+		Domains: domains(svc, port, b.scope.Namespace),
+		Routes:  b.routes(svc, port),
+	}
+}
+
+// encodeHost encodes vh to be shared.
+func encodeHost(vh *routev3.VirtualHost) *sharedHost {
+	enc, err := deterministic.Marshal(vh)
+	if err != nil {
+		return &sharedHost{err: fmt.Errorf("marshal virtual host %s: %w", vh.Name, err)}
+	}
+	entry := protowire.AppendTag(make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(len(enc))), 2, protowire.BytesType)
+	return &sharedHost{domains: vh.Domains, entry: protowire.AppendBytes(entry, enc)}
 }
 
 // dedupeDomains drops domains already claimed by an earlier virtual host:

@@ -38,12 +38,28 @@ spec:
   endpoints: [{address: 10.8.0.50}]
 `
 
+// cartSplit routes cart half to productpage, hashed by the rule of
+// namespace other there, and mirrors it to legacy-page, which only
+// namespace third sees: the scopes read the VirtualService's destinations
+// differently, and its virtual host differs with them.
+const cartSplit = `apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: cart-split, namespace: shop}
+spec:
+  hosts: [cart.shop.svc.cluster.local]
+  http:
+  - route:
+    - {destination: {host: cart}, weight: 50}
+    - {destination: {host: productpage.default.svc.cluster.local, port: {number: 9080}}, weight: 50}
+    mirror: {host: legacy-page.example.com, port: {number: 9080}}
+`
+
 // TestSharedVirtualHostsMatchScratch: route configurations built in one
 // push context, whose scopes share the virtual hosts of services without
 // a VirtualService, are the ones each scope gets in a push context of its
 // own, whichever scope comes first.
 func TestSharedVirtualHostsMatchScratch(t *testing.T) {
-	in := sampleInputs(t, otherPagePolicy)
+	in := sampleInputs(t, otherPagePolicy, cartSplit)
 	cases := []proxyCase{proxies[0], proxies[2], {name: "other", id: "sidecar~10.8.0.9~w.other~other.svc.cluster.local"},
 		{name: "third", id: "sidecar~10.8.0.10~w.third~third.svc.cluster.local"},
 		{name: "fourth", id: "sidecar~10.8.0.11~w.fourth~fourth.svc.cluster.local"}}
@@ -71,21 +87,22 @@ func TestSharedVirtualHostsMatchScratch(t *testing.T) {
 
 	// What the shared hosts must not blur: namespace other's rule, third's
 	// claim on the address, and the short names in productpage's namespace.
-	page := func(c proxyCase) *routev3.VirtualHost {
+	host := func(c proxyCase, name string) *routev3.VirtualHost {
 		for _, r := range scratch[c.name] {
 			var rc routev3.RouteConfiguration
 			if err := r.Any.UnmarshalTo(&rc); err != nil {
 				t.Fatal(err)
 			}
 			for _, vh := range rc.GetVirtualHosts() {
-				if vh.GetName() == "productpage.default.svc.cluster.local:9080" {
+				if vh.GetName() == name {
 					return vh
 				}
 			}
 		}
-		t.Fatalf("%s: no virtual host for productpage", c.name)
+		t.Fatalf("%s: no virtual host %s", c.name, name)
 		return nil
 	}
+	page := func(c proxyCase) *routev3.VirtualHost { return host(c, "productpage.default.svc.cluster.local:9080") }
 	inDefault, inOther, inThird, inFourth := page(cases[0]), page(cases[2]), page(cases[3]), page(cases[4])
 	for _, c := range []struct {
 		name string
@@ -103,13 +120,26 @@ func TestSharedVirtualHostsMatchScratch(t *testing.T) {
 	if hashed(inDefault) || !hashed(inOther) {
 		t.Errorf("productpage's default route hashed: in default %t, in other %t; want other's only", hashed(inDefault), hashed(inOther))
 	}
+
+	// What the shared hosts of cart-split must not blur: other's rule for
+	// a destination, and third's view of the mirror.
+	cart := func(c proxyCase) *routev3.RouteAction {
+		return host(c, "cart.shop.svc.cluster.local:8080").GetRoutes()[0].GetRoute()
+	}
+	if a, b := cart(cases[2]), cart(cases[4]); len(a.GetHashPolicy()) == 0 || len(b.GetHashPolicy()) > 0 {
+		t.Errorf("cart-split hashed: in other %t, in fourth %t; want other's only", len(a.GetHashPolicy()) > 0, len(b.GetHashPolicy()) > 0)
+	}
+	mirror := func(c proxyCase) string { return cart(c).GetRequestMirrorPolicies()[0].GetCluster() }
+	if a, b := mirror(cases[3]), mirror(cases[4]); a != "outbound|9080||legacy-page.example.com" || b != gen.BlackHoleCluster {
+		t.Errorf("cart-split mirrors: in third to %s, in fourth to %s; want legacy-page, then %s", a, b, gen.BlackHoleCluster)
+	}
 }
 
 // TestRouteBytesAreCanonical: route configurations assembled from shared
 // and own virtual hosts are the bytes deterministic marshaling of the same
 // message gives, so their versions are those of a whole marshal.
 func TestRouteBytesAreCanonical(t *testing.T) {
-	pc := model.BuildPushContext(sampleInputs(t, otherPagePolicy), "1")
+	pc := model.BuildPushContext(sampleInputs(t, otherPagePolicy, cartSplit), "1")
 	cases := append(slices.Clone(proxies[:3]), proxyCase{name: "third", id: "sidecar~10.8.0.10~w.third~third.svc.cluster.local"})
 	for _, c := range cases {
 		rs, err := gen.Generate(pc, proxyFor(t, c), gen.RouteType, nil)
