@@ -29,11 +29,13 @@ type vhostKey struct {
 	local bool // the scope is the service's namespace
 }
 
-// sharedHost is a default virtual host encoded once, as an element of a
+// sharedHost is a virtual host encoded once, as an element of a
 // RouteConfiguration's virtual_hosts (field 2), with the domains that
-// dedupeDomains reads; err when it does not marshal.
+// dedupeDomains reads (folded: all in lower case already); err when it
+// does not marshal.
 type sharedHost struct {
 	domains []string
+	folded  bool
 	entry   []byte
 	err     error
 }
@@ -47,11 +49,22 @@ type vhostPart struct {
 	build func() *routev3.VirtualHost
 }
 
-func (p vhostPart) domains() []string {
+// domains are p's domains, and whether they are all in lower case.
+func (p vhostPart) domains() ([]string, bool) {
 	if p.shared != nil {
-		return p.shared.domains
+		return p.shared.domains, p.shared.folded
 	}
-	return p.own.Domains
+	return p.own.Domains, false
+}
+
+// folded reports whether every domain of ds is in lower case.
+func folded(ds []string) bool {
+	for _, d := range ds {
+		if strings.ToLower(d) != d {
+			return false
+		}
+	}
+	return true
 }
 
 // virtualHost is the virtual host of svc:port as b's scope sees it.
@@ -84,7 +97,7 @@ func encodeHost(vh *routev3.VirtualHost) *sharedHost {
 		return &sharedHost{err: fmt.Errorf("marshal virtual host %s: %w", vh.Name, err)}
 	}
 	entry := protowire.AppendTag(make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(len(enc))), 2, protowire.BytesType)
-	return &sharedHost{domains: vh.Domains, entry: protowire.AppendBytes(entry, enc)}
+	return &sharedHost{domains: vh.Domains, folded: folded(vh.Domains), entry: protowire.AppendBytes(entry, enc)}
 }
 
 // dedupeDomains drops domains already claimed by an earlier virtual host:
@@ -97,12 +110,16 @@ func dedupeDomains(parts []vhostPart) {
 		seenDomains.Put(seen)
 	}()
 	for i, p := range parts {
-		ds := p.domains()
+		ds, lower := p.domains()
 		var kept []string
 		for j, d := range ds {
-			k := strings.ToLower(d)
-			if _, dup := seen[k]; !dup {
-				seen[k] = struct{}{}
+			k := d
+			if !lower {
+				k = strings.ToLower(d)
+			}
+			n := len(seen)
+			seen[k] = struct{}{}
+			if len(seen) > n { // k is new: one hash where a lookup and an insert took two
 				if kept != nil {
 					kept = append(kept, d)
 				}
