@@ -2,7 +2,9 @@ package gen
 
 import (
 	"fmt"
+	"iter"
 	"slices"
+	"strconv"
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -300,21 +302,46 @@ func stringMatcher(s *apinet.StringMatch) *matcherv3.StringMatcher {
 	return nil
 }
 
-// domains lists the names a sidecar's virtual host answers to: the host
-// name and VIPs with and without the port, and for the proxy's own
-// namespace the short forms.
+// domains lists the names a sidecar's virtual host answers to: each of
+// hostNames, without and with the port.
 func domains(svc *model.Service, port uint16, proxyNS string) []string {
-	p := fmt.Sprintf(":%d", port)
-	out := []string{svc.Hostname, svc.Hostname + p}
-	if svc.Registry == model.RegistryKubernetes {
-		short := svc.Name + "." + svc.Namespace
-		out = append(out, short, short+p, short+".svc", short+".svc"+p)
-		if svc.Namespace == proxyNS {
-			out = append(out, svc.Name, svc.Name+p)
-		}
-	}
-	for _, a := range svc.Addresses {
-		out = append(out, a, a+p)
+	p := ":" + strconv.Itoa(int(port))
+	out := make([]string, 0, 2*(4+len(svc.Addresses)))
+	for n := range hostNames(svc, proxyNS) {
+		out = append(out, n, n+p)
 	}
 	return out
+}
+
+// hostNames yields the names of svc a sidecar in proxyNS may use: the
+// host name, the short forms of a Kubernetes service (the bare name in
+// its own namespace only), and the VIPs.
+func hostNames(svc *model.Service, proxyNS string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		if !yield(svc.Hostname) {
+			return
+		}
+		if svc.Registry == model.RegistryKubernetes {
+			short, shortSvc := kubeShortNames(svc)
+			if !yield(short) || !yield(shortSvc) || (svc.Namespace == proxyNS && !yield(svc.Name)) {
+				return
+			}
+		}
+		for _, a := range svc.Addresses {
+			if !yield(a) {
+				return
+			}
+		}
+	}
+}
+
+// kubeShortNames are name.namespace and name.namespace.svc, cut from the
+// host name, which begins with them.
+func kubeShortNames(svc *model.Service) (string, string) {
+	h, name, n := svc.Hostname, svc.Name, len(svc.Name)+1+len(svc.Namespace)
+	if len(h) >= n+4 && h[:len(name)] == name && h[len(name)] == '.' && h[len(name)+1:n] == svc.Namespace && h[n:n+4] == ".svc" {
+		return h[:n], h[:n+4]
+	}
+	short := name + "." + svc.Namespace
+	return short, short + ".svc"
 }

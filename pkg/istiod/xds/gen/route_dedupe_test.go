@@ -2,28 +2,40 @@ package gen
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
 // TestDedupeDomains: a domain goes to the first virtual host that claims
 // it, in any case; shared hosts, in lower case or not, lose theirs by a
-// rebuild, and the shared host itself stays whole.
+// rebuild, and the shared host itself stays whole. A shared host whose
+// domains no other host claims is marked alone.
 func TestDedupeDomains(t *testing.T) {
-	share := func(ds ...string) vhostPart {
+	lists := [][]string{
+		{"a.example", "10.0.0.1"},
+		{"A.Example:80", "A.EXAMPLE", "c.example"},
+		{"B.example", "10.0.0.2"},
+		{"b.EXAMPLE", "d.example", "10.0.0.1"},
+		{"e.example", "10.0.0.5"},
+		{"f.example", "10.0.0.2", "E.example"},
+		{"g.example", "10.0.0.7"},
+	}
+	c := newClaims(0)
+	for _, ds := range lists {
+		c.add(slices.Values(ds))
+	}
+	share := func(ds []string) vhostPart {
 		vh := func() *routev3.VirtualHost { return &routev3.VirtualHost{Name: ds[0], Domains: slices.Clone(ds)} }
-		return vhostPart{shared: encodeHost(vh()), build: vh}
+		return vhostPart{shared: encodeHost(vh(), c.alone(slices.Values(ds))), build: vh}
 	}
-	own := func(ds ...string) vhostPart { return vhostPart{own: &routev3.VirtualHost{Name: ds[0], Domains: ds}} }
-	parts := []vhostPart{
-		share("a.example", "10.0.0.1"),
-		own("A.Example:80", "A.EXAMPLE", "c.example"),
-		share("B.example", "10.0.0.2"),
-		share("b.EXAMPLE", "d.example", "10.0.0.1"),
-		share("e.example", "10.0.0.5"),
-		own("f.example", "10.0.0.2", "E.example"),
+	own := func(ds []string) vhostPart {
+		return vhostPart{own: &routev3.VirtualHost{Name: ds[0], Domains: slices.Clone(ds)}}
 	}
+	parts := []vhostPart{share(lists[0]), own(lists[1]), share(lists[2]), share(lists[3]), share(lists[4]), own(lists[5]), share(lists[6])}
 	third := parts[3].shared
 	dedupeDomains(parts)
 	want := [][]string{
@@ -33,6 +45,7 @@ func TestDedupeDomains(t *testing.T) {
 		{"d.example"},
 		{"e.example", "10.0.0.5"},
 		{"f.example"},
+		{"g.example", "10.0.0.7"},
 	}
 	for i, p := range parts {
 		got, _ := p.domains()
@@ -40,7 +53,7 @@ func TestDedupeDomains(t *testing.T) {
 			t.Errorf("host %d: domains %q, want %q", i, got, want[i])
 		}
 	}
-	for _, i := range []int{0, 2, 4} {
+	for _, i := range []int{0, 2, 4, 6} {
 		if parts[i].shared == nil {
 			t.Errorf("host %d lost nothing but is no longer shared", i)
 		}
@@ -50,5 +63,69 @@ func TestDedupeDomains(t *testing.T) {
 	}
 	if !parts[0].shared.folded || parts[2].shared.folded {
 		t.Errorf("folded: %t for a lower-case host, %t for a mixed-case one", parts[0].shared.folded, parts[2].shared.folded)
+	}
+	for _, i := range []int{0, 2, 4, 6} {
+		if got := parts[i].shared.alone; got != (i == 6) {
+			t.Errorf("host %d alone: %t, want %t", i, got, i == 6)
+		}
+	}
+}
+
+// TestClaimsCoverCollisions: wherever two services' virtual hosts on one
+// port share a domain, in any case, or one holds a domain twice, neither
+// is alone; and a service clear of all others is.
+func TestClaimsCoverCollisions(t *testing.T) {
+	kube := func(name, ns string, addrs ...string) *model.Service {
+		return &model.Service{Hostname: name + "." + ns + ".svc.cluster.local", Name: name, Namespace: ns, Registry: model.RegistryKubernetes, Addresses: addrs}
+	}
+	entry := func(host string, addrs ...string) *model.Service {
+		return &model.Service{Hostname: host, Name: host, Namespace: "x", Registry: model.RegistryExternal, Addresses: addrs}
+	}
+	svcs := []*model.Service{
+		kube("a", "x", "10.0.0.1"),
+		entry("a.x"),                     // a's short name
+		entry("A.X.SVC"),                 // a's other short name, in upper case
+		entry("a", "10.0.0.9"),           // a's bare name, in its own namespace only
+		kube("b", "y", "fd00::1"),        // b's address with port 80 ...
+		entry("c.example", "fd00::1:80"), // ... is c's address
+		kube("d", "y", "10.0.0.4", "10.0.0.4"),
+		entry("e.example", "10.0.0.1"), // a's address
+		entry("w.example"),
+		entry("w.example:80"), // w.example with port 80
+		kube("z", "z", "10.0.0.26"),
+	}
+	c := newClaims(0)
+	for _, svc := range svcs {
+		c.add(hostNames(svc, svc.Namespace))
+	}
+	lower := func(ds []string) []string {
+		out := make([]string, len(ds))
+		for i, d := range ds {
+			out[i] = strings.ToLower(d)
+		}
+		return out
+	}
+	collided := 0
+	for _, ns := range []string{"x", "y", "z", "other"} {
+		for _, port := range []uint16{80, 9080} {
+			for i, s := range svcs {
+				ds := lower(domains(s, port, ns))
+				clash := len(slices.Compact(slices.Sorted(slices.Values(ds)))) < len(ds)
+				for j, o := range svcs {
+					if i != j && slices.ContainsFunc(lower(domains(o, port, ns)), func(d string) bool { return slices.Contains(ds, d) }) {
+						clash = true
+					}
+				}
+				if clash {
+					collided++
+					if c.alone(hostNames(s, ns)) {
+						t.Errorf("%s on port %d seen from %s: a domain clashes, yet it is alone", s.Hostname, port, ns)
+					}
+				}
+			}
+		}
+	}
+	if collided == 0 || !c.alone(hostNames(svcs[len(svcs)-1], "z")) {
+		t.Errorf("%d clashes; z alone: %t", collided, c.alone(hostNames(svcs[len(svcs)-1], "z")))
 	}
 }

@@ -80,7 +80,7 @@ func (b *routeBuilder) routedHost(vs *networking.VirtualService, svc *model.Serv
 	var reads []scopeRead
 	rb := *b
 	rb.reads = &reads
-	h := encodeHost(rb.buildHost(svc, port))
+	h := encodeHost(rb.buildHost(svc, port), b.alone(svc))
 	vars.list = append(vars.list, routedVariant{reads: reads, host: h})
 	return vhostPart{shared: h, build: build}
 }

@@ -31,11 +31,12 @@ type vhostKey struct {
 
 // sharedHost is a virtual host encoded once, as an element of a
 // RouteConfiguration's virtual_hosts (field 2), with the domains that
-// dedupeDomains reads (folded: all in lower case already); err when it
-// does not marshal.
+// dedupeDomains reads (folded: all in lower case already; alone: none
+// that another service's host may claim); err when it does not marshal.
 type sharedHost struct {
 	domains []string
 	folded  bool
+	alone   bool
 	entry   []byte
 	err     error
 }
@@ -78,7 +79,7 @@ func (b *routeBuilder) virtualHost(svc *model.Service, port uint16) vhostPart {
 	}
 	build := func() *routev3.VirtualHost { return b.buildHost(svc, port) }
 	k := vhostKey{host: svc.Hostname, port: port, dr: b.scope.DestinationRule[svc.Hostname], local: svc.Namespace == b.scope.Namespace}
-	return vhostPart{build: build, shared: defaultHosts.Get(b.pc, k, func() *sharedHost { return encodeHost(build()) })}
+	return vhostPart{build: build, shared: defaultHosts.Get(b.pc, k, func() *sharedHost { return encodeHost(build(), b.alone(svc)) })}
 }
 
 // buildHost builds the virtual host of svc:port.
@@ -90,14 +91,21 @@ func (b *routeBuilder) buildHost(svc *model.Service, port uint16) *routev3.Virtu
 	}
 }
 
-// encodeHost encodes vh to be shared.
-func encodeHost(vh *routev3.VirtualHost) *sharedHost {
+// alone reports whether no other virtual host of the push may claim a
+// domain of svc's, as b's scope names it.
+func (b *routeBuilder) alone(svc *model.Service) bool {
+	return contested(b.pc).alone(hostNames(svc, b.scope.Namespace))
+}
+
+// encodeHost encodes vh to be shared; alone as routeBuilder.alone.
+func encodeHost(vh *routev3.VirtualHost, alone bool) *sharedHost {
 	enc, err := deterministic.Marshal(vh)
 	if err != nil {
 		return &sharedHost{err: fmt.Errorf("marshal virtual host %s: %w", vh.Name, err)}
 	}
 	entry := protowire.AppendTag(make([]byte, 0, protowire.SizeTag(2)+protowire.SizeBytes(len(enc))), 2, protowire.BytesType)
-	return &sharedHost{domains: vh.Domains, folded: folded(vh.Domains), entry: protowire.AppendBytes(entry, enc)}
+	return &sharedHost{domains: vh.Domains, folded: folded(vh.Domains), alone: alone,
+		entry: protowire.AppendBytes(entry, enc)}
 }
 
 // dedupeDomains drops domains already claimed by an earlier virtual host:
@@ -110,6 +118,9 @@ func dedupeDomains(parts []vhostPart) {
 		seenDomains.Put(seen)
 	}()
 	for i, p := range parts {
+		if p.shared != nil && p.shared.alone {
+			continue // no other host has its domains
+		}
 		ds, lower := p.domains()
 		var kept []string
 		for j, d := range ds {

@@ -3,6 +3,7 @@ package gen_test
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -54,12 +55,24 @@ spec:
     mirror: {host: legacy-page.example.com, port: {number: 9080}}
 `
 
+// shortEntry is a ServiceEntry whose host is the short name of service
+// ratings in namespace default, on its port: it claims that name first.
+const shortEntry = `apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: short-ratings, namespace: other}
+spec:
+  hosts: [ratings]
+  location: MESH_EXTERNAL
+  resolution: DNS
+  ports: [{number: 9080, name: http, protocol: HTTP}]
+`
+
 // TestSharedVirtualHostsMatchScratch: route configurations built in one
 // push context, whose scopes share the virtual hosts of services without
 // a VirtualService, are the ones each scope gets in a push context of its
 // own, whichever scope comes first.
 func TestSharedVirtualHostsMatchScratch(t *testing.T) {
-	in := sampleInputs(t, otherPagePolicy, cartSplit)
+	in := sampleInputs(t, otherPagePolicy, cartSplit, shortEntry)
 	cases := []proxyCase{proxies[0], proxies[2], {name: "other", id: "sidecar~10.8.0.9~w.other~other.svc.cluster.local"},
 		{name: "third", id: "sidecar~10.8.0.10~w.third~third.svc.cluster.local"},
 		{name: "fourth", id: "sidecar~10.8.0.11~w.fourth~fourth.svc.cluster.local"}}
@@ -73,6 +86,7 @@ func TestSharedVirtualHostsMatchScratch(t *testing.T) {
 	scratch := map[string][]*gen.Resource{}
 	for _, c := range cases {
 		scratch[c.name] = routes(model.BuildPushContext(in, "1"), c)
+		domainsOnce(t, c.name, scratch[c.name])
 	}
 	for _, order := range [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {3, 4, 2, 1, 0}} {
 		pc := model.BuildPushContext(in, "1")
@@ -115,6 +129,9 @@ func TestSharedVirtualHostsMatchScratch(t *testing.T) {
 	}
 	if !slices.Contains(inDefault.GetDomains(), "productpage") || slices.Contains(inOther.GetDomains(), "productpage") {
 		t.Errorf("productpage's short name: in default %v, in other %v; want it in default's only", inDefault.GetDomains(), inOther.GetDomains())
+	}
+	if got := host(cases[0], "ratings.default.svc.cluster.local:9080").GetDomains(); slices.Contains(got, "ratings") {
+		t.Errorf("ratings in default keeps its short name %v, which the entry for host ratings claims first", got)
 	}
 	hashed := func(vh *routev3.VirtualHost) bool { return len(vh.GetRoutes()[0].GetRoute().GetHashPolicy()) > 0 }
 	if hashed(inDefault) || !hashed(inOther) {
@@ -160,6 +177,30 @@ func TestRouteBytesAreCanonical(t *testing.T) {
 			}
 			if !bytes.Equal(r.Any.Value, want) {
 				t.Errorf("%s: route configuration %s: %d bytes assembled, not the %d of its marshal", c.name, r.Name, len(r.Any.Value), len(want))
+			}
+		}
+	}
+}
+
+// domainsOnce checks that no route configuration of rs has a domain twice,
+// in any case, or a virtual host without one: Envoy rejects either.
+func domainsOnce(t *testing.T, name string, rs []*gen.Resource) {
+	t.Helper()
+	for _, r := range rs {
+		var rc routev3.RouteConfiguration
+		if err := r.Any.UnmarshalTo(&rc); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]string{}
+		for _, vh := range rc.GetVirtualHosts() {
+			if len(vh.GetDomains()) == 0 {
+				t.Errorf("%s: route configuration %s: virtual host %s has no domains", name, r.Name, vh.GetName())
+			}
+			for _, d := range vh.GetDomains() {
+				if prev, dup := seen[strings.ToLower(d)]; dup {
+					t.Errorf("%s: route configuration %s: domain %s in %s and %s", name, r.Name, d, prev, vh.GetName())
+				}
+				seen[strings.ToLower(d)] = vh.GetName()
 			}
 		}
 	}
