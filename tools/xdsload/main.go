@@ -31,7 +31,7 @@ func main() {
 	flag.StringVar(&cfg.source, "source", sourceFiles, "where the mesh lives: files (a directory Skiff's istiod watches) or kube (a local kube-apiserver, as in a cluster)")
 	flag.IntVar(&cfg.services, "services", 1000, "services in the mesh")
 	flag.IntVar(&cfg.endpoints, "endpoints", 5, "endpoints per service")
-	namespaces := flag.Int("namespaces", 1, "namespaces the services, their pods and the sidecars are spread over (service and sidecar i in namespace i mod n); 1: all in \"bench\"")
+	namespaces := flag.Int("namespaces", 1, "namespaces the services, their pods and the sidecars are spread over (service i in namespace i mod n; the sidecars of connection c, which carries one namespace's certificate, in namespace c mod n: sidecar i's with one stream a connection); 1: all in \"bench\"")
 	clients := flag.String("clients", "1000", "connected sidecar clients; a comma-separated list (250,1000,4000) runs istiod once per count and adds a scaling table")
 	flag.IntVar(&cfg.streamsPerConn, "streams-per-conn", 1, "ADS streams multiplexed over one gRPC connection (Envoy: 1; more when file descriptors run short)")
 	flag.IntVar(&cfg.fullPushes, "full-pushes", 5, "full pushes to time")
