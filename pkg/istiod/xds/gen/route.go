@@ -28,7 +28,7 @@ type routeBuilder struct {
 	grpc  bool
 	// reads, when set, records what the builder reads of its scope
 	// (service and rule), so what it builds can be shared by scopes
-	// that read the same (sharedRoutedHost).
+	// that read the same (routedHost).
 	reads *[]scopeRead
 }
 
