@@ -112,7 +112,14 @@ func (pc *PushContext) sidecarFor(p *Proxy) *networking.Sidecar {
 }
 
 func (pc *PushContext) buildScope(key, ns string, sc *networking.Sidecar) *Scope {
-	s := &Scope{Key: key, Namespace: ns, Domain: pc.Domain, Sidecar: sc, visible: map[string]*Service{}, OutboundPolicy: pc.meshOutboundPolicy(),
+	// A scope without a Sidecar sees about every service: sized for all,
+	// it never grows. A Sidecar's may see a few, and grows.
+	n := len(pc.Services)
+	if sc != nil {
+		n = 0
+	}
+	s := &Scope{Key: key, Namespace: ns, Domain: pc.Domain, Sidecar: sc, OutboundPolicy: pc.meshOutboundPolicy(),
+		Services: make([]*Service, 0, n), visible: make(map[string]*Service, n),
 		VirtualService: map[string]*networking.VirtualService{}, DestinationRule: map[string]*networking.DestinationRule{}}
 	if otp := sidecarOutbound(sc); otp != nil {
 		s.OutboundPolicy = OutboundAllowAny
