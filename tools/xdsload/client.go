@@ -80,9 +80,10 @@ type client struct {
 	// recv[t] is when the latest response of type t arrived, acked[t]
 	// when its ACK was sent (unix nanoseconds).
 	recv, acked [5]atomic.Int64
-	// bytes counts the response bytes received, ackBytes the request
-	// bytes of the ACKs sent.
+	// bytes counts the response bytes received (typeBytes by type),
+	// ackBytes the request bytes of the ACKs sent.
 	bytes, ackBytes atomic.Int64
+	typeBytes       [5]atomic.Int64
 }
 
 var adsDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerStreams: true, ClientStreams: true}
@@ -281,6 +282,7 @@ func (c *client) run() error {
 		// Counted before the arrival is recorded, so a phase that ends on
 		// it has counted it.
 		c.bytes.Add(int64(r.size))
+		c.typeBytes[t].Add(int64(r.size))
 		c.ackBytes.Add(int64(len(b)))
 		c.recv[t].Store(time.Now().UnixNano())
 		if err := c.send(encoded(b)); err != nil {

@@ -50,10 +50,10 @@ func (r *results) print(w io.Writer, cfg config) {
 			continue
 		}
 		per := float64(n) * float64(r.clients) * 1024
-		fmt.Fprintf(w, "| %s, %d runs: time until the last client | p50 %s, p99 %s, max %s; per client p50 %s, p99 %s; istiod CPU %.3f s, load generator CPU %.3f s per change; per client per change %.1f KiB received, %.1f KiB of ACKs |\n",
+		fmt.Fprintf(w, "| %s, %d runs: time until the last client | p50 %s, p99 %s, max %s; per client p50 %s, p99 %s; istiod CPU %.3f s, load generator CPU %.3f s per change; per client per change %.1f KiB received (%s), %.1f KiB of ACKs |\n",
 			p.name, n, ms(percentile(p.samples, .5)), ms(percentile(p.samples, .99)), ms(slices.Max(p.samples)),
 			ms(percentile(p.clients, .5)), ms(percentile(p.clients, .99)), p.cpu.Seconds()/float64(n), p.selfCPU.Seconds()/float64(n),
-			float64(p.recvBytes)/per, float64(p.ackBytes)/per)
+			float64(p.recvBytes)/per, byType(p.typeBytes, per), float64(p.ackBytes)/per)
 	}
 	fmt.Fprintf(w, "| istiod RSS before clients / after the initial sync / at the end / peak | %.0f / %.0f / %.0f / %.0f MiB |\n",
 		mib(r.baseRSS), mib(r.syncRSS), mib(r.rss), mib(r.peak))
@@ -66,6 +66,24 @@ func (r *results) print(w io.Writer, cfg config) {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// typeNames name the types in the order of types.
+var typeNames = [5]string{"CDS", "EDS", "LDS", "RDS", "NDS"}
+
+// byType lists the KiB of each type received, of those received at all,
+// per client and change (per: their count times 1024).
+func byType(b [5]int64, per float64) string {
+	var parts []string
+	for i, n := range b {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", typeNames[i], float64(n)/per))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
 
 func perClientMs(d time.Duration, n int) float64 { return d.Seconds() * 1000 / float64(n) }
 

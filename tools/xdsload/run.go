@@ -51,9 +51,8 @@ type phase struct {
 	cpu     time.Duration   // istiod CPU over all iterations
 	selfCPU time.Duration   // the load generator's CPU
 	acked   bool            // measure until ACKed (else until received)
-	// recvBytes and ackBytes are the response and ACK bytes of all
-	// clients over all iterations.
-	recvBytes, ackBytes int64
+	// the response and ACK bytes of all clients over all iterations
+	traffic
 }
 
 type results struct {
@@ -262,7 +261,7 @@ spec:
 func timed(ctx context.Context, pid int, p *phase, clients []*client, want []int, timeout time.Duration, change func() error) error {
 	cpu0, _ := cpuTime(pid)
 	self0, _ := cpuTime(os.Getpid())
-	recv0, ack0 := traffic(clients)
+	before := trafficOf(clients)
 	t0 := time.Now()
 	if err := change(); err != nil {
 		return err
@@ -275,21 +274,38 @@ func timed(ctx context.Context, pid int, p *phase, clients []*client, want []int
 	self1, _ := cpuTime(os.Getpid())
 	p.cpu += cpu1 - cpu0
 	p.selfCPU += self1 - self0
-	recv1, ack1 := traffic(clients)
-	p.recvBytes += recv1 - recv0
-	p.ackBytes += ack1 - ack0
+	p.traffic.add(trafficOf(clients), before)
 	p.samples = append(p.samples, slices.Max(per))
 	p.clients = append(p.clients, per...)
 	return nil
 }
 
-// traffic sums the bytes every client received and sent in ACKs.
-func traffic(clients []*client) (recv, ack int64) {
+// traffic is bytes received (in all, and per type) and sent in ACKs.
+type traffic struct {
+	recvBytes, ackBytes int64
+	typeBytes           [5]int64 // indexed as types
+}
+
+// trafficOf sums what every client received and sent in ACKs so far.
+func trafficOf(clients []*client) traffic {
+	var t traffic
 	for _, c := range clients {
-		recv += c.bytes.Load()
-		ack += c.ackBytes.Load()
+		t.recvBytes += c.bytes.Load()
+		t.ackBytes += c.ackBytes.Load()
+		for i := range t.typeBytes {
+			t.typeBytes[i] += c.typeBytes[i].Load()
+		}
 	}
-	return recv, ack
+	return t
+}
+
+// add adds what passed between before and after.
+func (t *traffic) add(after, before traffic) {
+	t.recvBytes += after.recvBytes - before.recvBytes
+	t.ackBytes += after.ackBytes - before.ackBytes
+	for i := range t.typeBytes {
+		t.typeBytes[i] += after.typeBytes[i] - before.typeBytes[i]
+	}
 }
 
 // waitAll waits until every client got every wanted type after t0 and
