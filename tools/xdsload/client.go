@@ -80,10 +80,10 @@ type client struct {
 	// recv[t] is when the latest response of type t arrived, acked[t]
 	// when its ACK was sent (unix nanoseconds).
 	recv, acked [5]atomic.Int64
-	// bytes counts the response bytes received (typeBytes by type),
-	// ackBytes the request bytes of the ACKs sent.
-	bytes, ackBytes atomic.Int64
-	typeBytes       [5]atomic.Int64
+	// typeBytes counts the response bytes received, by type (indexed as
+	// types); ackBytes the request bytes of the ACKs sent.
+	typeBytes [5]atomic.Int64
+	ackBytes  atomic.Int64
 }
 
 var adsDesc = &grpc.StreamDesc{StreamName: "StreamAggregatedResources", ServerStreams: true, ClientStreams: true}
@@ -281,7 +281,6 @@ func (c *client) run() error {
 		}
 		// Counted before the arrival is recorded, so a phase that ends on
 		// it has counted it.
-		c.bytes.Add(int64(r.size))
 		c.typeBytes[t].Add(int64(r.size))
 		c.ackBytes.Add(int64(len(b)))
 		c.recv[t].Store(time.Now().UnixNano())
@@ -319,6 +318,15 @@ func encodeNames(names []string) []byte {
 		b = protowire.AppendString(protowire.AppendTag(b, 3, protowire.BytesType), n)
 	}
 	return b
+}
+
+// received is the response bytes the client received, of every type.
+func (c *client) received() int64 {
+	var n int64
+	for i := range c.typeBytes {
+		n += c.typeBytes[i].Load()
+	}
+	return n
 }
 
 func typeIndex(url string) int {

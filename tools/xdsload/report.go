@@ -53,7 +53,7 @@ func (r *results) print(w io.Writer, cfg config) {
 		fmt.Fprintf(w, "| %s, %d runs: time until the last client | p50 %s, p99 %s, max %s; per client p50 %s, p99 %s; istiod CPU %.3f s, load generator CPU %.3f s per change; per client per change %.1f KiB received (%s), %.1f KiB of ACKs |\n",
 			p.name, n, ms(percentile(p.samples, .5)), ms(percentile(p.samples, .99)), ms(slices.Max(p.samples)),
 			ms(percentile(p.clients, .5)), ms(percentile(p.clients, .99)), p.cpu.Seconds()/float64(n), p.selfCPU.Seconds()/float64(n),
-			float64(p.recvBytes)/per, byType(p.typeBytes, per), float64(p.ackBytes)/per)
+			float64(p.recvBytes())/per, byType(p.typeBytes, per), float64(p.ackBytes)/per)
 	}
 	fmt.Fprintf(w, "| istiod RSS before clients / after the initial sync / at the end / peak | %.0f / %.0f / %.0f / %.0f MiB |\n",
 		mib(r.baseRSS), mib(r.syncRSS), mib(r.rss), mib(r.peak))

@@ -156,7 +156,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (*results, error) {
 	res.connectCPU = cpu1 - cpu0
 	var total int64
 	for _, c := range clients {
-		total += c.bytes.Load()
+		total += c.received()
 	}
 	res.bytesPerClient = total / int64(len(clients))
 	m, _ = memory(pid)
@@ -280,17 +280,25 @@ func timed(ctx context.Context, pid int, p *phase, clients []*client, want []int
 	return nil
 }
 
-// traffic is bytes received (in all, and per type) and sent in ACKs.
+// traffic is bytes received, by type, and sent in ACKs.
 type traffic struct {
-	recvBytes, ackBytes int64
-	typeBytes           [5]int64 // indexed as types
+	typeBytes [5]int64 // indexed as types
+	ackBytes  int64
+}
+
+// recvBytes is the bytes received, of every type.
+func (t traffic) recvBytes() int64 {
+	var n int64
+	for _, b := range t.typeBytes {
+		n += b
+	}
+	return n
 }
 
 // trafficOf sums what every client received and sent in ACKs so far.
 func trafficOf(clients []*client) traffic {
 	var t traffic
 	for _, c := range clients {
-		t.recvBytes += c.bytes.Load()
 		t.ackBytes += c.ackBytes.Load()
 		for i := range t.typeBytes {
 			t.typeBytes[i] += c.typeBytes[i].Load()
@@ -301,7 +309,6 @@ func trafficOf(clients []*client) traffic {
 
 // add adds what passed between before and after.
 func (t *traffic) add(after, before traffic) {
-	t.recvBytes += after.recvBytes - before.recvBytes
 	t.ackBytes += after.ackBytes - before.ackBytes
 	for i := range t.typeBytes {
 		t.typeBytes[i] += after.typeBytes[i] - before.typeBytes[i]
