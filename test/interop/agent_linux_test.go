@@ -235,6 +235,7 @@ func startIstioPilot(t *testing.T, env *kubetest.Env) (secure, plain string) {
 		"--grpcAddr", plain, "--secureGRPCAddr", secure, "--httpAddr", freeAddr(t),
 		"--monitoringAddr", freeAddr(t), "--httpsAddr", freeAddr(t))
 	listening(t, secure)
+	listening(t, plain)
 	return secure, plain
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,13 +16,29 @@ import (
 // freeAddr returns a loopback address with a port free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		// A closed port may be handed out again at once: never give one
+		// twice, or two listeners of one process share it.
+		if !given[addr] {
+			given[addr] = true
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
+
+// given holds every address freeAddr returned in this test binary.
+var (
+	givenMu sync.Mutex
+	given   = map[string]bool{}
+)
 
 // startProcess runs a control plane binary on the host until the test ends.
 // Its stdout and stderr go to one buffer, which the test may read while it runs.
