@@ -17,8 +17,11 @@ import (
 // so the fingerprint does not show in "nft list ruleset".
 const udataFingerprint = 0xf5
 
-func userData(fp [16]byte) []byte {
-	return append([]byte{udataFingerprint, byte(len(fp))}, fp[:]...)
+// userData is a rule's user data: the TLV of its fingerprint.
+func userData(fp [16]byte) (u [18]byte) {
+	u[0], u[1] = udataFingerprint, byte(len(fp))
+	copy(u[2:], fp[:])
+	return u
 }
 
 // Apply makes the kernel hold exactly p in Skiff's tables. It reads our
@@ -118,16 +121,14 @@ func addTableMsg(b *batch, name string, excl bool) {
 	if excl {
 		flags |= unix.NLM_F_EXCL
 	}
-	b.add(unix.NFT_MSG_NEWTABLE, flags, attrs(func(ae *netlink.AttributeEncoder) {
-		ae.String(unix.NFTA_TABLE_NAME, name)
-		ae.Uint32(unix.NFTA_TABLE_FLAGS, 0)
-	}), step{text: "add table " + name})
+	b.begin(unix.NFT_MSG_NEWTABLE, flags, step{text: "add table " + name})
+	b.str(unix.NFTA_TABLE_NAME, name)
+	b.u32(unix.NFTA_TABLE_FLAGS, 0)
 }
 
 func delTableMsg(b *batch, name string) {
-	b.add(unix.NFT_MSG_DELTABLE, 0, attrs(func(ae *netlink.AttributeEncoder) {
-		ae.String(unix.NFTA_TABLE_NAME, name)
-	}), step{text: "delete table " + name})
+	b.begin(unix.NFT_MSG_DELTABLE, 0, step{text: "delete table " + name})
+	b.str(unix.NFTA_TABLE_NAME, name)
 }
 
 // addTable adds t with all its chains, sets and rules; exclusively when
@@ -143,19 +144,17 @@ func addTable(b *batch, t *Table, fresh bool) error {
 				return fmt.Errorf("nftables: table %s chain %s: unknown hook %q", t.Name, c.Name, c.Base.Hook)
 			}
 		}
-		b.add(unix.NFT_MSG_NEWCHAIN, unix.NLM_F_CREATE, attrs(func(ae *netlink.AttributeEncoder) {
-			ae.String(unix.NFTA_CHAIN_TABLE, t.Name)
-			ae.String(unix.NFTA_CHAIN_NAME, c.Name)
-			if c.Base != nil {
-				ae.Nested(unix.NFTA_CHAIN_HOOK, func(nae *netlink.AttributeEncoder) error {
-					nae.Uint32(unix.NFTA_HOOK_HOOKNUM, hook)
-					nae.Uint32(unix.NFTA_HOOK_PRIORITY, uint32(c.Base.Priority))
-					return nil
-				})
-				ae.Uint32(unix.NFTA_CHAIN_POLICY, policyAccept)
-				ae.String(unix.NFTA_CHAIN_TYPE, c.Base.Type)
-			}
-		}), step{text: "table " + t.Name + ": add chain " + c.Name})
+		b.begin(unix.NFT_MSG_NEWCHAIN, unix.NLM_F_CREATE, step{text: "table " + t.Name + ": add chain " + c.Name})
+		b.str(unix.NFTA_CHAIN_TABLE, t.Name)
+		b.str(unix.NFTA_CHAIN_NAME, c.Name)
+		if c.Base != nil {
+			h := b.nest(unix.NFTA_CHAIN_HOOK)
+			b.u32(unix.NFTA_HOOK_HOOKNUM, hook)
+			b.u32(unix.NFTA_HOOK_PRIORITY, uint32(c.Base.Priority))
+			b.end(h)
+			b.u32(unix.NFTA_CHAIN_POLICY, policyAccept)
+			b.str(unix.NFTA_CHAIN_TYPE, c.Base.Type)
+		}
 	}
 	comp := &compiler{}
 	for _, c := range t.Chains {
@@ -168,36 +167,30 @@ func addTable(b *batch, t *Table, fresh bool) error {
 			for _, s := range sets {
 				addSet(b, t.Name, s, what)
 			}
-			ruleAttrs, err := ruleMsg(t.Name, c.Name, exprs, userData(r.fingerprint(t.Name, c.Name, i)))
-			if err != nil {
+			if err := addRule(b, exprs, r.fingerprint(t.Name, c.Name, i), what); err != nil {
 				return fmt.Errorf("nftables: %s: %w", what, err)
 			}
-			b.add(unix.NFT_MSG_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_APPEND, ruleAttrs, what)
 		}
 	}
 	return nil
 }
 
-// ruleMsg encodes a rule appended to table and chain.
-func ruleMsg(table, chain string, exprs []expr.Any, udata []byte) ([]byte, error) {
-	var err error
-	out := attrs(func(ae *netlink.AttributeEncoder) {
-		ae.String(unix.NFTA_RULE_TABLE, table)
-		ae.String(unix.NFTA_RULE_CHAIN, chain)
-		ae.Nested(unix.NFTA_RULE_EXPRESSIONS, func(nae *netlink.AttributeEncoder) error {
-			for _, e := range exprs {
-				data, merr := expr.Marshal(unix.NFPROTO_INET, e)
-				if merr != nil {
-					err = merr
-					return nil
-				}
-				nae.Bytes(unix.NLA_F_NESTED|unix.NFTA_LIST_ELEM, data)
-			}
-			return nil
-		})
-		ae.Bytes(unix.NFTA_RULE_USERDATA, udata)
-	})
-	return out, err
+// addRule appends the rule of what, with its expressions and its
+// fingerprint as user data, to the end of its chain.
+func addRule(b *batch, exprs []expr.Any, fp [16]byte, what step) error {
+	b.begin(unix.NFT_MSG_NEWRULE, unix.NLM_F_CREATE|unix.NLM_F_APPEND, what)
+	b.str(unix.NFTA_RULE_TABLE, what.table)
+	b.str(unix.NFTA_RULE_CHAIN, what.chain)
+	list := b.nest(unix.NFTA_RULE_EXPRESSIONS)
+	for _, e := range exprs {
+		if err := putExpr(&b.attrs, e); err != nil {
+			return err
+		}
+	}
+	b.end(list)
+	u := userData(fp)
+	b.bytes(unix.NFTA_RULE_USERDATA, u[:])
+	return nil
 }
 
 // setKeyByteOrder is the user data nft gives a set of big-endian keys
@@ -211,39 +204,32 @@ func addSet(b *batch, table string, s anonSet, what step) {
 	if s.interval {
 		flags |= unix.NFT_SET_INTERVAL
 	}
-	b.add(unix.NFT_MSG_NEWSET, unix.NLM_F_CREATE, attrs(func(ae *netlink.AttributeEncoder) {
-		ae.String(unix.NFTA_SET_TABLE, table)
-		ae.String(unix.NFTA_SET_NAME, anonSetName)
-		ae.Uint32(unix.NFTA_SET_FLAGS, flags)
-		ae.Uint32(unix.NFTA_SET_KEY_TYPE, typeInetService)
-		ae.Uint32(unix.NFTA_SET_KEY_LEN, 2)
-		ae.Uint32(unix.NFTA_SET_ID, s.id)
-		ae.Nested(unix.NFTA_SET_DESC, func(nae *netlink.AttributeEncoder) error {
-			nae.Uint32(unix.NFTA_SET_DESC_SIZE, uint32(len(s.elems)))
-			return nil
-		})
-		ae.Bytes(unix.NFTA_SET_USERDATA, setKeyByteOrder)
-	}), what.then(": add set"))
-	b.add(unix.NFT_MSG_NEWSETELEM, unix.NLM_F_CREATE, attrs(func(ae *netlink.AttributeEncoder) {
-		ae.String(unix.NFTA_SET_ELEM_LIST_SET, anonSetName)
-		ae.Uint32(unix.NFTA_SET_ELEM_LIST_SET_ID, s.id)
-		ae.String(unix.NFTA_SET_ELEM_LIST_TABLE, table)
-		ae.Nested(unix.NFTA_SET_ELEM_LIST_ELEMENTS, func(lae *netlink.AttributeEncoder) error {
-			for _, e := range s.elems {
-				lae.Nested(unix.NFTA_LIST_ELEM, func(eae *netlink.AttributeEncoder) error {
-					if e.intervalEnd {
-						eae.Uint32(unix.NFTA_SET_ELEM_FLAGS, unix.NFT_SET_ELEM_INTERVAL_END)
-					}
-					eae.Nested(unix.NFTA_SET_ELEM_KEY, func(kae *netlink.AttributeEncoder) error {
-						kae.Bytes(unix.NFTA_DATA_VALUE, e.key)
-						return nil
-					})
-					return nil
-				})
-			}
-			return nil
-		})
-	}), what.then(": add set elements"))
+	b.begin(unix.NFT_MSG_NEWSET, unix.NLM_F_CREATE, what.then(": add set"))
+	b.str(unix.NFTA_SET_TABLE, table)
+	b.str(unix.NFTA_SET_NAME, anonSetName)
+	b.u32(unix.NFTA_SET_FLAGS, flags)
+	b.u32(unix.NFTA_SET_KEY_TYPE, typeInetService)
+	b.u32(unix.NFTA_SET_KEY_LEN, 2)
+	b.u32(unix.NFTA_SET_ID, s.id)
+	desc := b.nest(unix.NFTA_SET_DESC)
+	b.u32(unix.NFTA_SET_DESC_SIZE, uint32(len(s.elems)))
+	b.end(desc)
+	b.bytes(unix.NFTA_SET_USERDATA, setKeyByteOrder)
+
+	b.begin(unix.NFT_MSG_NEWSETELEM, unix.NLM_F_CREATE, what.then(": add set elements"))
+	b.str(unix.NFTA_SET_ELEM_LIST_SET, anonSetName)
+	b.u32(unix.NFTA_SET_ELEM_LIST_SET_ID, s.id)
+	b.str(unix.NFTA_SET_ELEM_LIST_TABLE, table)
+	list := b.nest(unix.NFTA_SET_ELEM_LIST_ELEMENTS)
+	for _, e := range s.elems {
+		elem := b.nest(unix.NFTA_LIST_ELEM)
+		if e.intervalEnd {
+			b.u32(unix.NFTA_SET_ELEM_FLAGS, unix.NFT_SET_ELEM_INTERVAL_END)
+		}
+		b.value(unix.NFTA_SET_ELEM_KEY, e.key)
+		b.end(elem)
+	}
+	b.end(list)
 }
 
 // Cleanup deletes Skiff's tables (OwnedTables, inet family) in one
@@ -350,7 +336,7 @@ func (s *state) holds(p *Program) bool {
 				return false
 			}
 			for j, r := range wc.Rules {
-				if !bytes.Equal(gc.rules[j], userData(r.fingerprint(want.Name, wc.Name, j))) {
+				if u := userData(r.fingerprint(want.Name, wc.Name, j)); !bytes.Equal(gc.rules[j], u[:]) {
 					return false
 				}
 			}
@@ -497,9 +483,10 @@ type dumpedRule struct {
 // dumpRules lists the rules of an inet table: their chain and user data.
 // It reads only those attributes: the expressions are not needed.
 func dumpRules(c *conn, table string) ([]dumpedRule, error) {
-	req := attrs(func(ae *netlink.AttributeEncoder) { ae.String(unix.NFTA_RULE_TABLE, table) })
+	var req attrs
+	req.str(unix.NFTA_RULE_TABLE, table)
 	var out []dumpedRule
-	err := c.dump(unix.NFT_MSG_GETRULE, unix.NFPROTO_INET, req, func(a []byte) error {
+	err := c.dump(unix.NFT_MSG_GETRULE, unix.NFPROTO_INET, req.b, func(a []byte) error {
 		var r dumpedRule
 		var tbl string
 		err := decode(a, func(ad *netlink.AttributeDecoder) {

@@ -268,9 +268,11 @@ func (c *conn) request(msg int, family byte, reply int) ([]byte, error) {
 }
 
 // batch is an nftables transaction being built: the messages between a
-// batch begin and a batch end, committed by the kernel all or none.
+// batch begin and a batch end, committed by the kernel all or none. Each
+// message is written in place: begin appends its header, its attributes
+// follow, and the next begin (or the commit) sets its length.
 type batch struct {
-	b     []byte
+	attrs
 	seq   uint32
 	first uint32
 	last  int    // offset of the last message in b
@@ -301,19 +303,28 @@ func (s step) String() string {
 
 func (c *conn) newBatch() *batch {
 	c.seq++
-	b := &batch{seq: c.seq, first: c.seq + 1}
+	b := &batch{seq: c.seq, first: c.seq + 1, last: -1}
 	b.b = appendMessage(make([]byte, 0, 8<<10), unix.NFNL_MSG_BATCH_BEGIN, unix.NLM_F_REQUEST, b.seq, unix.AF_UNSPEC, nil)
 	// The batch header names the subsystem in its resource id.
 	binary.BigEndian.PutUint16(b.b[unix.NLMSG_HDRLEN+2:], unix.NFNL_SUBSYS_NFTABLES)
 	return b
 }
 
-// add appends a message of type msg with flags (NLM_F_REQUEST is implied).
-func (b *batch) add(msg int, flags uint16, attrs []byte, what step) {
+// begin starts a message of type msg with flags (NLM_F_REQUEST is implied);
+// its attributes are appended to b next.
+func (b *batch) begin(msg int, flags uint16, what step) {
+	b.finish()
 	b.seq++
 	b.last = len(b.b)
-	b.b = appendMessage(b.b, nftType(msg), unix.NLM_F_REQUEST|flags, b.seq, unix.NFPROTO_INET, attrs)
+	b.b = appendMessage(b.b, nftType(msg), unix.NLM_F_REQUEST|flags, b.seq, unix.NFPROTO_INET, nil)
 	b.what = append(b.what, what)
+}
+
+// finish sets the length of the message last begun.
+func (b *batch) finish() {
+	if b.last >= 0 {
+		binary.NativeEndian.PutUint32(b.b[b.last:], uint32(len(b.b)-b.last))
+	}
 }
 
 func (b *batch) empty() bool { return len(b.what) == 0 }
@@ -326,6 +337,10 @@ func (c *conn) commit(b *batch) error {
 	if b.empty() {
 		return nil
 	}
+	if b.err != nil {
+		return b.err
+	}
+	b.finish()
 	// Set NLM_F_ACK on the last message, then close the batch.
 	last := b.b[b.last:]
 	binary.NativeEndian.PutUint16(last[6:], binary.NativeEndian.Uint16(last[6:])|unix.NLM_F_ACK)
@@ -376,19 +391,6 @@ func (b *batch) describe(e *errKernel) error {
 		return fmt.Errorf("%s: %w", b.what[i], e)
 	}
 	return e
-}
-
-// attrs encodes netlink attributes, numbers in network byte order as
-// nftables wants them.
-func attrs(fn func(ae *netlink.AttributeEncoder)) []byte {
-	ae := netlink.NewAttributeEncoder()
-	ae.ByteOrder = binary.BigEndian
-	fn(ae)
-	b, err := ae.Encode()
-	if err != nil {
-		panic(err) // only an attribute longer than 64 KiB fails
-	}
-	return b
 }
 
 // decode calls fn with a decoder of b, numbers in network byte order.

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
@@ -158,8 +159,14 @@ const fingerprintVersion = "skiff-nft/3"
 // could rewrite its rules anyway. (SHA-256 linked the FIPS module's
 // packages into the CNI plugin, a process started for every pod.)
 func (r *Rule) fingerprint(table, chain string, index int) [16]byte {
+	var buf [256]byte
+	b := append(buf[:0], fingerprintVersion...)
+	b = append(append(append(b, 0), table...), 0)
+	b = append(append(b, chain...), 0)
+	b = append(strconv.AppendInt(b, int64(index), 10), 0)
+	b = append(b, r.String()...)
 	h := fnv.New128a()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s", fingerprintVersion, table, chain, index, r.String())
+	h.Write(b)
 	var out [16]byte
 	h.Sum(out[:0])
 	return out

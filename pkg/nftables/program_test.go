@@ -1,6 +1,7 @@
 package nftables
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -363,5 +364,10 @@ func TestFingerprint(t *testing.T) {
 	}
 	if a.fingerprint("t", "c", 0) != a.fingerprint("t", "c", 0) {
 		t.Error("the same rule at the same place has two fingerprints")
+	}
+	// Pinned: a build that fingerprints the same rule otherwise rewrites
+	// every pod's rules an earlier build installed.
+	if got := fmt.Sprintf("%x", a.fingerprint(TableNAT, "output", 12)); got != "ffccd302d83e869fdb7278ff547e21a8" {
+		t.Errorf("fingerprint of %q at 12 in %s output: %s, as an earlier build made it: ffccd302d83e869fdb7278ff547e21a8", a.String(), TableNAT, got)
 	}
 }
