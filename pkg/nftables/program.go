@@ -379,7 +379,13 @@ func translateTable(iptTable, name string, v4, v6 *ipt.Ruleset) (*Table, error) 
 				fams[i] = append(fams[i], nr...)
 			}
 		}
-		ch.Rules = mergeHeads(fams[0], fams[1], heads[0], heads[1])
+		if v4 == nil || v6 == nil {
+			// One family: its rules as they are, which is what merging
+			// with an empty list gives, without the work of it.
+			ch.Rules = append(fams[0], fams[1]...)
+		} else {
+			ch.Rules = mergeHeads(fams[0], fams[1], heads[0], heads[1])
+		}
 		if v4 != nil && v6 != nil {
 			// With both families programmed, a rule of one family that
 			// matches no address applies to both, as Istio writes it once
