@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/capture"
 	"github.com/skiff-mesh/skiff/pkg/cni/pluginlog"
 	ipt "github.com/skiff-mesh/skiff/pkg/iptables"
+	"github.com/skiff-mesh/skiff/pkg/logtime"
 )
 
 // Plugin implements the CNI commands. Its fields are the seams tests replace.
@@ -67,7 +68,7 @@ func (p *Plugin) logger(conf *Config) (*slog.Logger, *pluginlog.Buffer, error) {
 		}
 		w = io.MultiWriter(w, f)
 	}
-	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{Level: conf.level})
+	var h slog.Handler = slog.NewTextHandler(w, &slog.HandlerOptions{Level: conf.level, ReplaceAttr: logtime.UTC})
 	var buf *pluginlog.Buffer
 	if conf.AgentRunDir != "" {
 		buf = pluginlog.NewBuffer(conf.level)

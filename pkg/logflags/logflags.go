@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/skiff-mesh/skiff/pkg/logtime"
 )
 
 // LevelNone is the slog level of Istio's "none": nothing is logged.
@@ -120,9 +122,9 @@ func (f *Flags) Handler(w io.Writer) (slog.Handler, error) {
 }
 
 // NewHandler returns a slog handler writing to w at level lvl, as JSON or
-// as text.
+// as text, times in UTC.
 func NewHandler(w io.Writer, lvl slog.Level, json bool) slog.Handler {
-	opts := &slog.HandlerOptions{Level: lvl}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: logtime.UTC}
 	if json {
 		return slog.NewJSONHandler(w, opts)
 	}

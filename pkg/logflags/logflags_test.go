@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -73,5 +74,26 @@ func TestBadLevelNamesTheFlag(t *testing.T) {
 	_, err := f.Level()
 	if err == nil || !strings.Contains(err.Error(), `--log_output_level "default:loud"`) {
 		t.Fatalf("error %v does not name the flag and value", err)
+	}
+}
+
+// TestTimesInUTC: records carry UTC times in both formats, whatever the
+// local zone, and times inside a group or under another key are left alone.
+func TestTimesInUTC(t *testing.T) {
+	local := time.Local
+	time.Local = time.FixedZone("UTC+3", 3*3600)
+	t.Cleanup(func() { time.Local = local })
+	at := time.Date(2026, 12, 7, 23, 30, 0, 0, time.Local)
+	for _, json := range []bool{false, true} {
+		var buf bytes.Buffer
+		r := slog.NewRecord(at, slog.LevelInfo, "m", 0)
+		r.AddAttrs(slog.Time("at", at), slog.Group("g", slog.Time(slog.TimeKey, at)))
+		if err := NewHandler(&buf, slog.LevelInfo, json).Handle(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if !strings.Contains(out, "time=2026-12-07T20:30:00.000Z") && !strings.Contains(out, `"time":"2026-12-07T20:30:00Z"`) || strings.Count(out, "2026-12-07T23:30:00") != 2 {
+			t.Errorf("json %v: %s, want the record's time in UTC and the attributes' as given", json, out)
+		}
 	}
 }

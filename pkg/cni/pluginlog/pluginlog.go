@@ -25,6 +25,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/skiff-mesh/skiff/pkg/logtime"
 )
 
 const (
@@ -71,7 +73,7 @@ func NewBuffer(lvl slog.Leveler) *Buffer {
 					return slog.String(slog.LevelKey, levelName(l))
 				}
 			}
-			return a
+			return logtime.UTC(groups, a)
 		},
 	})}
 }

@@ -30,12 +30,24 @@ func TestBufferEncodesAsIstioReadsThem(t *testing.T) {
 		if m["level"] != want.level || m["msg"] != want.msg || m["component"] != "istio-cni" {
 			t.Errorf("record %d = %v, want level %q, msg %q and the logger's component", i, m, want.level, want.msg)
 		}
-		if _, err := time.Parse(time.RFC3339Nano, m["time"].(string)); err != nil {
-			t.Errorf("record %d time: %v", i, err)
+		if at, err := time.Parse(time.RFC3339Nano, m["time"].(string)); err != nil || at.Location() != time.UTC {
+			t.Errorf("record %d time %v: %v, want RFC 3339 in UTC, as Istio's", i, m["time"], err)
 		}
 	}
 	if !strings.Contains(string(recs[0].JSON), `"pod":"default/shell"`) {
 		t.Errorf("fields lost: %s", recs[0].JSON)
+	}
+}
+
+// TestBufferTimesInUTC: a record made in another zone is written in UTC.
+func TestBufferTimesInUTC(t *testing.T) {
+	b := NewBuffer(slog.LevelInfo)
+	at := time.Date(2026, 12, 7, 23, 30, 0, 0, time.FixedZone("UTC+3", 3*3600))
+	if err := b.Handle(t.Context(), slog.NewRecord(at, slog.LevelInfo, "m", 0)); err != nil {
+		t.Fatal(err)
+	}
+	if recs := b.Records(); len(recs) != 1 || !strings.Contains(string(recs[0].JSON), `"time":"2026-12-07T20:30:00Z"`) {
+		t.Errorf("records %q, want one with the time in UTC", recs)
 	}
 }
 
