@@ -3,8 +3,8 @@ package gen
 import (
 	"fmt"
 	"iter"
+	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -302,23 +302,31 @@ func stringMatcher(s *apinet.StringMatch) *matcherv3.StringMatcher {
 	return nil
 }
 
-// domains lists the names a sidecar's virtual host answers to: each of
-// hostNames, without and with the port.
-func domains(svc *model.Service, port uint16, proxyNS string) []string {
-	p := ":" + strconv.Itoa(int(port))
-	out := make([]string, 0, 2*(4+len(svc.Addresses)))
+// domains lists the names a sidecar's virtual host answers to, as Istio
+// 1.31 writes them for a sidecar: each of hostNames without a port (the
+// route configuration ignores the port in host matching), IPv6 addresses
+// in brackets as a Host header carries them.
+func domains(svc *model.Service, proxyNS string) []string {
+	out := make([]string, 0, 5+len(svc.Addresses))
 	for n := range hostNames(svc, proxyNS) {
-		out = append(out, n, n+p)
+		if strings.IndexByte(n, ':') >= 0 {
+			n = "[" + n + "]"
+		}
+		out = append(out, n)
 	}
 	return out
 }
 
 // hostNames yields the names of svc a sidecar in proxyNS may use: the
-// host name, the short forms of a Kubernetes service (the bare name in
-// its own namespace only), and the VIPs.
+// host name, also absolute (with its trailing dot, unless it is an
+// address), the short forms of a Kubernetes service (the bare name in its
+// own namespace only), and the VIPs.
 func hostNames(svc *model.Service, proxyNS string) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		if !yield(svc.Hostname) {
+			return
+		}
+		if _, err := netip.ParseAddr(svc.Hostname); err != nil && !yield(svc.Hostname+".") {
 			return
 		}
 		if svc.Registry == model.RegistryKubernetes {

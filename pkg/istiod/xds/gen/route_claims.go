@@ -7,11 +7,11 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
-// contestedNames are, per push, the host names (in lower case, without a
-// port) that a virtual host may share with another, or hold twice. Only a
-// host with one of them can lose a domain in dedupeDomains: its domains
-// are its names with and without the port. A shared host with none is
-// passed over there, in every scope that takes it.
+// contestedNames are, per push, the host names (in lower case) that a
+// virtual host may share with another, or hold twice. Only a host with one
+// of them can lose a domain in dedupeDomains: its domains are its names
+// (an IPv6 address in brackets, which no name holds). A shared host with
+// none is passed over there, in every scope that takes it.
 var contestedNames = model.NewMemo[struct{}, *claims]()
 
 // contested returns pc's claims on host names.
@@ -37,15 +37,10 @@ func newClaims(n int) *claims {
 	return &claims{seen: make(map[string]struct{}, n), contested: map[string]struct{}{}}
 }
 
-// add claims names. A name with a colon (an IPv6 address) may equal
-// another name with its port: both are contested.
+// add claims names.
 func (c *claims) add(names iter.Seq[string]) {
 	for n := range names {
 		n = strings.ToLower(n)
-		if i := strings.LastIndexByte(n, ':'); i >= 0 {
-			c.contested[n] = struct{}{}
-			c.contested[n[:i]] = struct{}{}
-		}
 		if _, ok := c.seen[n]; ok {
 			c.contested[n] = struct{}{}
 		}

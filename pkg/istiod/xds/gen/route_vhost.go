@@ -8,6 +8,7 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
@@ -86,7 +87,7 @@ func (b *routeBuilder) virtualHost(svc *model.Service, port uint16) vhostPart {
 func (b *routeBuilder) buildHost(svc *model.Service, port uint16) *routev3.VirtualHost {
 	return &routev3.VirtualHost{
 		Name:    svc.Hostname + ":" + strconv.Itoa(int(port)),
-		Domains: domains(svc, port, b.scope.Namespace),
+		Domains: domains(svc, b.scope.Namespace),
 		Routes:  b.routes(svc, port),
 	}
 }
@@ -156,12 +157,29 @@ func dedupeDomains(parts []vhostPart) {
 // domain or more per name and address of each.
 var seenDomains = sync.Pool{New: func() any { return map[string]struct{}{} }}
 
-// routeConfiguration assembles the RouteConfiguration name of parts, with
-// the bytes deterministic marshaling gives (name, field 1, then each
-// virtual host in order, field 2).
+// outboundRouteOptions are the fields Istio 1.31 sets on a sidecar's
+// outbound route configuration besides its name and virtual hosts, encoded
+// (fields 7, 11 and 14, after those): clusters not validated, direct
+// responses up to 1 MiB, and the port ignored in host matching, which
+// lets each virtual host list its names without ports.
+var outboundRouteOptions = func() []byte {
+	b, err := deterministic.Marshal(&routev3.RouteConfiguration{
+		ValidateClusters:               wrapperspb.Bool(false),
+		MaxDirectResponseBodySizeBytes: wrapperspb.UInt32(1 << 20),
+		IgnorePortInHostMatching:       true,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// routeConfiguration assembles the outbound RouteConfiguration name of
+// parts, with the bytes deterministic marshaling gives (name, field 1,
+// then each virtual host in order, field 2, then outboundRouteOptions).
 func routeConfiguration(name string, parts []vhostPart) *Resource {
 	own := make([][]byte, len(parts))
-	size := protowire.SizeTag(1) + protowire.SizeBytes(len(name))
+	size := protowire.SizeTag(1) + protowire.SizeBytes(len(name)) + len(outboundRouteOptions)
 	for i, p := range parts {
 		if p.shared != nil {
 			if p.shared.err != nil {
@@ -188,5 +206,6 @@ func routeConfiguration(name string, parts []vhostPart) *Resource {
 		b = protowire.AppendTag(b, 2, protowire.BytesType)
 		b = protowire.AppendBytes(b, own[i])
 	}
+	b = append(b, outboundRouteOptions...)
 	return entryResource(name, RouteType, b, size)
 }

@@ -1,0 +1,124 @@
+package interop
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/structpb"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
+	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
+)
+
+// TestRouteDomainsAsIstio: the virtual host a sidecar's outbound route
+// configuration gives a service answers to the names Istio 1.31's own
+// pilot-discovery gives it, on the same API server, from the service's
+// namespace (where the bare name is one) and from another; and the route
+// configuration's options, the port ignored in host matching among them,
+// are Istio's.
+func TestRouteDomainsAsIstio(t *testing.T) {
+	istiod := skiff(t, "istiod") // before the API server's context: on a new machine this build takes minutes
+	env, ctx := crdtest.Start(t)
+	svcNS, otherNS := netnstest.UniqueName("rt-svc-"), netnstest.UniqueName("rt-other-")
+	for _, name := range []string{"istio-system", svcNS, otherNS} {
+		if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: svcNS},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.61", Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
+	if _, err := env.Client.CoreV1().Services(svcNS).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, istioPlain := startIstioPilot(t, env)
+	skiffPlain := freeAddr(t)
+	startProcess(t, t.TempDir(), nil, istiod, "--kubeconfig", env.Kubeconfig,
+		"--grpcAddr", skiffPlain, "--secureGRPCAddr", freeAddr(t), "--httpAddr", freeAddr(t),
+		"--monitoringAddr", "", "--httpsAddr", freeAddr(t))
+	listening(t, skiffPlain)
+	vhost := "reviews." + svcNS + ".svc.cluster.local:9080"
+	for _, ns := range []string{svcNS, otherNS} {
+		want := outboundRoute(t, ctx, istioPlain, ns, "9080", vhost)
+		got := outboundRoute(t, ctx, skiffPlain, ns, "9080", vhost)
+		if !slices.Equal(got.domains, want.domains) {
+			t.Errorf("sidecar in %s: %s answers to %q; Istio's to %q", ns, vhost, got.domains, want.domains)
+		}
+		if got.options != want.options {
+			t.Errorf("sidecar in %s: route configuration 9080 options %+v; Istio's %+v", ns, got.options, want.options)
+		}
+	}
+}
+
+// routeView is what TestRouteDomainsAsIstio compares of a route
+// configuration: one virtual host's domains, sorted, and the options.
+type routeView struct {
+	domains []string
+	options routeOptions
+}
+
+type routeOptions struct {
+	ignorePort, validateClustersSet, validateClusters bool
+	maxDirectResponse                                 uint32
+}
+
+// outboundRoute asks the plaintext xDS address for route configuration
+// name as a sidecar in namespace ns (state of the world), and returns it
+// once it holds virtual host vhost, acknowledging the responses before.
+func outboundRoute(t *testing.T, ctx context.Context, addr, ns, name, vhost string) routeView {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := structpb.NewStruct(map[string]any{"NAMESPACE": ns, "CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0",
+		"LABELS": map[string]any{"app": "client"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev3.Node{Id: "sidecar~10.1.2.9~client-0." + ns + "~" + ns + ".svc.cluster.local", Metadata: meta}
+	const rds = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	req := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: rds, ResourceNames: []string{name}}
+	for {
+		if err := stream.Send(req); err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("%s: route configuration %s with virtual host %s as a sidecar in %s: %v", addr, name, vhost, ns, err)
+		}
+		for _, a := range resp.GetResources() {
+			var rc routev3.RouteConfiguration
+			if a.UnmarshalTo(&rc) != nil || rc.GetName() != name {
+				continue
+			}
+			for _, vh := range rc.GetVirtualHosts() {
+				if vh.GetName() != vhost {
+					continue
+				}
+				return routeView{domains: slices.Sorted(slices.Values(vh.GetDomains())), options: routeOptions{
+					ignorePort:          rc.GetIgnorePortInHostMatching(),
+					validateClustersSet: rc.GetValidateClusters() != nil,
+					validateClusters:    rc.GetValidateClusters().GetValue(),
+					maxDirectResponse:   rc.GetMaxDirectResponseBodySizeBytes().GetValue(),
+				}}
+			}
+		}
+		req = &discoveryv3.DiscoveryRequest{TypeUrl: rds, ResourceNames: []string{name}, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
+	}
+}
