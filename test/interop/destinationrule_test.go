@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
+	"github.com/skiff-mesh/skiff/pkg/kubetest"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
@@ -34,16 +35,7 @@ func TestDestinationRulePickAsIstio(t *testing.T) {
 	istiod := skiff(t, "istiod") // before the API server's context: on a new machine this build takes minutes
 	env, ctx := crdtest.Start(t)
 	proxyNS, svcNS, otherNS := netnstest.UniqueName("dr-proxy-"), netnstest.UniqueName("dr-svc-"), netnstest.UniqueName("dr-other-")
-	for _, name := range []string{"istio-system", proxyNS, svcNS, otherNS} {
-		if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: svcNS},
-		Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.60", Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
-	if _, err := env.Client.CoreV1().Services(svcNS).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	withReviews(t, ctx, env, "10.0.0.60", svcNS, proxyNS, otherNS)
 	host := "reviews." + svcNS + ".svc.cluster.local"
 	// Every rule, each with the connection limit that tells it apart.
 	rules := []struct {
@@ -67,12 +59,7 @@ func TestDestinationRulePickAsIstio(t *testing.T) {
 		}
 	}
 
-	_, istioPlain := startIstioPilot(t, env)
-	skiffPlain := freeAddr(t)
-	startProcess(t, t.TempDir(), nil, istiod, "--kubeconfig", env.Kubeconfig,
-		"--grpcAddr", skiffPlain, "--secureGRPCAddr", freeAddr(t), "--httpAddr", freeAddr(t),
-		"--monitoringAddr", "", "--httpsAddr", freeAddr(t))
-	listening(t, skiffPlain)
+	istioPlain, skiffPlain := bothControlPlanes(t, env, istiod)
 	cluster := "outbound|9080||" + host
 	planes := []struct {
 		name  string
@@ -112,23 +99,9 @@ func TestDestinationRulePickAsIstio(t *testing.T) {
 // the cluster arrives).
 func watchConnectionLimit(t *testing.T, ctx context.Context, addr, ns, cluster string) *atomic.Int64 {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
 	sctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(sctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, err := structpb.NewStruct(map[string]any{"NAMESPACE": ns, "CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0",
-		"LABELS": map[string]any{"app": "client"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := &corev3.Node{Id: "sidecar~10.1.2.9~client-0." + ns + "~" + ns + ".svc.cluster.local", Metadata: meta}
+	stream, node := adsAsSidecar(t, sctx, addr, ns)
 	const cds = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: node, TypeUrl: cds}); err != nil {
 		t.Fatal(err)
@@ -161,4 +134,56 @@ func watchConnectionLimit(t *testing.T, ctx context.Context, addr, ns, cluster s
 		}
 	}()
 	return limit
+}
+
+// adsAsSidecar opens an ADS stream on ctx to the plaintext xDS address and
+// returns it with the node of a sidecar in namespace ns, for the first
+// request. The connection closes when the test ends.
+func adsAsSidecar(t *testing.T, ctx context.Context, addr, ns string) (discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient, *corev3.Node) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := structpb.NewStruct(map[string]any{"NAMESPACE": ns, "CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0",
+		"LABELS": map[string]any{"app": "client"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stream, &corev3.Node{Id: "sidecar~10.1.2.9~client-0." + ns + "~" + ns + ".svc.cluster.local", Metadata: meta}
+}
+
+// withReviews creates istio-system, svcNS and the other namespaces, and
+// the service reviews in svcNS (HTTP on 9080) at clusterIP.
+func withReviews(t *testing.T, ctx context.Context, env *kubetest.Env, clusterIP, svcNS string, others ...string) {
+	t.Helper()
+	for _, name := range append([]string{"istio-system", svcNS}, others...) {
+		if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: svcNS},
+		Spec: corev1.ServiceSpec{ClusterIP: clusterIP, Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
+	if _, err := env.Client.CoreV1().Services(svcNS).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// bothControlPlanes starts Istio 1.31's pilot-discovery and Skiff's
+// istiod (the binary at istiod) on env's API server, and returns their
+// plaintext xDS addresses once both listen.
+func bothControlPlanes(t *testing.T, env *kubetest.Env, istiod string) (istioAddr, skiffAddr string) {
+	t.Helper()
+	_, istioAddr = startIstioPilot(t, env)
+	skiffAddr = freeAddr(t)
+	startProcess(t, t.TempDir(), nil, istiod, "--kubeconfig", env.Kubeconfig,
+		"--grpcAddr", skiffAddr, "--secureGRPCAddr", freeAddr(t), "--httpAddr", freeAddr(t),
+		"--monitoringAddr", "", "--httpsAddr", freeAddr(t))
+	listening(t, skiffAddr)
+	return istioAddr, skiffAddr
 }

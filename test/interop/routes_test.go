@@ -6,14 +6,8 @@ import (
 	"testing"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/types/known/structpb"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
@@ -29,22 +23,8 @@ func TestRouteDomainsAsIstio(t *testing.T) {
 	istiod := skiff(t, "istiod") // before the API server's context: on a new machine this build takes minutes
 	env, ctx := crdtest.Start(t)
 	svcNS, otherNS := netnstest.UniqueName("rt-svc-"), netnstest.UniqueName("rt-other-")
-	for _, name := range []string{"istio-system", svcNS, otherNS} {
-		if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: svcNS},
-		Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.61", Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
-	if _, err := env.Client.CoreV1().Services(svcNS).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	_, istioPlain := startIstioPilot(t, env)
-	skiffPlain := freeAddr(t)
-	startProcess(t, t.TempDir(), nil, istiod, "--kubeconfig", env.Kubeconfig,
-		"--grpcAddr", skiffPlain, "--secureGRPCAddr", freeAddr(t), "--httpAddr", freeAddr(t),
-		"--monitoringAddr", "", "--httpsAddr", freeAddr(t))
-	listening(t, skiffPlain)
+	withReviews(t, ctx, env, "10.0.0.61", svcNS, otherNS)
+	istioPlain, skiffPlain := bothControlPlanes(t, env, istiod)
 	vhost := "reviews." + svcNS + ".svc.cluster.local:9080"
 	for _, ns := range []string{svcNS, otherNS} {
 		want := outboundRoute(t, ctx, istioPlain, ns, "9080", vhost)
@@ -75,23 +55,9 @@ type routeOptions struct {
 // once it holds virtual host vhost, acknowledging the responses before.
 func outboundRoute(t *testing.T, ctx context.Context, addr, ns, name, vhost string) routeView {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(sctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta, err := structpb.NewStruct(map[string]any{"NAMESPACE": ns, "CLUSTER_ID": "Kubernetes", "ISTIO_VERSION": "1.31.0",
-		"LABELS": map[string]any{"app": "client"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := &corev3.Node{Id: "sidecar~10.1.2.9~client-0." + ns + "~" + ns + ".svc.cluster.local", Metadata: meta}
+	stream, node := adsAsSidecar(t, sctx, addr, ns)
 	const rds = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 	req := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: rds, ResourceNames: []string{name}}
 	for {
