@@ -8,32 +8,42 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
 )
 
 // TestRouteDomainsAsIstio: the virtual host a sidecar's outbound route
-// configuration gives a service answers to the names Istio 1.31's own
-// pilot-discovery gives it, on the same API server, from the service's
-// namespace (where the bare name is one) and from another; and the route
-// configuration's options, the port ignored in host matching among them,
-// are Istio's.
+// configuration gives a service, with a cluster IP or headless, answers to
+// the names Istio 1.31's own pilot-discovery gives it, on the same API
+// server, from the service's namespace (where the bare name is one) and
+// from another; and the route configuration's options, the port ignored in
+// host matching among them, are Istio's.
 func TestRouteDomainsAsIstio(t *testing.T) {
 	istiod := skiff(t, "istiod") // before the API server's context: on a new machine this build takes minutes
 	env, ctx := crdtest.Start(t)
 	svcNS, otherNS := netnstest.UniqueName("rt-svc-"), netnstest.UniqueName("rt-other-")
 	withReviews(t, ctx, env, "10.0.0.61", svcNS, otherNS)
+	// A headless service: its pods' names are under its names.
+	db := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: svcNS},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
+	if _, err := env.Client.CoreV1().Services(svcNS).Create(ctx, db, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	istioPlain, skiffPlain := bothControlPlanes(t, env, istiod)
-	vhost := "reviews." + svcNS + ".svc.cluster.local:9080"
 	for _, ns := range []string{svcNS, otherNS} {
-		want := outboundRoute(t, ctx, istioPlain, ns, "9080", vhost)
-		got := outboundRoute(t, ctx, skiffPlain, ns, "9080", vhost)
-		if !slices.Equal(got.domains, want.domains) {
-			t.Errorf("sidecar in %s: %s answers to %q; Istio's to %q", ns, vhost, got.domains, want.domains)
-		}
-		if got.options != want.options {
-			t.Errorf("sidecar in %s: route configuration 9080 options %+v; Istio's %+v", ns, got.options, want.options)
+		for _, svc := range []string{"reviews", "db"} {
+			vhost := svc + "." + svcNS + ".svc.cluster.local:9080"
+			want := outboundRoute(t, ctx, istioPlain, ns, "9080", vhost)
+			got := outboundRoute(t, ctx, skiffPlain, ns, "9080", vhost)
+			if !slices.Equal(got.domains, want.domains) {
+				t.Errorf("sidecar in %s: %s answers to %q; Istio's to %q", ns, vhost, got.domains, want.domains)
+			}
+			if got.options != want.options {
+				t.Errorf("sidecar in %s: route configuration 9080 options %+v; Istio's %+v", ns, got.options, want.options)
+			}
 		}
 	}
 }

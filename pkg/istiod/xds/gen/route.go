@@ -320,20 +320,12 @@ func domains(svc *model.Service, proxyNS string) []string {
 // hostNames yields the names of svc a sidecar in proxyNS may use: the
 // host name, also absolute (with its trailing dot, unless it is an
 // address), the short forms of a Kubernetes service (the bare name in its
-// own namespace only), and the VIPs.
+// own namespace only); for a headless service each of those again under
+// "*.", which its pods' names are; then the VIPs.
 func hostNames(svc *model.Service, proxyNS string) iter.Seq[string] {
 	return func(yield func(string) bool) {
-		if !yield(svc.Hostname) {
+		if !serviceNames(svc, proxyNS, "", yield) || headless(svc) && !serviceNames(svc, proxyNS, "*.", yield) {
 			return
-		}
-		if _, err := netip.ParseAddr(svc.Hostname); err != nil && !yield(svc.Hostname+".") {
-			return
-		}
-		if svc.Registry == model.RegistryKubernetes {
-			short, shortSvc := kubeShortNames(svc)
-			if !yield(short) || !yield(shortSvc) || (svc.Namespace == proxyNS && !yield(svc.Name)) {
-				return
-			}
 		}
 		for _, a := range svc.Addresses {
 			if !yield(a) {
@@ -341,6 +333,22 @@ func hostNames(svc *model.Service, proxyNS string) iter.Seq[string] {
 			}
 		}
 	}
+}
+
+// serviceNames yields svc's names (hostNames without the VIPs), each after
+// prefix; false when yield stopped it.
+func serviceNames(svc *model.Service, proxyNS, prefix string, yield func(string) bool) bool {
+	if !yield(prefix + svc.Hostname) {
+		return false
+	}
+	if _, err := netip.ParseAddr(svc.Hostname); err != nil && !yield(prefix+svc.Hostname+".") {
+		return false
+	}
+	if svc.Registry != model.RegistryKubernetes {
+		return true
+	}
+	short, shortSvc := kubeShortNames(svc)
+	return yield(prefix+short) && yield(prefix+shortSvc) && (svc.Namespace != proxyNS || yield(prefix+svc.Name))
 }
 
 // kubeShortNames are name.namespace and name.namespace.svc, cut from the

@@ -91,6 +91,8 @@ func TestClaimsCoverCollisions(t *testing.T) {
 		entry("c.example", "FD00::1"),   // ... is c's, in upper case
 		kube("d", "y", "10.0.0.4", "10.0.0.4"),
 		entry("e.example", "10.0.0.1"), // a's address
+		kube("h", "y"),                 // headless ...
+		entry("*.h.y.svc"),             // ... so its pods' names are under h.y.svc, as here
 		kube("z", "z", "10.0.0.26"),
 	}
 	c := newClaims(0)
@@ -124,5 +126,33 @@ func TestClaimsCoverCollisions(t *testing.T) {
 	}
 	if collided == 0 || !c.alone(hostNames(svcs[len(svcs)-1], "z")) {
 		t.Errorf("%d clashes; z alone: %t", collided, c.alone(hostNames(svcs[len(svcs)-1], "z")))
+	}
+}
+
+// TestDomains pins a sidecar's domains for a service, as Istio 1.31 writes
+// them (test/interop TestRouteDomainsAsIstio compares them with Istio's
+// own): no ports, the absolute host name, the bare name only in the
+// service's namespace, IPv6 VIPs in brackets, and a headless service's
+// names again under "*.".
+func TestDomains(t *testing.T) {
+	svc := func(name, ns string, addrs ...string) *model.Service {
+		return &model.Service{Hostname: name + "." + ns + ".svc.cluster.local", Name: name, Namespace: ns, Registry: model.RegistryKubernetes, Addresses: addrs}
+	}
+	for _, c := range []struct {
+		svc     *model.Service
+		proxyNS string
+		want    []string
+	}{
+		{svc("r", "a", "10.0.0.1"), "a", []string{"r.a.svc.cluster.local", "r.a.svc.cluster.local.", "r.a", "r.a.svc", "r", "10.0.0.1"}},
+		{svc("r", "a", "10.0.0.1", "fd00::1"), "b", []string{"r.a.svc.cluster.local", "r.a.svc.cluster.local.", "r.a", "r.a.svc", "10.0.0.1", "[fd00::1]"}},
+		{svc("h", "a"), "b", []string{"h.a.svc.cluster.local", "h.a.svc.cluster.local.", "h.a", "h.a.svc",
+			"*.h.a.svc.cluster.local", "*.h.a.svc.cluster.local.", "*.h.a", "*.h.a.svc"}},
+		{&model.Service{Hostname: "api.example.com", Registry: model.RegistryExternal, Addresses: []string{"240.0.0.1"}}, "b",
+			[]string{"api.example.com", "api.example.com.", "240.0.0.1"}},
+		{&model.Service{Hostname: "10.1.2.3", Registry: model.RegistryExternal}, "b", []string{"10.1.2.3"}},
+	} {
+		if got := domains(c.svc, c.proxyNS); !slices.Equal(got, c.want) {
+			t.Errorf("%s seen from %s: %q, want %q", c.svc.Hostname, c.proxyNS, got, c.want)
+		}
 	}
 }
