@@ -35,6 +35,14 @@ func (a *attrs) str(typ uint16, s string) { copy(a.attr(typ, len(s)+1), s) }
 
 func (a *attrs) u32(typ uint16, v uint32) { binary.BigEndian.PutUint32(a.attr(typ, 4), v) }
 
+// u32Set appends v unless it is zero: the attributes nf_tables reads as
+// absent when unset.
+func (a *attrs) u32Set(typ uint16, v uint32) {
+	if v != 0 {
+		a.u32(typ, v)
+	}
+}
+
 func (a *attrs) u64(typ uint16, v uint64) { binary.BigEndian.PutUint64(a.attr(typ, 8), v) }
 
 // nest opens a nested attribute of type typ; the attributes appended until

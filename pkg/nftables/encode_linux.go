@@ -14,17 +14,19 @@ import (
 // compiler emits and rejects any other.
 func putExpr(a *attrs, e expr.Any) error {
 	elem := a.nest(unix.NFTA_LIST_ELEM)
-	name := exprName(e)
-	if name == "" {
-		return fmt.Errorf("no netlink encoding for expression %T", e)
+	var data int
+	// named starts the expression's data after its kernel name.
+	named := func(name string) {
+		a.str(unix.NFTA_EXPR_NAME, name)
+		data = a.nest(unix.NFTA_EXPR_DATA)
 	}
-	a.str(unix.NFTA_EXPR_NAME, name)
-	data := a.nest(unix.NFTA_EXPR_DATA)
 	switch e := e.(type) {
 	case *expr.Meta:
+		named("meta")
 		a.u32(unix.NFTA_META_KEY, uint32(e.Key))
 		a.u32(registerAttr(e.SourceRegister, unix.NFTA_META_SREG, unix.NFTA_META_DREG), e.Register)
 	case *expr.Cmp:
+		named("cmp")
 		a.u32(unix.NFTA_CMP_SREG, e.Register)
 		a.u32(unix.NFTA_CMP_OP, uint32(e.Op))
 		a.value(unix.NFTA_CMP_DATA, e.Data)
@@ -32,6 +34,7 @@ func putExpr(a *attrs, e expr.Any) error {
 		if e.OperationType != expr.PayloadLoad || e.CsumType != 0 {
 			return fmt.Errorf("no netlink encoding for a payload write or checksum")
 		}
+		named("payload")
 		a.u32(unix.NFTA_PAYLOAD_DREG, e.DestRegister)
 		a.u32(unix.NFTA_PAYLOAD_BASE, uint32(e.Base))
 		a.u32(unix.NFTA_PAYLOAD_OFFSET, e.Offset)
@@ -40,18 +43,16 @@ func putExpr(a *attrs, e expr.Any) error {
 		if e.IsDestRegSet {
 			return fmt.Errorf("no netlink encoding for a lookup into a register")
 		}
-		if e.SourceRegister != 0 {
-			a.u32(unix.NFTA_LOOKUP_SREG, e.SourceRegister)
-		}
+		named("lookup")
+		a.u32Set(unix.NFTA_LOOKUP_SREG, e.SourceRegister)
 		if e.Invert {
 			a.u32(unix.NFTA_LOOKUP_FLAGS, unix.NFT_LOOKUP_F_INV)
 		}
 		a.str(unix.NFTA_LOOKUP_SET, e.SetName)
 		a.u32(unix.NFTA_LOOKUP_SET_ID, e.SetID)
 	case *expr.Range:
-		if e.Register > 0 {
-			a.u32(unix.NFTA_RANGE_SREG, e.Register)
-		}
+		named("range")
+		a.u32Set(unix.NFTA_RANGE_SREG, e.Register)
 		a.u32(unix.NFTA_RANGE_OP, uint32(e.Op))
 		if len(e.FromData) > 0 {
 			a.value(unix.NFTA_RANGE_FROM_DATA, e.FromData)
@@ -60,6 +61,7 @@ func putExpr(a *attrs, e expr.Any) error {
 			a.value(unix.NFTA_RANGE_TO_DATA, e.ToData)
 		}
 	case *expr.Ct:
+		named("ct")
 		a.u32(unix.NFTA_CT_KEY, uint32(e.Key))
 		a.u32(registerAttr(e.SourceRegister, unix.NFTA_CT_SREG, unix.NFTA_CT_DREG), e.Register)
 		switch e.Key {
@@ -67,35 +69,33 @@ func putExpr(a *attrs, e expr.Any) error {
 			a.u32(unix.NFTA_CT_DIRECTION, e.Direction)
 		}
 	case *expr.Bitwise:
+		named("bitwise")
 		a.u32(unix.NFTA_BITWISE_SREG, e.SourceRegister)
 		a.u32(unix.NFTA_BITWISE_DREG, e.DestRegister)
 		a.u32(unix.NFTA_BITWISE_LEN, e.Len)
 		a.value(unix.NFTA_BITWISE_MASK, e.Mask)
 		a.value(unix.NFTA_BITWISE_XOR, e.Xor)
 	case *expr.Immediate:
+		named("immediate")
 		a.u32(unix.NFTA_IMMEDIATE_DREG, e.Register)
 		a.value(unix.NFTA_IMMEDIATE_DATA, e.Data)
 	case *expr.Redir:
-		if e.RegisterProtoMin > 0 {
-			a.u32(unix.NFTA_REDIR_REG_PROTO_MIN, e.RegisterProtoMin)
-		}
-		if e.RegisterProtoMax > 0 {
-			a.u32(unix.NFTA_REDIR_REG_PROTO_MAX, e.RegisterProtoMax)
-		}
-		if e.Flags > 0 {
-			a.u32(unix.NFTA_REDIR_FLAGS, e.Flags)
-		}
+		named("redir")
+		a.u32Set(unix.NFTA_REDIR_REG_PROTO_MIN, e.RegisterProtoMin)
+		a.u32Set(unix.NFTA_REDIR_REG_PROTO_MAX, e.RegisterProtoMax)
+		a.u32Set(unix.NFTA_REDIR_FLAGS, e.Flags)
 	case *expr.TProxy:
+		named("tproxy")
 		a.u32(expr.NFTA_TPROXY_FAMILY, uint32(e.Family))
 		a.u32(expr.NFTA_TPROXY_REG_PORT, e.RegPort)
-		if e.RegAddr != 0 {
-			a.u32(expr.NFTA_TPROXY_REG_ADDR, e.RegAddr)
-		}
+		a.u32Set(expr.NFTA_TPROXY_REG_ADDR, e.RegAddr)
 	case *expr.Counter:
+		named("counter")
 		a.u64(unix.NFTA_COUNTER_BYTES, e.Bytes)
 		a.u64(unix.NFTA_COUNTER_PACKETS, e.Packets)
 	case *expr.Verdict:
 		// A verdict is an immediate into the verdict register.
+		named("immediate")
 		a.u32(unix.NFTA_IMMEDIATE_DREG, unix.NFT_REG_VERDICT)
 		imm := a.nest(unix.NFTA_IMMEDIATE_DATA)
 		v := a.nest(unix.NFTA_DATA_VERDICT)
@@ -105,40 +105,12 @@ func putExpr(a *attrs, e expr.Any) error {
 		}
 		a.end(v)
 		a.end(imm)
+	default:
+		return fmt.Errorf("no netlink encoding for expression %T", e)
 	}
 	a.end(data)
 	a.end(elem)
 	return nil
-}
-
-// exprName is the kernel's name of the expression e, or "" for one putExpr
-// cannot encode.
-func exprName(e expr.Any) string {
-	switch e.(type) {
-	case *expr.Meta:
-		return "meta"
-	case *expr.Cmp:
-		return "cmp"
-	case *expr.Payload:
-		return "payload"
-	case *expr.Lookup:
-		return "lookup"
-	case *expr.Range:
-		return "range"
-	case *expr.Ct:
-		return "ct"
-	case *expr.Bitwise:
-		return "bitwise"
-	case *expr.Immediate, *expr.Verdict:
-		return "immediate"
-	case *expr.Redir:
-		return "redir"
-	case *expr.TProxy:
-		return "tproxy"
-	case *expr.Counter:
-		return "counter"
-	}
-	return ""
 }
 
 // registerAttr is src's attribute when the expression reads its register,
