@@ -65,6 +65,8 @@ type Registry struct {
 	dirty    map[model.Kind]*changes
 	inputs   *model.Inputs
 	problems problems
+	// reported are the problems logged, by message: each is logged once.
+	reported map[string]struct{}
 	synced   bool
 	listers  *listers
 }
@@ -265,8 +267,24 @@ func (r *Registry) Inputs() *model.Inputs {
 	if r.listers != nil && len(r.dirty) > 0 {
 		r.inputs = r.listers.build(r.inputs, r.dirty, r.problems)
 		clear(r.dirty)
+		r.reportProblems()
 	}
 	return r.inputs
+}
+
+// reportProblems logs, once each, the objects validation leaves out of
+// every push (the validation webhook would have refused them): a problem
+// is logged when it appears, and again if it goes and comes back.
+func (r *Registry) reportProblems() {
+	now := make(map[string]struct{}, len(r.reported))
+	for _, err := range r.problems.list() {
+		msg := err.Error()
+		now[msg] = struct{}{}
+		if _, ok := r.reported[msg]; !ok {
+			r.log.Warn("invalid object left out of the configuration", "err", msg)
+		}
+	}
+	r.reported = now
 }
 
 // Problems lists the objects that failed validation, by kind.

@@ -21,6 +21,7 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube"
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
+	"github.com/skiff-mesh/skiff/pkg/logtest"
 	"github.com/skiff-mesh/skiff/pkg/polltest"
 )
 
@@ -89,7 +90,8 @@ func TestKubeRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r, err := kube.New(kube.Config{Rest: env.Config}, slog.New(slog.DiscardHandler))
+	var logs logtest.Buffer
+	r, err := kube.New(kube.Config{Rest: env.Config}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +108,11 @@ func TestKubeRegistry(t *testing.T) {
 	}
 	if p := r.Problems(); len(p) != 1 || !strings.Contains(p[0].Error(), "VirtualService default/bad") || !strings.Contains(p[0].Error(), "weights must add up to 100") {
 		t.Fatalf("problems: %v", p)
+	}
+	// Left out, and said so once, with the object and why.
+	r.Inputs()
+	if n := strings.Count(logs.String(), "invalid object left out"); n != 1 || !strings.Contains(logs.String(), "VirtualService default/bad") {
+		t.Fatalf("the invalid VirtualService logged %d times; log:\n%s", n, logs.String())
 	}
 	pc := model.BuildPushContext(in, "1")
 	if eps := pc.Endpoints["reviews.default.svc.cluster.local"]; len(eps) != 1 || eps[0].Address != "10.1.0.1" ||
