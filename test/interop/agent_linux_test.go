@@ -223,8 +223,13 @@ func TestSkiffAgentUnderIstioPilotDiscovery(t *testing.T) {
 // istiod's chart does, and returns its secure and plaintext xDS addresses.
 func startIstioPilot(t *testing.T, env *kubetest.Env) (secure, plain string) {
 	t.Helper()
+	return startIstioPilotMesh(t, env, istioInjectFiles(t).mesh)
+}
+
+// startIstioPilotMesh is startIstioPilot with the mesh config file mesh.
+func startIstioPilotMesh(t *testing.T, env *kubetest.Env, mesh string) (secure, plain string) {
+	t.Helper()
 	discovery := istiobin.Path(t, istiobin.PilotDiscovery)
-	mesh := istioInjectFiles(t).mesh
 	secure, plain = freeAddr(t), freeAddr(t)
 	startProcess(t, t.TempDir(), []string{
 		"POD_NAMESPACE=istio-system", "POD_NAME=istiod-0", "REVISION=default", "JWT_POLICY=third-party-jwt",

@@ -175,13 +175,20 @@ func withReviews(t *testing.T, ctx context.Context, env *kubetest.Env, clusterIP
 }
 
 // bothControlPlanes starts Istio 1.31's pilot-discovery and Skiff's
-// istiod (the binary at istiod) on env's API server, and returns their
-// plaintext xDS addresses once both listen.
+// istiod (the binary at istiod) on env's API server, both with the mesh
+// config of Istio's chart, and returns their plaintext xDS addresses once
+// both listen.
 func bothControlPlanes(t *testing.T, env *kubetest.Env, istiod string) (istioAddr, skiffAddr string) {
 	t.Helper()
-	_, istioAddr = startIstioPilot(t, env)
+	return bothControlPlanesMesh(t, env, istiod, istioInjectFiles(t).mesh)
+}
+
+// bothControlPlanesMesh is bothControlPlanes with the mesh config file mesh.
+func bothControlPlanesMesh(t *testing.T, env *kubetest.Env, istiod, mesh string) (istioAddr, skiffAddr string) {
+	t.Helper()
+	_, istioAddr = startIstioPilotMesh(t, env, mesh)
 	skiffAddr = freeAddr(t)
-	startProcess(t, t.TempDir(), nil, istiod, "--kubeconfig", env.Kubeconfig,
+	startProcess(t, t.TempDir(), nil, istiod, "--kubeconfig", env.Kubeconfig, "--meshConfig", mesh,
 		"--grpcAddr", skiffAddr, "--secureGRPCAddr", freeAddr(t), "--httpAddr", freeAddr(t),
 		"--monitoringAddr", "", "--httpsAddr", freeAddr(t))
 	listening(t, skiffAddr)

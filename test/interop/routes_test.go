@@ -60,10 +60,24 @@ type routeOptions struct {
 	maxDirectResponse                                 uint32
 }
 
-// outboundRoute asks the plaintext xDS address for route configuration
-// name as a sidecar in namespace ns (state of the world), and returns it
-// once it holds virtual host vhost, acknowledging the responses before.
+// outboundRoute is what routeConfig returns, as a routeView of vhost.
 func outboundRoute(t *testing.T, ctx context.Context, addr, ns, name, vhost string) routeView {
+	t.Helper()
+	rc := routeConfig(t, ctx, addr, ns, name, vhost, "")
+	vh := virtualHost(rc, vhost)
+	return routeView{domains: slices.Sorted(slices.Values(vh.GetDomains())), options: routeOptions{
+		ignorePort:          rc.GetIgnorePortInHostMatching(),
+		validateClustersSet: rc.GetValidateClusters() != nil,
+		validateClusters:    rc.GetValidateClusters().GetValue(),
+		maxDirectResponse:   rc.GetMaxDirectResponseBodySizeBytes().GetValue(),
+	}}
+}
+
+// routeConfig asks the plaintext xDS address for route configuration name
+// as a sidecar in namespace ns (state of the world), and returns it once
+// it holds virtual host vhost, with a route named route unless that is "",
+// acknowledging the responses before.
+func routeConfig(t *testing.T, ctx context.Context, addr, ns, name, vhost, route string) *routev3.RouteConfiguration {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -79,22 +93,24 @@ func outboundRoute(t *testing.T, ctx context.Context, addr, ns, name, vhost stri
 			t.Fatalf("%s: route configuration %s with virtual host %s as a sidecar in %s: %v", addr, name, vhost, ns, err)
 		}
 		for _, a := range resp.GetResources() {
-			var rc routev3.RouteConfiguration
-			if a.UnmarshalTo(&rc) != nil || rc.GetName() != name {
+			rc := &routev3.RouteConfiguration{}
+			if a.UnmarshalTo(rc) != nil || rc.GetName() != name {
 				continue
 			}
-			for _, vh := range rc.GetVirtualHosts() {
-				if vh.GetName() != vhost {
-					continue
-				}
-				return routeView{domains: slices.Sorted(slices.Values(vh.GetDomains())), options: routeOptions{
-					ignorePort:          rc.GetIgnorePortInHostMatching(),
-					validateClustersSet: rc.GetValidateClusters() != nil,
-					validateClusters:    rc.GetValidateClusters().GetValue(),
-					maxDirectResponse:   rc.GetMaxDirectResponseBodySizeBytes().GetValue(),
-				}}
+			if vh := virtualHost(rc, vhost); vh != nil && (route == "" || slices.ContainsFunc(vh.GetRoutes(), func(r *routev3.Route) bool { return r.GetName() == route })) {
+				return rc
 			}
 		}
 		req = &discoveryv3.DiscoveryRequest{TypeUrl: rds, ResourceNames: []string{name}, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
 	}
+}
+
+// virtualHost is rc's virtual host named name, or nil.
+func virtualHost(rc *routev3.RouteConfiguration, name string) *routev3.VirtualHost {
+	for _, vh := range rc.GetVirtualHosts() {
+		if vh.GetName() == name {
+			return vh
+		}
+	}
+	return nil
 }

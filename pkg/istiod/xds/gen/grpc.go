@@ -145,7 +145,7 @@ func grpcRoute(pc *model.PushContext, sc *model.Scope, name string) proto.Messag
 	return &routev3.RouteConfiguration{
 		Name: name,
 		VirtualHosts: []*routev3.VirtualHost{{
-			Name: name, Domains: doms, Routes: b.routes(svc, port),
+			Name: name, Domains: doms, Routes: b.routes(svc, port), IncludeRequestAttemptCount: attemptCount(pc.Mesh),
 		}},
 	}
 }

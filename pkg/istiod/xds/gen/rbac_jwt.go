@@ -17,16 +17,22 @@ import (
 // claimMatcher matches claim path (under the payload) against a value, as
 // a string or as one element of a list (audiences, space-delimited claims).
 func claimMatcher(path []string, m *matcherv3.StringMatcher) *rbacv3.Principal {
-	segs := []*matcherv3.MetadataMatcher_PathSegment{{Segment: &matcherv3.MetadataMatcher_PathSegment_Key{Key: "payload"}}}
-	for _, p := range path {
-		segs = append(segs, &matcherv3.MetadataMatcher_PathSegment{Segment: &matcherv3.MetadataMatcher_PathSegment_Key{Key: p}})
-	}
 	str := &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_StringMatch{StringMatch: m}}
 	value := &matcherv3.ValueMatcher{MatchPattern: &matcherv3.ValueMatcher_OrMatch{OrMatch: &matcherv3.OrMatcher{ValueMatchers: []*matcherv3.ValueMatcher{
 		str, {MatchPattern: &matcherv3.ValueMatcher_ListMatch{ListMatch: &matcherv3.ListMatcher{MatchPattern: &matcherv3.ListMatcher_OneOf{OneOf: str}}}},
 	}}}}
 	return &rbacv3.Principal{Identifier: &rbacv3.Principal_Metadata{Metadata: &matcherv3.MetadataMatcher{
-		Filter: jwtFilterName, Path: segs, Value: value}}}
+		Filter: jwtFilterName, Path: payloadPath(path), Value: value}}}
+}
+
+// payloadPath is the metadata path of a claim path in the JWT filter's
+// payload.
+func payloadPath(path []string) []*matcherv3.MetadataMatcher_PathSegment {
+	segs := make([]*matcherv3.MetadataMatcher_PathSegment, 0, 1+len(path))
+	for _, k := range append([]string{"payload"}, path...) {
+		segs = append(segs, &matcherv3.MetadataMatcher_PathSegment{Segment: &matcherv3.MetadataMatcher_PathSegment_Key{Key: k}})
+	}
+	return segs
 }
 
 func anyValue() *matcherv3.StringMatcher { return regex(".+") }

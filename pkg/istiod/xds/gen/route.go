@@ -4,13 +4,11 @@ import (
 	"fmt"
 	"iter"
 	"net/netip"
-	"slices"
+	"strconv"
 	"strings"
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
-	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/anypb"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 	apinet "istio.io/api/networking/v1alpha3"
 	networking "istio.io/client-go/pkg/apis/networking/v1"
@@ -125,17 +123,19 @@ func (b *routeBuilder) routes(svc *model.Service, port uint16) []*routev3.Route 
 }
 
 // defaultRoute sends everything to the service, hashed as its
-// DestinationRule says.
+// DestinationRule says, retried as the mesh says (retryPolicy).
 func (b *routeBuilder) defaultRoute(svc *model.Service, port uint16) *routev3.Route {
 	a := &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: model.ClusterName(port, "", svc.Hostname)}}
 	setTimeout(a, nil, false)
 	if hp := hashPolicy(serviceHash(b.rule(svc.Hostname), port), b.grpc); hp != nil {
 		a.HashPolicy = []*routev3.RouteAction_HashPolicy{hp}
 	}
+	a.RetryPolicy = retryPolicy(nil, b.pc.Mesh, false) // Istio's default route keeps previous_hosts, hashed or not
 	return &routev3.Route{
-		Name:   "default",
-		Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-		Action: &routev3.Route_Route{Route: a},
+		Name:      "default",
+		Match:     &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+		Action:    &routev3.Route_Route{Route: a},
+		Decorator: &routev3.Decorator{Operation: svc.Hostname + ":" + strconv.Itoa(int(port)) + "/*"},
 	}
 }
 
@@ -156,7 +156,7 @@ func matchesPort(hr *apinet.HTTPRoute, port uint16) bool {
 // route builds the route of one match of hr; nil when it has nothing the
 // client can act on (no destination; a redirect, for gRPC clients).
 func (b *routeBuilder) route(hr *apinet.HTTPRoute, m *apinet.HTTPMatchRequest, vs *networking.VirtualService, svc *model.Service, port uint16, name string) *routev3.Route {
-	r := &routev3.Route{Name: name, Match: routeMatch(m)}
+	r := &routev3.Route{Name: name, Match: routeMatch(m), Metadata: configMetadata(vs)}
 	var ops headerOps
 	if hr.GetHeaders() != nil && !b.grpc {
 		ops = headerOperations(hr.GetHeaders())
@@ -176,6 +176,7 @@ func (b *routeBuilder) route(hr *apinet.HTTPRoute, m *apinet.HTTPMatchRequest, v
 	if f := routeFault(hr.GetFault()); f != nil {
 		r.TypedPerFilterConfig = map[string]*anypb.Any{FaultFilter: mustAny(f)}
 	}
+	r.Decorator = &routev3.Decorator{Operation: operation(r, vs.Name, port)}
 	if c := hr.GetCorsPolicy(); c != nil && !b.grpc {
 		if r.TypedPerFilterConfig == nil {
 			r.TypedPerFilterConfig = map[string]*anypb.Any{}
@@ -244,62 +245,9 @@ func (b *routeBuilder) action(hr *apinet.HTTPRoute, vs *networking.VirtualServic
 			a.HashPolicy = append(a.HashPolicy, hp)
 		}
 	}
-	if r := hr.GetRetries(); r != nil && r.GetAttempts() > 0 {
-		rp := &routev3.RetryPolicy{NumRetries: wrapperspb.UInt32(uint32(r.GetAttempts())), RetryOn: r.GetRetryOn()}
-		if rp.RetryOn == "" {
-			rp.RetryOn = "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes"
-		}
-		if t := r.GetPerTryTimeout(); t != nil && !b.grpc {
-			rp.PerTryTimeout = durationpb.New(t.AsDuration())
-		}
-		a.RetryPolicy = rp
-	}
+	hashed := len(dests) == 1 && destinationHash(b.rule(b.scope.ResolveHost(dests[0].GetDestination().GetHost(), vs.Namespace)), dests[0].GetDestination()) != nil
+	a.RetryPolicy = retryPolicy(hr.GetRetries(), b.pc.Mesh, hashed)
 	return a
-}
-
-// routeMatch converts an Istio match (nil: everything).
-func routeMatch(m *apinet.HTTPMatchRequest) *routev3.RouteMatch {
-	rm := &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}}
-	if m == nil {
-		return rm
-	}
-	switch u := m.GetUri().GetMatchType().(type) {
-	case *apinet.StringMatch_Exact:
-		rm.PathSpecifier = &routev3.RouteMatch_Path{Path: u.Exact}
-	case *apinet.StringMatch_Prefix:
-		rm.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: u.Prefix}
-	case *apinet.StringMatch_Regex:
-		rm.PathSpecifier = &routev3.RouteMatch_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: u.Regex}}
-	}
-	if m.GetIgnoreUriCase() {
-		rm.CaseSensitive = wrapperspb.Bool(false)
-	}
-	names := make([]string, 0, len(m.GetHeaders()))
-	for n := range m.GetHeaders() {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if sm := stringMatcher(m.GetHeaders()[n]); sm != nil {
-			rm.Headers = append(rm.Headers, &routev3.HeaderMatcher{Name: strings.ToLower(n), HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: sm}})
-		}
-	}
-	if sm := stringMatcher(m.GetMethod()); sm != nil {
-		rm.Headers = append(rm.Headers, &routev3.HeaderMatcher{Name: ":method", HeaderMatchSpecifier: &routev3.HeaderMatcher_StringMatch{StringMatch: sm}})
-	}
-	return rm
-}
-
-func stringMatcher(s *apinet.StringMatch) *matcherv3.StringMatcher {
-	switch v := s.GetMatchType().(type) {
-	case *apinet.StringMatch_Exact:
-		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Exact{Exact: v.Exact}}
-	case *apinet.StringMatch_Prefix:
-		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_Prefix{Prefix: v.Prefix}}
-	case *apinet.StringMatch_Regex:
-		return &matcherv3.StringMatcher{MatchPattern: &matcherv3.StringMatcher_SafeRegex{SafeRegex: &matcherv3.RegexMatcher{Regex: v.Regex}}}
-	}
-	return nil
 }
 
 // domains lists the names a sidecar's virtual host answers to, as Istio

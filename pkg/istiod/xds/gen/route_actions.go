@@ -1,11 +1,17 @@
 package gen
 
 import (
+	"strconv"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 	apinet "istio.io/api/networking/v1alpha3"
+	networking "istio.io/client-go/pkg/apis/networking/v1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
@@ -120,4 +126,40 @@ func applyRedirect(r *routev3.Route, in *apinet.HTTPRedirect, port uint16) bool 
 	}
 	r.Action = &routev3.Route_Redirect{Redirect: ra}
 	return true
+}
+
+// operation names route r for tracing as Istio does: the host and port of
+// the one service cluster it sends to, else the VirtualService's name and
+// the port; then the path it matches.
+func operation(r *routev3.Route, vsName string, port uint16) string {
+	path := "/*"
+	switch m := r.GetMatch().GetPathSpecifier().(type) {
+	case *routev3.RouteMatch_Prefix:
+		path = m.Prefix + "*"
+	case *routev3.RouteMatch_Path:
+		path = m.Path
+	case *routev3.RouteMatch_SafeRegex:
+		path = m.SafeRegex.GetRegex()
+	}
+	if p, _, host, ok := model.ParseClusterName(r.GetRoute().GetCluster()); ok {
+		return host + ":" + strconv.Itoa(int(p)) + path
+	}
+	return vsName + ":" + strconv.Itoa(int(port)) + path
+}
+
+// attemptCount reports whether a sidecar's virtual hosts tell the upstream
+// the attempt's number (x-envoy-attempt-count), as Istio's do unless the
+// mesh's proxy config turns it off (proxyHeaders.attemptCount.disabled).
+func attemptCount(m *meshconfig.MeshConfig) bool {
+	return !m.GetDefaultConfig().GetProxyHeaders().GetAttemptCount().GetDisabled().GetValue()
+}
+
+// configMetadata names the VirtualService a route comes from as Istio
+// does, in filter metadata "istio" (its "config": the object's API path),
+// where istioctl's route views read it.
+func configMetadata(vs *networking.VirtualService) *corev3.Metadata {
+	path := "/apis/networking.istio.io/v1/namespaces/" + vs.Namespace + "/virtual-service/" + vs.Name
+	return &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{
+		"istio": {Fields: map[string]*structpb.Value{"config": structpb.NewStringValue(path)}},
+	}}
 }

@@ -37,7 +37,7 @@ func TestCatchAllVirtualHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		vh := catchAllVirtualHost(pc.ScopeFor(p))
+		vh := catchAllVirtualHost(pc.ScopeFor(p), pc.Mesh)
 		if err := vh.ValidateAll(); err != nil {
 			t.Errorf("%s: %v", c.id, err)
 		}

@@ -86,9 +86,10 @@ func (b *routeBuilder) virtualHost(svc *model.Service, port uint16) vhostPart {
 // buildHost builds the virtual host of svc:port.
 func (b *routeBuilder) buildHost(svc *model.Service, port uint16) *routev3.VirtualHost {
 	return &routev3.VirtualHost{
-		Name:    svc.Hostname + ":" + strconv.Itoa(int(port)),
-		Domains: domains(svc, b.scope.Namespace),
-		Routes:  b.routes(svc, port),
+		Name:                       svc.Hostname + ":" + strconv.Itoa(int(port)),
+		Domains:                    domains(svc, b.scope.Namespace),
+		Routes:                     b.routes(svc, port),
+		IncludeRequestAttemptCount: attemptCount(b.pc.Mesh),
 	}
 }
 

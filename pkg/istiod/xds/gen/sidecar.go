@@ -198,7 +198,7 @@ func scopeRoutes(pc *model.PushContext, sc *model.Scope) []*Resource {
 		for _, p := range ports {
 			parts := byPort[p]
 			dedupeDomains(parts)
-			parts = append(parts, vhostPart{own: catchAllVirtualHost(sc)})
+			parts = append(parts, vhostPart{own: catchAllVirtualHost(sc, pc.Mesh)})
 			rs = append(rs, routeConfiguration(strconv.Itoa(int(p)), parts))
 		}
 		return sortByName(rs)
