@@ -28,7 +28,9 @@ import (
 // server and mesh config: a service's default route, hashed by its
 // DestinationRule; a VirtualService's routes, retried in each way the API
 // allows, not retried, split, hashed, redirected, matched on every part
-// of a request, and by default; and the catch-all. Once with the mesh config of Istio's chart, once with a mesh
+// of a request, and by default, kept or dropped by their matches on the
+// sidecar's labels, namespace and gateway; a service whose every route is
+// for other sidecars; and the catch-all. Once with the mesh config of Istio's chart, once with a mesh
 // default retry policy and the attempt count header turned off.
 func TestRoutesAsIstio(t *testing.T) {
 	istiod := skiff(t, "istiod") // before the API server's context: on a new machine this build takes minutes
@@ -46,10 +48,12 @@ func TestRoutesAsIstio(t *testing.T) {
 			env, ctx := crdtest.Start(t)
 			ns := netnstest.UniqueName("rr-")
 			withReviews(t, ctx, env, "10.0.0.62", ns)
-			details := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "details", Namespace: ns},
-				Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.63", Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
-			if _, err := env.Client.CoreV1().Services(ns).Create(ctx, details, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
+			for name, ip := range map[string]string{"details": "10.0.0.63", "ratings": "10.0.0.64"} {
+				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+					Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
+				if _, err := env.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			dyn, err := dynamic.NewForConfig(env.Config)
 			if err != nil {
@@ -63,10 +67,10 @@ func TestRoutesAsIstio(t *testing.T) {
 				}
 			}
 			istio, skiff := bothControlPlanesMesh(t, env, istiod, meshWith(t, tc.mesh))
-			reviews, det := "reviews."+ns+".svc.cluster.local:9080", "details."+ns+".svc.cluster.local:9080"
+			reviews, det, rat := "reviews."+ns+".svc.cluster.local:9080", "details."+ns+".svc.cluster.local:9080", "ratings."+ns+".svc.cluster.local:9080"
 			want := routeConfig(t, ctx, istio, ns, "9080", reviews, "rest") // once the VirtualService is in
 			got := routeConfig(t, ctx, skiff, ns, "9080", reviews, "rest")
-			for _, vh := range []string{reviews, det, "allow_any"} {
+			for _, vh := range []string{reviews, det, rat, "allow_any"} {
 				w, g := sortedDomains(virtualHost(want, vh)), sortedDomains(virtualHost(got, vh))
 				if d := cmp.Diff(w, g, protocmp.Transform()); d != "" {
 					t.Errorf("virtual host %s differs from Istio's (-Istio +Skiff):\n%s", vh, d)
@@ -113,7 +117,18 @@ func retryConfig(ns string) []struct {
 		}})},
 		{"destinationrules", object("DestinationRule", "details", map[string]any{"host": "details", "trafficPolicy": map[string]any{
 			"loadBalancer": map[string]any{"consistentHash": map[string]any{"httpCookie": map[string]any{"name": "u", "ttl": "60s"}}}}})},
-		{"virtualservices", object("VirtualService", "reviews", map[string]any{"hosts": []any{"reviews"}, "http": []any{
+		// No route of ratings' is for the test's sidecar (app: client): it
+		// gets the default route.
+		{"virtualservices", object("VirtualService", "ratings", map[string]any{"hosts": []any{"ratings"}, "http": []any{
+			map[string]any{"name": "others", "match": []any{map[string]any{"sourceLabels": map[string]any{"app": "other"}}},
+				"route": []any{map[string]any{"destination": map[string]any{"host": "ratings"}}}},
+		}})},
+		{"virtualservices", object("VirtualService", "reviews", map[string]any{"hosts": []any{"reviews"}, "gateways": []any{"mesh", "edge"}, "http": []any{
+			map[string]any{"name": "from-other", "match": []any{map[string]any{"uri": map[string]any{"prefix": "/o"}, "sourceLabels": map[string]any{"app": "other"}}}, "route": []any{dest("")}},
+			map[string]any{"name": "from-client", "match": []any{map[string]any{"uri": map[string]any{"prefix": "/c"}, "sourceLabels": map[string]any{"app": "client"}, "sourceNamespace": ns}}, "route": []any{dest("")}},
+			map[string]any{"name": "elsewhere", "match": []any{map[string]any{"uri": map[string]any{"prefix": "/e"}, "sourceNamespace": "elsewhere"}}, "route": []any{dest("")}},
+			map[string]any{"name": "edge-only", "match": []any{map[string]any{"uri": map[string]any{"prefix": "/g"}, "gateways": []any{"edge"}}}, "route": []any{dest("")}},
+			map[string]any{"name": "mesh-decides", "match": []any{map[string]any{"uri": map[string]any{"prefix": "/md"}, "gateways": []any{"mesh"}, "sourceLabels": map[string]any{"app": "other"}}}, "route": []any{dest("")}},
 			map[string]any{"name": "retried", "match": prefix("/retried"), "timeout": "5s", "route": []any{dest("v1")},
 				"retries": map[string]any{"attempts": 3, "retryOn": "gateway-error,503, 429,reset", "perTryTimeout": "2s",
 					"retryRemoteLocalities": true, "backoff": "100ms"}},

@@ -81,16 +81,18 @@ func generate(pc *model.PushContext, p *model.Proxy, typeURL string, names []str
 	switch typeURL {
 	case ClusterType:
 		ports := inboundPorts(pc, p)
-		out = withInboundClusters.Get(pc, inboundKey[string]{sc, portsKey(ports)}, func() []*Resource {
+		out = withInboundClusters.Get(pc, inboundKey[string]{scope: sc, inbound: portsKey(ports)}, func() []*Resource {
 			return merge(scopeClusters(pc, sc), inboundClusters(pc, ports))
 		})
 	case ListenerType:
-		in := inboundListener(pc, p)
-		out = withInboundListener.Get(pc, inboundKey[*Resource]{sc, in}, func() []*Resource {
-			return merge(scopeListeners(pc, sc), []*Resource{in})
+		in, labels := inboundListener(pc, p), p.WorkloadLabels(pc)
+		v := viewOf(pc, sc, labels)
+		out = withInboundListener.Get(pc, inboundKey[*Resource]{scope: sc, src: v.src, inbound: in}, func() []*Resource {
+			return merge(scopeListeners(pc, v, labels), []*Resource{in})
 		})
 	case RouteType:
-		out = scopeRoutes(pc, sc)
+		labels := p.WorkloadLabels(pc)
+		out = scopeRoutes(pc, viewOf(pc, sc, labels), labels)
 	case EndpointType:
 		return endpoints(pc, sc, names), nil
 	case NameTableType:
@@ -116,9 +118,11 @@ var (
 )
 
 // inboundKey is a scope and what names a sidecar's inbound part: its
-// ports' key for clusters, its (shared) listener for listeners.
+// ports' key for clusters, its (shared) listener for listeners, with its
+// view's src for listeners.
 type inboundKey[T comparable] struct {
 	scope   *model.Scope
+	src     string
 	inbound T
 }
 

@@ -13,9 +13,11 @@ import (
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
 
-// grpcKey names a resource a gRPC client of a scope asked for.
+// grpcKey names a resource a gRPC client of a scope asked for; src is
+// its view's, for route configurations (routes match on sources).
 type grpcKey struct {
 	scope *model.Scope
+	src   string
 	name  string
 }
 
@@ -54,6 +56,7 @@ func generateGRPC(pc *model.PushContext, p *model.Proxy, typeURL string, names [
 	var out []*Resource
 	for _, name := range names {
 		var memo *model.Memo[grpcKey, *Resource]
+		key := grpcKey{scope: sc, name: name}
 		var build func() proto.Message
 		switch typeURL {
 		case ListenerType:
@@ -70,13 +73,15 @@ func generateGRPC(pc *model.PushContext, p *model.Proxy, typeURL string, names [
 				continue
 			}
 		case RouteType:
-			memo, build = grpcRoutes, func() proto.Message { return grpcRoute(pc, sc, name) }
+			labels := p.WorkloadLabels(pc)
+			key.src = viewOf(pc, sc, labels).src
+			memo, build = grpcRoutes, func() proto.Message { return grpcRoute(pc, sc, labels, name) }
 		case ClusterType:
 			memo, build = grpcClusters, func() proto.Message { return grpcCluster(pc, sc, name) }
 		default:
 			return nil, fmt.Errorf("unsupported type %s for gRPC clients", typeURL)
 		}
-		r := memo.Get(pc, grpcKey{sc, name}, func() *Resource {
+		r := memo.Get(pc, key, func() *Resource {
 			m := build()
 			if m == nil {
 				return nil
@@ -130,12 +135,12 @@ func grpcListener(pc *model.PushContext, sc *model.Scope, name string) proto.Mes
 	}
 }
 
-func grpcRoute(pc *model.PushContext, sc *model.Scope, name string) proto.Message {
+func grpcRoute(pc *model.PushContext, sc *model.Scope, labels map[string]string, name string) proto.Message {
 	svc, port := lookupTarget(pc, sc, name)
 	if svc == nil {
 		return nil
 	}
-	b := &routeBuilder{pc: pc, scope: sc, grpc: true}
+	b := &routeBuilder{pc: pc, scope: sc, grpc: true, labels: labels}
 	doms := []string{name}
 	for _, d := range []string{svc.Hostname, fmt.Sprintf("%s:%d", svc.Hostname, port)} {
 		if d != name {

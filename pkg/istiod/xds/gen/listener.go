@@ -67,13 +67,13 @@ func tcpFilter(cluster string) *listenerv3.Filter {
 }
 
 // outboundListeners builds virtualOutbound and the per-port listeners for
-// the services of a scope: HTTP ports share 0.0.0.0_PORT (routes by port
+// the services of a scope, as its sidecars with labels see them: HTTP ports share 0.0.0.0_PORT (routes by port
 // name over RDS), reached from virtualOutbound through use_original_dst;
 // TCP and TLS ports with a VIP get VIP_PORT (their tcp / tls routes) and a
 // filter chain in virtualOutbound; destinations nothing matches go where
 // the scope's outbound traffic policy says.
-func outboundListeners(sc *model.Scope) []*listenerv3.Listener {
-	b := &routeBuilder{scope: sc}
+func outboundListeners(sc *model.Scope, labels map[string]string) []*listenerv3.Listener {
+	b := &routeBuilder{scope: sc, labels: labels}
 	var perPort []*listenerv3.Listener
 	httpPorts := map[uint16]bool{}
 	seen := map[string]bool{}

@@ -62,7 +62,7 @@ func (b *routeBuilder) tcpChains(vs *networking.VirtualService, svc *model.Servi
 		}
 		var subnets []*corev3.CidrRange
 		for _, m := range tr.GetMatch() {
-			if !b.l4Applies(m.GetPort(), m.GetSourceNamespace(), port) {
+			if !b.l4Applies(m, port) {
 				continue
 			}
 			if len(m.GetDestinationSubnets()) == 0 {
@@ -97,7 +97,7 @@ func (b *routeBuilder) tlsChains(vs *networking.VirtualService, svc *model.Servi
 			continue
 		}
 		for _, m := range tr.GetMatch() {
-			if !b.l4Applies(m.GetPort(), m.GetSourceNamespace(), port) {
+			if !b.l4Applies(m, port) {
 				continue
 			}
 			key := strings.Join(m.GetSniHosts(), ",") + "|" + strings.Join(m.GetDestinationSubnets(), ",")
@@ -112,11 +112,18 @@ func (b *routeBuilder) tlsChains(vs *networking.VirtualService, svc *model.Servi
 	return out
 }
 
-// l4Applies evaluates the static parts of a tcp or tls match: its port and
-// source namespace. Source labels are not evaluated (a scope is shared by
-// the workloads of a namespace), as for HTTP routes.
-func (b *routeBuilder) l4Applies(matchPort uint32, sourceNS string, port uint16) bool {
-	return (matchPort == 0 || matchPort == uint32(port)) && (sourceNS == "" || sourceNS == b.scope.Namespace)
+// l4Applies reports whether a tcp or tls match applies to port and to b's
+// proxies (l4FromHere).
+func (b *routeBuilder) l4Applies(m l4Match, port uint16) bool {
+	return (m.GetPort() == 0 || m.GetPort() == uint32(port)) && b.l4FromHere(m.GetGateways(), m.GetSourceLabels(), m.GetSourceNamespace())
+}
+
+// l4Match is what l4Applies reads of a tcp or tls match.
+type l4Match interface {
+	GetPort() uint32
+	GetGateways() []string
+	GetSourceLabels() map[string]string
+	GetSourceNamespace() string
 }
 
 // tcpProxy forwards to one destination or splits by weight (stat prefix

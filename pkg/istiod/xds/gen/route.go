@@ -24,6 +24,10 @@ type routeBuilder struct {
 	pc    *model.PushContext
 	scope *model.Scope
 	grpc  bool
+	// labels are the proxies' workload labels, for matches on their
+	// sources (route_source.go); the builder's result is shared by the
+	// proxies that agree on those matches (view).
+	labels map[string]string
 	// reads, when set, records what the builder reads of its scope
 	// (service and rule), so what it builds can be shared by scopes
 	// that read the same (routedHost).
@@ -87,7 +91,8 @@ func (b *routeBuilder) destination(d *apinet.Destination, vsNS string, svc *mode
 }
 
 // routes returns the routes of svc:port: the VirtualService's HTTP routes
-// in order, or one default route to the service.
+// that apply to the port and b's proxies, in order, or, as Istio, one
+// default route to the service when none does.
 func (b *routeBuilder) routes(svc *model.Service, port uint16) []*routev3.Route {
 	vs := b.scope.VirtualService[svc.Hostname]
 	if vs == nil || len(vs.Spec.GetHttp()) == 0 {
@@ -107,7 +112,7 @@ func (b *routeBuilder) routes(svc *model.Service, port uint16) []*routev3.Route 
 			matches = []*apinet.HTTPMatchRequest{nil}
 		}
 		for _, m := range matches {
-			if m.GetPort() != 0 && m.GetPort() != uint32(port) {
+			if m.GetPort() != 0 && m.GetPort() != uint32(port) || !b.httpFromHere(m) {
 				continue
 			}
 			rn := name
@@ -118,6 +123,9 @@ func (b *routeBuilder) routes(svc *model.Service, port uint16) []*routev3.Route 
 				out = append(out, r)
 			}
 		}
+	}
+	if len(out) == 0 {
+		return []*routev3.Route{b.defaultRoute(svc, port)}
 	}
 	return out
 }

@@ -26,7 +26,8 @@ type routedKey struct {
 	vs    *networking.VirtualService
 	host  string
 	port  uint16
-	local bool // the scope is the service's namespace
+	local bool   // the scope is the service's namespace
+	src   string // the outcome of vs's matches on sources (sourceOutcomes)
 }
 
 type routedVariants struct {
@@ -65,7 +66,7 @@ func readsAlike(sc *model.Scope, reads []scopeRead) bool {
 // the scopes that read alike.
 func (b *routeBuilder) routedHost(vs *networking.VirtualService, svc *model.Service, port uint16) vhostPart {
 	build := func() *routev3.VirtualHost { return b.buildHost(svc, port) }
-	k := routedKey{vs: vs, host: svc.Hostname, port: port, local: svc.Namespace == b.scope.Namespace}
+	k := routedKey{vs: vs, host: svc.Hostname, port: port, local: svc.Namespace == b.scope.Namespace, src: b.sourceOutcomes(vs)}
 	vars := routedHosts.Get(b.pc, k, func() *routedVariants { return &routedVariants{} })
 	vars.mu.Lock()
 	defer vars.mu.Unlock()

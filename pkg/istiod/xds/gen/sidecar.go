@@ -21,8 +21,8 @@ func listenerName(l *listenerv3.Listener) string { return l.GetName() }
 var (
 	clustersMemo  = model.NewEndpointMemo[*model.Scope, []*Resource](clustersRead)
 	endpointsMemo = model.NewEndpointMemo[*model.Scope, map[string]*Resource](endpointsRead)
-	listenersMemo = model.NewMemo[*model.Scope, []*Resource]()
-	routesMemo    = model.NewMemo[*model.Scope, []*Resource]()
+	listenersMemo = model.NewMemo[view, []*Resource]()
+	routesMemo    = model.NewMemo[view, []*Resource]()
 	nameTableMemo = model.NewEndpointMemo[*model.Scope, *Resource](nameTableRead)
 	// loadAssignments caches each cluster's load assignment; only its
 	// host's endpoints go into it.
@@ -169,17 +169,20 @@ func labelPairs(m map[string]string) []string {
 	return out
 }
 
-// scopeListeners are virtualOutbound and the per-port outbound listeners.
-func scopeListeners(pc *model.PushContext, sc *model.Scope) []*Resource {
-	return listenersMemo.Get(pc, sc, func() []*Resource {
-		return sortByName(marshalAll(outboundListeners(sc), listenerName))
+// scopeListeners are virtualOutbound and the per-port outbound listeners
+// of view v, as sidecars with labels see them.
+func scopeListeners(pc *model.PushContext, v view, labels map[string]string) []*Resource {
+	return listenersMemo.Get(pc, v, func() []*Resource {
+		return sortByName(marshalAll(outboundListeners(v.scope, labels), listenerName))
 	})
 }
 
-// scopeRoutes are the outbound route configurations, one per HTTP port.
-func scopeRoutes(pc *model.PushContext, sc *model.Scope) []*Resource {
-	return routesMemo.Get(pc, sc, func() []*Resource {
-		b := &routeBuilder{pc: pc, scope: sc}
+// scopeRoutes are the outbound route configurations of view v, one per
+// HTTP port, as sidecars with labels see them.
+func scopeRoutes(pc *model.PushContext, v view, labels map[string]string) []*Resource {
+	sc := v.scope
+	return routesMemo.Get(pc, v, func() []*Resource {
+		b := &routeBuilder{pc: pc, scope: sc, labels: labels}
 		byPort := map[uint16][]vhostPart{}
 		var ports []uint16
 		for _, svc := range sc.Services {
