@@ -137,7 +137,7 @@ func retryConfig(ns string) []struct {
 			map[string]any{"name": "off", "match": []any{map[string]any{"uri": map[string]any{"exact": "/off"}}}, "route": []any{dest("")},
 				"retries": map[string]any{"attempts": 0}},
 			map[string]any{"name": "split", "match": []any{map[string]any{"uri": map[string]any{"regex": "/split/.*"}}},
-				"route":   []any{weighted("v1", 30), weighted("v2", 70)},
+				"route":   []any{weighted("v1", 3), weighted("v2", 1)}, // relative weights
 				"retries": map[string]any{"attempts": 2, "retryIgnorePreviousHosts": false}},
 			map[string]any{"name": "hashed", "match": prefix("/hashed"), "route": []any{dest("v2")}},
 			map[string]any{"name": "hashed-kept", "match": prefix("/kept"), "route": []any{dest("v2")},

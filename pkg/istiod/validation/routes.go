@@ -2,9 +2,13 @@ package validation
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	apinet "istio.io/api/networking/v1alpha3"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -66,24 +70,25 @@ type weighted interface {
 	GetWeight() int32
 }
 
-// routes checks the destinations of one route (f): at least one, each
-// with a host and a weight in 0..100, weights adding up to 100 when more
-// than one.
+// routes checks the destinations of one route (f), as Istio 1.31 does: at
+// least one, each with a host and a weight not negative; weights are
+// relative, so they need not add up to 100, but more than one destination
+// with no weight at all would take no traffic.
 func routes[W weighted](c *checker, f string, ds []W) {
 	if len(ds) == 0 {
 		c.add(f+".route", "[]", "at least one destination required")
 	}
-	sum := int32(0)
+	sum := int64(0)
 	for j, d := range ds {
 		df := fmt.Sprintf("%s.route[%d]", f, j)
 		c.destination(df+".destination", d.GetDestination())
-		if w := d.GetWeight(); w < 0 || w > 100 {
-			c.add(df+".weight", w, "must be in 0..100")
+		if w := d.GetWeight(); w < 0 {
+			c.add(df+".weight", w, "must not be negative")
 		}
-		sum += d.GetWeight()
+		sum += int64(d.GetWeight())
 	}
-	if len(ds) > 1 && sum != 100 {
-		c.add(f+".route[*].weight", sum, "weights must add up to 100")
+	if len(ds) > 1 && sum == 0 {
+		c.add(f+".route[*].weight", sum, "no destination has a weight: set one at least")
 	}
 }
 
@@ -217,8 +222,49 @@ func (c *checker) httpActions(f string, r *apinet.HTTPRoute) {
 		c.destination(f+".mirror", m)
 	}
 	c.percent(f+".mirrorPercentage", r.GetMirrorPercentage())
-	if p := r.GetRetries().GetPerTryTimeout(); p != nil && p.AsDuration() < 1e6 {
-		c.add(f+".retries.perTryTimeout", p.AsDuration(), "must be at least 1ms")
+	c.retries(f+".retries", r.GetRetries())
+}
+
+// retries checks a retry policy as Istio 1.31's webhook does: no other
+// field when attempts is 0 (retries off), durations in whole milliseconds
+// from 1ms, and each retryOn condition one Envoy knows or an HTTP status
+// code.
+func (c *checker) retries(f string, rt *apinet.HTTPRetry) {
+	if rt == nil {
+		return
+	}
+	if rt.GetAttempts() == 0 && (rt.GetPerTryTimeout() != nil || rt.GetRetryOn() != "" || rt.GetRetryRemoteLocalities() != nil) {
+		c.add(f+".attempts", 0, "retries are off (0), yet perTryTimeout, retryOn or retryRemoteLocalities is set")
+	}
+	c.millis(f+".perTryTimeout", rt.GetPerTryTimeout())
+	c.millis(f+".backoff", rt.GetBackoff())
+	if on := rt.GetRetryOn(); on != "" {
+		for _, cond := range strings.Split(on, ",") {
+			if n, err := strconv.Atoi(cond); (err != nil || http.StatusText(n) == "") && !retryOn[cond] {
+				c.add(f+".retryOn", cond, "neither an Envoy retry condition nor an HTTP status code")
+			}
+		}
+	}
+}
+
+// retryOn are the retry conditions Envoy's router takes (x-envoy-retry-on
+// and x-envoy-retry-grpc-on).
+var retryOn = map[string]bool{
+	"5xx": true, "gateway-error": true, "reset": true, "reset-before-request": true, "connect-failure": true,
+	"retriable-4xx": true, "refused-stream": true, "retriable-status-codes": true, "retriable-headers": true,
+	"envoy-ratelimited": true, "http3-post-connect-failure": true,
+	"cancelled": true, "deadline-exceeded": true, "internal": true, "resource-exhausted": true, "unavailable": true,
+}
+
+// millis checks a duration Envoy takes in milliseconds: at least 1ms, and
+// whole milliseconds.
+func (c *checker) millis(field string, d *durationpb.Duration) {
+	switch {
+	case d == nil:
+	case d.AsDuration() < time.Millisecond:
+		c.add(field, d.AsDuration(), "must be at least 1ms")
+	case d.AsDuration()%time.Millisecond != 0:
+		c.add(field, d.AsDuration(), "must be whole milliseconds")
 	}
 }
 

@@ -97,10 +97,55 @@ spec:
   http:
   - route:
     - destination: {host: reviews, subset: v1}
+      weight: 0
+    - destination: {host: reviews, subset: v2}
+`, want: []string{"spec.http[0].route[*].weight: 0: no destination has a weight"}},
+	{name: "retries", doc: `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews}
+spec:
+  hosts: [reviews]
+  http:
+  - route: [{destination: {host: reviews}}]
+    retries: {attempts: 3, retryOn: "5xx,503,retriable-status-codes,unavailable", perTryTimeout: 2s, backoff: 25ms, retryRemoteLocalities: true}
+`},
+	{name: "retries off with a policy", doc: `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews}
+spec:
+  hosts: [reviews]
+  http:
+  - route: [{destination: {host: reviews}}]
+    retries: {attempts: 0, retryOn: 5xx}
+`, want: []string{"spec.http[0].retries.attempts: 0: retries are off"}},
+	{name: "retry conditions and durations", doc: `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews}
+spec:
+  hosts: [reviews]
+  http:
+  - route: [{destination: {host: reviews}}]
+    retries: {attempts: 2, retryOn: "5xx,bogus, 503,999", perTryTimeout: 1500us, backoff: 0.5ms}
+`, want: []string{"spec.http[0].retries.retryOn: bogus: neither", "spec.http[0].retries.retryOn:  503: neither", "spec.http[0].retries.retryOn: 999: neither",
+		"spec.http[0].retries.perTryTimeout: 1.5ms: must be whole milliseconds", "spec.http[0].retries.backoff: 500µs: must be at least 1ms"}},
+	{name: "relative weights", doc: `
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews}
+spec:
+  hosts: [reviews]
+  http:
+  - route:
+    - destination: {host: reviews, subset: v1}
       weight: 90
     - destination: {host: reviews, subset: v2}
       weight: 20
-`, want: []string{"spec.http[0].route[*].weight: 110: weights must add up to 100"}},
+    - destination: {host: reviews, subset: v2}
+      weight: 0
+`},
 	{name: "unknown subset", doc: `
 apiVersion: networking.istio.io/v1beta1
 kind: VirtualService
@@ -236,9 +281,9 @@ spec:
   - match: [{sniHosts: [api.example.com]}]
     route:
     - destination: {host: a.example.com}
-      weight: 150
+      weight: -5
     - destination: {}
-`, want: []string{"spec.tls[0].route[*].weight: 150: weights must add up to 100", "spec.tls[0].route[0].weight: 150: must be in 0..100", `spec.tls[0].route[1].destination.host: "": required`}},
+`, want: []string{"spec.tls[0].route[0].weight: -5: must not be negative", `spec.tls[0].route[1].destination.host: "": required`}},
 	{name: "mirror needs a host", doc: `
 apiVersion: networking.istio.io/v1
 kind: VirtualService
@@ -395,7 +440,7 @@ spec:
 		"metadata.name: Bad_Name", `spec.hosts[1]: "": empty host`,
 		"spec.http[0].match[0].uri: {}: one of exact, prefix or regex required", "spec.http[0].match[0].headers[x]: {}",
 		"spec.http[0].route[0].destination.port.number: 70000: must be in 1..65535", `spec.http[0].route[1].destination.host: "": required`,
-		"spec.http[0].route[1].weight: -1: must be in 0..100", "spec.http[0].route[*].weight: 89: weights must add up to 100",
+		"spec.http[0].route[1].weight: -1: must not be negative",
 		"spec.http[0].timeout: -1s: must not be negative", "spec.http[0].retries.attempts: -1: must not be negative",
 		"spec.tcp[0].route: []: at least one destination required",
 	}}, not: []string{"foo..bar", "method.regex", "perTryTimeout", "spec.http[1]"}},

@@ -432,11 +432,11 @@ spec:
   http:
   - route:
     - destination: {host: reviews, subset: v1}
-      weight: 70
+      weight: -70
     - destination: {host: reviews, subset: v2}
       weight: 20
 `)
-		if err == nil || !strings.Contains(err.Error(), "spec.http[0].route[*].weight: 90: weights must add up to 100") || !strings.Contains(err.Error(), "denied the request") {
+		if err == nil || !strings.Contains(err.Error(), "spec.http[0].route[0].weight: -70: must not be negative") || !strings.Contains(err.Error(), "denied the request") {
 			t.Fatalf("invalid VirtualService: %v", err)
 		}
 		t.Logf("refused as expected: %v", err)

@@ -186,14 +186,14 @@ func TestValidateRefusesWithReason(t *testing.T) {
 		"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
 		"metadata": map[string]any{"name": "reviews"},
 		"spec": map[string]any{"hosts": []string{"reviews"}, "http": []any{map[string]any{"route": []any{
-			map[string]any{"destination": map[string]any{"host": "reviews", "subset": "v1"}, "weight": 60},
+			map[string]any{"destination": map[string]any{"host": "reviews", "subset": "v1"}, "weight": -60},
 			map[string]any{"destination": map[string]any{"host": "reviews", "subset": "v2"}, "weight": 30},
 		}}}},
 	}
 	kind := metav1.GroupVersionKind{Group: "networking.istio.io", Version: "v1", Kind: "VirtualService"}
 	res := metav1.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "virtualservices"}
 	resp := respond(t, s, ValidatePath, reviewBody(t, res, kind, vs))
-	if resp.Allowed || !strings.Contains(resp.Result.Message, "weights must add up to 100") || resp.Result.Code != 400 {
+	if resp.Allowed || !strings.Contains(resp.Result.Message, "weight: -60: must not be negative") || resp.Result.Code != 400 {
 		t.Fatalf("response %+v", resp.Result)
 	}
 }

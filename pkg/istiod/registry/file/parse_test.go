@@ -38,9 +38,9 @@ spec:
   hosts: [reviews]
   http:
   - route:
-    - {destination: {host: reviews, subset: v1}, weight: 70}
-    - {destination: {host: reviews, subset: v2}, weight: 20}
-`, []string{"VirtualService default/r", "spec.http[0].route[*].weight: 90: weights must add up to 100"}},
+    - {destination: {host: reviews, subset: v1}, weight: 0}
+    - {destination: {host: reviews, subset: v2}}
+`, []string{"VirtualService default/r", "spec.http[0].route[*].weight: 0: no destination has a weight"}},
 		{"bad enum", `apiVersion: networking.istio.io/v1
 kind: ServiceEntry
 metadata: {name: se}

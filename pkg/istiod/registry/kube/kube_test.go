@@ -78,12 +78,13 @@ func TestKubeRegistry(t *testing.T) {
 	if _, err := ic.NetworkingV1().DestinationRules("default").Create(ctx, dr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// Accepted by the schema-less CRD, rejected by istiod: weights add up to 90.
+	// Accepted by the schema-less CRD, rejected by istiod: no destination
+	// has a weight.
 	bad := &networking.VirtualService{
 		ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: "default"},
 		Spec: apinet.VirtualService{Hosts: []string{"reviews"}, Http: []*apinet.HTTPRoute{{Route: []*apinet.HTTPRouteDestination{
-			{Destination: &apinet.Destination{Host: "reviews", Subset: "v1"}, Weight: 60},
-			{Destination: &apinet.Destination{Host: "reviews", Subset: "v2"}, Weight: 30},
+			{Destination: &apinet.Destination{Host: "reviews", Subset: "v1"}},
+			{Destination: &apinet.Destination{Host: "reviews", Subset: "v2"}},
 		}}}},
 	}
 	if _, err := ic.NetworkingV1().VirtualServices("default").Create(ctx, bad, metav1.CreateOptions{}); err != nil {
@@ -106,7 +107,7 @@ func TestKubeRegistry(t *testing.T) {
 	if len(in.Services) < 1 || len(in.EndpointSlices) != 1 || len(in.DestinationRules) != 1 || len(in.VirtualServices) != 0 {
 		t.Fatalf("inputs: %d services, %d slices, %d rules, %d virtual services", len(in.Services), len(in.EndpointSlices), len(in.DestinationRules), len(in.VirtualServices))
 	}
-	if p := r.Problems(); len(p) != 1 || !strings.Contains(p[0].Error(), "VirtualService default/bad") || !strings.Contains(p[0].Error(), "weights must add up to 100") {
+	if p := r.Problems(); len(p) != 1 || !strings.Contains(p[0].Error(), "VirtualService default/bad") || !strings.Contains(p[0].Error(), "no destination has a weight") {
 		t.Fatalf("problems: %v", p)
 	}
 	// Left out, and said so once, with the object and why.

@@ -138,7 +138,7 @@ func TestPatchMatchesListAll(t *testing.T) {
 	// "a" sorts before "a-b" as a namespace, after it as a key prefix.
 	namespaces := []string{"a", "a-b", "b", "default"}
 	vs := func(ns, name string, valid bool) *networking.VirtualService {
-		w := int32(40)
+		w := int32(-10) // invalid: negative
 		if valid {
 			w = 50
 		}
