@@ -8,6 +8,7 @@ import (
 
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -74,35 +75,63 @@ func outboundRoute(t *testing.T, ctx context.Context, addr, ns, name, vhost stri
 }
 
 // routeConfig asks the plaintext xDS address for route configuration name
-// as a sidecar in namespace ns (state of the world), and returns it once
-// it holds virtual host vhost, with a route named route unless that is "",
-// acknowledging the responses before.
+// as a sidecar in namespace ns, and returns it once it holds virtual host
+// vhost, with a route named route unless that is "".
 func routeConfig(t *testing.T, ctx context.Context, addr, ns, name, vhost, route string) *routev3.RouteConfiguration {
+	t.Helper()
+	return sidecarResource(t, ctx, addr, ns, name, func(rc *routev3.RouteConfiguration) bool {
+		vh := virtualHost(rc, vhost)
+		return vh != nil && (route == "" || slices.ContainsFunc(vh.GetRoutes(), func(r *routev3.Route) bool { return r.GetName() == route }))
+	})
+}
+
+// sidecarResource asks the plaintext xDS address for the resource name of
+// T's type as a sidecar in namespace ns (state of the world, every
+// resource of the type), and returns it once ready says it is complete,
+// acknowledging the responses before.
+func sidecarResource[T any, PT interface {
+	*T
+	proto.Message
+}](t *testing.T, ctx context.Context, addr, ns, name string, ready func(PT) bool) PT {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	stream, node := adsAsSidecar(t, sctx, addr, ns)
-	const rds = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
-	req := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: rds, ResourceNames: []string{name}}
+	typeURL := "type.googleapis.com/" + string(PT(new(T)).ProtoReflect().Descriptor().FullName())
+	req := &discoveryv3.DiscoveryRequest{Node: node, TypeUrl: typeURL}
+	if typeURL == rdsType {
+		req.ResourceNames = []string{name}
+	}
 	for {
 		if err := stream.Send(req); err != nil {
 			t.Fatalf("%s: %v", addr, err)
 		}
 		resp, err := stream.Recv()
 		if err != nil {
-			t.Fatalf("%s: route configuration %s with virtual host %s as a sidecar in %s: %v", addr, name, vhost, ns, err)
+			t.Fatalf("%s: %s %s as a sidecar in %s: %v", addr, typeURL, name, ns, err)
 		}
 		for _, a := range resp.GetResources() {
-			rc := &routev3.RouteConfiguration{}
-			if a.UnmarshalTo(rc) != nil || rc.GetName() != name {
+			m := PT(new(T))
+			if a.UnmarshalTo(m) != nil || resourceName(m) != name {
 				continue
 			}
-			if vh := virtualHost(rc, vhost); vh != nil && (route == "" || slices.ContainsFunc(vh.GetRoutes(), func(r *routev3.Route) bool { return r.GetName() == route })) {
-				return rc
+			if ready == nil || ready(m) {
+				return m
 			}
 		}
-		req = &discoveryv3.DiscoveryRequest{TypeUrl: rds, ResourceNames: []string{name}, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
+		req = &discoveryv3.DiscoveryRequest{TypeUrl: typeURL, ResourceNames: req.ResourceNames, VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce()}
 	}
+}
+
+const rdsType = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+
+// resourceName is the name field of an xDS resource.
+func resourceName(m proto.Message) string {
+	f := m.ProtoReflect().Descriptor().Fields().ByName("name")
+	if f == nil {
+		return ""
+	}
+	return m.ProtoReflect().Get(f).String()
 }
 
 // virtualHost is rc's virtual host named name, or nil.

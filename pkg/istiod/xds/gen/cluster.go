@@ -22,6 +22,9 @@ const (
 
 const (
 	defaultConnectTimeout = 10 * time.Second
+	// statDelimiter ends the stat names Istio gives clusters
+	// (alt_stat_name), where its bootstrap's tag rules find their end.
+	statDelimiter = ";"
 	// inboundBindAddress is the source address of inbound connections to the
 	// app, so its own outbound capture can tell them apart (as Istio).
 	inboundBindAddress = "127.0.0.6"
@@ -31,6 +34,7 @@ const (
 func adsSource() *corev3.ConfigSource {
 	return &corev3.ConfigSource{
 		ConfigSourceSpecifier: &corev3.ConfigSource_Ads{Ads: &corev3.AggregatedConfigSource{}},
+		InitialFetchTimeout:   durationpb.New(0), // as Istio: wait for the resource, however long
 		ResourceApiVersion:    corev3.ApiVersion_V3,
 	}
 }
@@ -95,6 +99,9 @@ func portEndpoints(eps []model.Endpoint, port uint16, labels map[string]string) 
 func outboundCluster(svc *model.Service, port model.Port, subset string, labels map[string]string, policy *apinet.TrafficPolicy, eps []model.Endpoint, grpc bool, nsMode model.MTLSMode, sec *model.SecurityPolicies) *clusterv3.Cluster {
 	name := model.ClusterName(port.Port, subset, svc.Hostname)
 	c := &clusterv3.Cluster{Name: name, ConnectTimeout: durationpb.New(defaultConnectTimeout)}
+	if !grpc {
+		c.AltStatName = name + statDelimiter
+	}
 	switch svc.Resolution {
 	case model.Passthrough:
 		c.ClusterDiscoveryType = &clusterv3.Cluster_Type{Type: clusterv3.Cluster_ORIGINAL_DST}

@@ -23,6 +23,15 @@ func applyLoadBalancer(c *clusterv3.Cluster, lb *apinet.LoadBalancerSettings) {
 		c.LbPolicy = clusterv3.Cluster_CLUSTER_PROVIDED
 		return
 	}
+	// As Istio: the endpoints of unready pods are sent as unhealthy, so
+	// Envoy's panic mode (at 50% healthy by default) would send them
+	// traffic; it is off unless outlier detection's minHealthPercent set it.
+	if c.CommonLbConfig == nil {
+		c.CommonLbConfig = &clusterv3.Cluster_CommonLbConfig{}
+	}
+	if c.CommonLbConfig.HealthyPanicThreshold == nil {
+		c.CommonLbConfig.HealthyPanicThreshold = &typev3.Percent{}
+	}
 	switch lb.GetSimple() {
 	case apinet.LoadBalancerSettings_LEAST_CONN, apinet.LoadBalancerSettings_LEAST_REQUEST:
 		leastRequest(c, lb)

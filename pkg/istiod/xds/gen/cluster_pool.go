@@ -58,14 +58,14 @@ func (b *envoyCluster) finish() *clusterv3.Cluster {
 
 // defaultThresholds are Istio's circuit breaker thresholds when a rule
 // sets none: no limit (Envoy's own defaults of 1024 connections and
-// requests and 3 retries trip during rollouts), remaining capacity tracked.
+// requests and 3 retries trip during rollouts), and, as Istio 1.31 by
+// default, no gauges of the remaining capacity.
 func defaultThresholds() *clusterv3.CircuitBreakers_Thresholds {
 	return &clusterv3.CircuitBreakers_Thresholds{
 		MaxRetries:         wrapperspb.UInt32(math.MaxUint32),
 		MaxRequests:        wrapperspb.UInt32(math.MaxUint32),
 		MaxConnections:     wrapperspb.UInt32(math.MaxUint32),
 		MaxPendingRequests: wrapperspb.UInt32(math.MaxUint32),
-		TrackRemaining:     true,
 	}
 }
 

@@ -3,6 +3,7 @@ package gen
 import (
 	"slices"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	httpinspv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/http_inspector/v3"
 	origdstv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/listener/original_dst/v3"
@@ -10,8 +11,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 )
 
 // sidecarInbound builds an Envoy sidecar's virtualInbound listener (15006)
@@ -23,9 +23,9 @@ import (
 // AuthorizationPolicies (HTTP or network RBAC) and, on HTTP chains, its
 // RequestAuthentications (JWT). The TLS inspector runs on the ports with
 // TLS chains, the HTTP inspector where a chain matches plaintext HTTP ALPN.
-func sidecarInbound(wp workloadPolicies, ports []inboundPort) *listenerv3.Listener {
+func sidecarInbound(wp workloadPolicies, ports []inboundPort, mesh *meshconfig.MeshConfig) *listenerv3.Listener {
 	mtls := wp.mtls
-	s := &inboundSecurity{authz: wp.authz, jwt: jwtFilter(wp.authn)}
+	s := &inboundSecurity{authz: wp.authz, jwt: jwtFilter(wp.authn), mesh: mesh}
 	chains := []*listenerv3.FilterChain{{
 		Name:             VirtualInbound + "-blackhole",
 		FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(VirtualInboundPort)},

@@ -11,6 +11,7 @@ import (
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
@@ -98,6 +99,7 @@ func inboundTLS(http bool) *corev3.TransportSocket {
 type inboundSecurity struct {
 	authz model.AuthorizationPolicies
 	jwt   *hcmv3.HttpFilter
+	mesh  *meshconfig.MeshConfig // for sidecarHCM
 }
 
 // portChains builds the chains of one workload port (port 0 with
@@ -149,7 +151,7 @@ func (s *inboundSecurity) inboundHCM(port uint16, cluster, stat string, proto mo
 		vhost = "inbound|http|0"
 	}
 	h := &hcmv3.HttpConnectionManager{
-		StatPrefix:               stat,
+		StatPrefix:               stat + statDelimiter,
 		ForwardClientCertDetails: hcmv3.HttpConnectionManager_APPEND_FORWARD,
 		SetCurrentClientCertDetails: &hcmv3.HttpConnectionManager_SetCurrentClientCertDetails{
 			Subject: wrapperspb.Bool(true), Uri: true, Dns: true,
@@ -172,5 +174,5 @@ func (s *inboundSecurity) inboundHCM(port uint16, cluster, stat string, proto mo
 	if proto.IsHTTP2() {
 		h.Http2ProtocolOptions = &corev3.Http2ProtocolOptions{}
 	}
-	return h
+	return sidecarHCM(h, s.mesh, true)
 }

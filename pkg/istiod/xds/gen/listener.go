@@ -10,6 +10,7 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+	meshconfig "istio.io/api/mesh/v1alpha1"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/model"
 )
@@ -67,12 +68,13 @@ func tcpFilter(cluster string) *listenerv3.Filter {
 }
 
 // outboundListeners builds virtualOutbound and the per-port listeners for
-// the services of a scope, as its sidecars with labels see them: HTTP ports share 0.0.0.0_PORT (routes by port
+// the services of a scope, as its sidecars with labels see them, in the
+// mesh config mesh: HTTP ports share 0.0.0.0_PORT (routes by port
 // name over RDS), reached from virtualOutbound through use_original_dst;
 // TCP and TLS ports with a VIP get VIP_PORT (their tcp / tls routes) and a
 // filter chain in virtualOutbound; destinations nothing matches go where
 // the scope's outbound traffic policy says.
-func outboundListeners(sc *model.Scope, labels map[string]string) []*listenerv3.Listener {
+func outboundListeners(sc *model.Scope, labels map[string]string, mesh *meshconfig.MeshConfig) []*listenerv3.Listener {
 	b := &routeBuilder{scope: sc, labels: labels}
 	var perPort []*listenerv3.Listener
 	httpPorts := map[uint16]bool{}
@@ -91,7 +93,7 @@ func outboundListeners(sc *model.Scope, labels map[string]string) []*listenerv3.
 						Name: name, Address: address("0.0.0.0", p.Port), BindToPort: wrapperspb.Bool(false),
 						TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 						FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
-							hcmFilter(rdsManager("outbound_"+name, fmt.Sprint(p.Port), sidecarHTTPFilters()))}}},
+							hcmFilter(sidecarHCM(rdsManager("outbound_"+name+statDelimiter, fmt.Sprint(p.Port), sidecarHTTPFilters()), mesh, false))}}},
 					})
 				}
 				continue // reached from virtualOutbound through use_original_dst

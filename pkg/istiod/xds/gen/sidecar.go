@@ -173,7 +173,7 @@ func labelPairs(m map[string]string) []string {
 // of view v, as sidecars with labels see them.
 func scopeListeners(pc *model.PushContext, v view, labels map[string]string) []*Resource {
 	return listenersMemo.Get(pc, v, func() []*Resource {
-		return sortByName(marshalAll(outboundListeners(v.scope, labels), listenerName))
+		return sortByName(marshalAll(outboundListeners(v.scope, labels, pc.Mesh), listenerName))
 	})
 }
 
@@ -257,7 +257,7 @@ func inboundListener(pc *model.PushContext, p *model.Proxy) *Resource {
 	w := workloadOf(pc, p)
 	wp := policiesOf(pc, w)
 	return inboundListenerMemo.Get(pc, portsKey(ports)+" "+w.Namespace+" "+wp.key(), func() *Resource {
-		r, _ := newResource(VirtualInbound, sidecarInbound(wp, ports))
+		r, _ := newResource(VirtualInbound, sidecarInbound(wp, ports, pc.Mesh))
 		return r
 	})
 }
