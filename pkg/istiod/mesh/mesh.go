@@ -89,6 +89,12 @@ func Parse(doc []byte) (*meshconfig.MeshConfig, []string, error) {
 	if err != nil {
 		return nil, warnings, err
 	}
+	if f := mc.GetAccessLogFormat(); f != "" && mc.GetAccessLogEncoding() == meshconfig.MeshConfig_JSON {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(f), &obj); err != nil {
+			warnings = append(warnings, fmt.Sprintf("mesh config: accessLogFormat: %q is not a JSON object (%v); Istio's default JSON fields are logged", f, err))
+		}
+	}
 	return mc, warnings, nil
 }
 

@@ -26,10 +26,12 @@ var uuidRequestID = &hcmv3.RequestIDExtension{TypedConfig: mustAny(&uuidv3.UuidR
 //   - paths normalised as the mesh's pathNormalization says (escaped
 //     slashes kept by default);
 //   - UUID request IDs;
+//   - the mesh's access log (accessLogs);
 //   - the mesh proxy config's proxyHeaders: the server header (inbound
 //     "istio-envoy"), request IDs, x-forwarded-port, Envoy's debug
 //     headers (the router's x-envoy-* headers).
 func sidecarHCM(h *hcmv3.HttpConnectionManager, mesh *meshconfig.MeshConfig, inbound bool) *hcmv3.HttpConnectionManager {
+	h.AccessLog = accessLogs(mesh)
 	h.UseRemoteAddress = wrapperspb.Bool(false)
 	h.UpgradeConfigs = []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}}
 	h.StreamIdleTimeout = durationpb.New(0)

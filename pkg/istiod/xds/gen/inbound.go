@@ -25,11 +25,11 @@ import (
 // TLS chains, the HTTP inspector where a chain matches plaintext HTTP ALPN.
 func sidecarInbound(wp workloadPolicies, ports []inboundPort, mesh *meshconfig.MeshConfig) *listenerv3.Listener {
 	mtls := wp.mtls
-	s := &inboundSecurity{authz: wp.authz, jwt: jwtFilter(wp.authn), mesh: mesh}
+	s := &inboundSecurity{authz: wp.authz, jwt: jwtFilter(wp.authn), mesh: mesh, logs: accessLogs(mesh)}
 	chains := []*listenerv3.FilterChain{{
 		Name:             VirtualInbound + "-blackhole",
 		FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(VirtualInboundPort)},
-		Filters:          []*listenerv3.Filter{inboundTCPProxy(BlackHoleCluster)},
+		Filters:          []*listenerv3.Filter{blackHoleFilter()},
 	}}
 	chains = append(chains, s.portChains(0, protocolUnknown, mtls.Mode)...)
 	for _, p := range ports {
@@ -42,6 +42,7 @@ func sidecarInbound(wp workloadPolicies, ports []inboundPort, mesh *meshconfig.M
 		ContinueOnListenerFiltersTimeout: true,
 		ListenerFiltersTimeout:           durationpb.New(0),
 		FilterChains:                     chains,
+		AccessLog:                        listenerLogs(s.logs),
 	}
 	l.ListenerFilters = listenerFilters(chains)
 	return l

@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
@@ -100,6 +101,7 @@ type inboundSecurity struct {
 	authz model.AuthorizationPolicies
 	jwt   *hcmv3.HttpFilter
 	mesh  *meshconfig.MeshConfig // for sidecarHCM
+	logs  []*accesslogv3.AccessLog
 }
 
 // portChains builds the chains of one workload port (port 0 with
@@ -120,7 +122,7 @@ func (s *inboundSecurity) portChains(port uint16, proto model.Protocol, mode mod
 			fc.Name = httpName
 			fc.Filters = []*listenerv3.Filter{hcmFilter(s.inboundHCM(port, cluster, stat, proto))}
 		} else {
-			fc.Filters = append(rbacNetworkFilters(s.authz), inboundTCPProxy(cluster))
+			fc.Filters = append(rbacNetworkFilters(s.authz), s.tcpProxy(cluster))
 		}
 		if m.tls {
 			fc.TransportSocket = inboundTLS(m.http)
@@ -130,9 +132,8 @@ func (s *inboundSecurity) portChains(port uint16, proto model.Protocol, mode mod
 	return out
 }
 
-func inboundTCPProxy(cluster string) *listenerv3.Filter {
-	return &listenerv3.Filter{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(&tcpv3.TcpProxy{
-		StatPrefix: cluster, ClusterSpecifier: &tcpv3.TcpProxy_Cluster{Cluster: cluster}})}}
+func (s *inboundSecurity) tcpProxy(cluster string) *listenerv3.Filter {
+	return tcpProxyFilter(&tcpv3.TcpProxy{StatPrefix: cluster, ClusterSpecifier: &tcpv3.TcpProxy_Cluster{Cluster: cluster}, AccessLog: s.logs})
 }
 
 // inboundHCM is the connection manager of an inbound HTTP chain: JWT

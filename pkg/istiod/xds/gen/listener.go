@@ -61,10 +61,18 @@ func rdsManager(statPrefix, routeName string, filters []*hcmv3.HttpFilter) *hcmv
 	}
 }
 
-func tcpFilter(cluster string) *listenerv3.Filter {
-	return &listenerv3.Filter{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(&tcpv3.TcpProxy{
-		StatPrefix: cluster, ClusterSpecifier: &tcpv3.TcpProxy_Cluster{Cluster: cluster},
-	})}}
+// tcpFilter proxies TCP to cluster, logging connections as b.logs say.
+func (b *routeBuilder) tcpFilter(cluster string) *listenerv3.Filter {
+	return tcpProxyFilter(&tcpv3.TcpProxy{StatPrefix: cluster, ClusterSpecifier: &tcpv3.TcpProxy_Cluster{Cluster: cluster}, AccessLog: b.logs})
+}
+
+// blackHoleFilter drops connections, unlogged, as Istio's blackhole chains.
+func blackHoleFilter() *listenerv3.Filter {
+	return tcpProxyFilter(&tcpv3.TcpProxy{StatPrefix: BlackHoleCluster, ClusterSpecifier: &tcpv3.TcpProxy_Cluster{Cluster: BlackHoleCluster}})
+}
+
+func tcpProxyFilter(p *tcpv3.TcpProxy) *listenerv3.Filter {
+	return &listenerv3.Filter{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(p)}}
 }
 
 // outboundListeners builds virtualOutbound and the per-port listeners for
@@ -75,7 +83,7 @@ func tcpFilter(cluster string) *listenerv3.Filter {
 // filter chain in virtualOutbound; destinations nothing matches go where
 // the scope's outbound traffic policy says.
 func outboundListeners(sc *model.Scope, labels map[string]string, mesh *meshconfig.MeshConfig) []*listenerv3.Listener {
-	b := &routeBuilder{scope: sc, labels: labels}
+	b := &routeBuilder{scope: sc, labels: labels, logs: accessLogs(mesh)}
 	var perPort []*listenerv3.Listener
 	httpPorts := map[uint16]bool{}
 	seen := map[string]bool{}
@@ -124,6 +132,11 @@ func outboundListeners(sc *model.Scope, labels map[string]string, mesh *meshconf
 			}
 		}
 	}
+	// Connections to 15001 itself would come back here through the
+	// passthrough: Istio blackholes them.
+	chains = append(chains, &listenerv3.FilterChain{Name: VirtualOutbound + "-blackhole",
+		FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(VirtualOutboundPort)},
+		Filters:          []*listenerv3.Filter{blackHoleFilter()}})
 	vo := &listenerv3.Listener{
 		Name:             VirtualOutbound,
 		Address:          address("0.0.0.0", VirtualOutboundPort),
@@ -131,7 +144,8 @@ func outboundListeners(sc *model.Scope, labels map[string]string, mesh *meshconf
 		TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 		FilterChains:     chains,
 		DefaultFilterChain: &listenerv3.FilterChain{Name: "PassthroughFilterChain",
-			Filters: []*listenerv3.Filter{tcpFilter(outboundCatchAll(sc))}},
+			Filters: []*listenerv3.Filter{b.tcpFilter(outboundCatchAll(sc))}},
+		AccessLog: listenerLogs(b.logs),
 	}
 	return append([]*listenerv3.Listener{vo}, perPort...)
 }

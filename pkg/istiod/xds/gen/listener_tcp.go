@@ -37,7 +37,7 @@ func (b *routeBuilder) opaqueChains(svc *model.Service, port model.Port) []*list
 		out = b.tcpChains(vs, svc, port.Port)
 	}
 	if out == nil {
-		out = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{tcpFilter(model.ClusterName(port.Port, "", svc.Hostname))}}}
+		out = []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{b.tcpFilter(model.ClusterName(port.Port, "", svc.Hostname))}}}
 	}
 	return out
 }
@@ -79,7 +79,7 @@ func (b *routeBuilder) tcpChains(vs *networking.VirtualService, svc *model.Servi
 		}
 	}
 	if out != nil && !terminal {
-		out = append(out, &listenerv3.FilterChain{Filters: []*listenerv3.Filter{tcpFilter(model.ClusterName(port, "", svc.Hostname))}})
+		out = append(out, &listenerv3.FilterChain{Filters: []*listenerv3.Filter{b.tcpFilter(model.ClusterName(port, "", svc.Hostname))}})
 	}
 	return out
 }
@@ -130,7 +130,7 @@ type l4Match interface {
 // "name.namespace" of the VirtualService, as Istio names it).
 func (b *routeBuilder) tcpProxy(rds []*apinet.RouteDestination, vs *networking.VirtualService, svc *model.Service, port uint16) []*listenerv3.Filter {
 	if len(rds) == 1 {
-		return []*listenerv3.Filter{tcpFilter(b.destination(rds[0].GetDestination(), vs.Namespace, svc, port))}
+		return []*listenerv3.Filter{b.tcpFilter(b.destination(rds[0].GetDestination(), vs.Namespace, svc, port))}
 	}
 	wc := &tcpv3.TcpProxy_WeightedCluster{}
 	for _, rd := range rds {
@@ -140,11 +140,11 @@ func (b *routeBuilder) tcpProxy(rds []*apinet.RouteDestination, vs *networking.V
 		}
 	}
 	if len(wc.Clusters) == 0 {
-		return []*listenerv3.Filter{tcpFilter(b.destination(rds[0].GetDestination(), vs.Namespace, svc, port))}
+		return []*listenerv3.Filter{b.tcpFilter(b.destination(rds[0].GetDestination(), vs.Namespace, svc, port))}
 	}
-	return []*listenerv3.Filter{{Name: "envoy.filters.network.tcp_proxy", ConfigType: &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(&tcpv3.TcpProxy{
-		StatPrefix: vs.Name + "." + vs.Namespace, ClusterSpecifier: &tcpv3.TcpProxy_WeightedClusters{WeightedClusters: wc},
-	})}}}
+	return []*listenerv3.Filter{tcpProxyFilter(&tcpv3.TcpProxy{
+		StatPrefix: vs.Name + "." + vs.Namespace, ClusterSpecifier: &tcpv3.TcpProxy_WeightedClusters{WeightedClusters: wc}, AccessLog: b.logs,
+	})}
 }
 
 // cidrRanges parses subnets ("10.0.0.0/8" or an address); ones that do

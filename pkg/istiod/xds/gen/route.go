@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -28,6 +29,9 @@ type routeBuilder struct {
 	// sources (route_source.go); the builder's result is shared by the
 	// proxies that agree on those matches (view).
 	labels map[string]string
+	// logs are the access logs of the TCP proxies the builder makes
+	// (accessLogs).
+	logs []*accesslogv3.AccessLog
 	// reads, when set, records what the builder reads of its scope
 	// (service and rule), so what it builds can be shared by scopes
 	// that read the same (routedHost).
