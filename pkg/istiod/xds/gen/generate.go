@@ -81,7 +81,7 @@ func generate(pc *model.PushContext, p *model.Proxy, typeURL string, names []str
 	switch typeURL {
 	case ClusterType:
 		ports := inboundPorts(pc, p)
-		out = withInboundClusters.Get(pc, inboundKey[string]{scope: sc, inbound: portsKey(ports)}, func() []*Resource {
+		out = withInboundClusters.Get(pc, inboundKey[string]{scope: sc, inbound: clusterPortsKey(ports)}, func() []*Resource {
 			return merge(scopeClusters(pc, sc), inboundClusters(pc, ports))
 		})
 	case ListenerType:

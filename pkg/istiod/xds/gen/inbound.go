@@ -31,9 +31,9 @@ func sidecarInbound(wp workloadPolicies, ports []inboundPort, mesh *meshconfig.M
 		FilterChainMatch: &listenerv3.FilterChainMatch{DestinationPort: wrapperspb.UInt32(VirtualInboundPort)},
 		Filters:          []*listenerv3.Filter{blackHoleFilter()},
 	}}
-	chains = append(chains, s.portChains(0, protocolUnknown, mtls.Mode)...)
+	chains = append(chains, s.portChains(inboundPort{protocol: protocolUnknown}, mtls.Mode)...)
 	for _, p := range ports {
-		chains = append(chains, s.portChains(p.port, p.protocol, mtls.ForPort(uint32(p.port)))...)
+		chains = append(chains, s.portChains(p, mtls.ForPort(uint32(p.port)))...)
 	}
 	l := &listenerv3.Listener{
 		Name:                             VirtualInbound,

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"strconv"
 
 	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -106,7 +107,8 @@ type inboundSecurity struct {
 
 // portChains builds the chains of one workload port (port 0 with
 // protocolUnknown: the passthrough chains).
-func (s *inboundSecurity) portChains(port uint16, proto model.Protocol, mode model.MTLSMode) []*listenerv3.FilterChain {
+func (s *inboundSecurity) portChains(ip inboundPort, mode model.MTLSMode) []*listenerv3.FilterChain {
+	port, proto := ip.port, ip.protocol
 	cluster, name, httpName, stat := model.InboundClusterName(port), fmt.Sprintf("0.0.0.0_%d", port), fmt.Sprintf("0.0.0.0_%d", port), "inbound_0.0.0.0_"+fmt.Sprint(port)
 	if port == 0 {
 		cluster, name, httpName, stat = InboundPassthroughCluster, VirtualInbound, VirtualInbound+"-catchall-http", InboundPassthroughCluster
@@ -120,7 +122,7 @@ func (s *inboundSecurity) portChains(port uint16, proto model.Protocol, mode mod
 		}
 		if m.http {
 			fc.Name = httpName
-			fc.Filters = []*listenerv3.Filter{hcmFilter(s.inboundHCM(port, cluster, stat, proto))}
+			fc.Filters = []*listenerv3.Filter{hcmFilter(s.inboundHCM(ip, cluster, stat))}
 		} else {
 			fc.Filters = append(rbacNetworkFilters(s.authz), s.tcpProxy(cluster))
 		}
@@ -137,19 +139,24 @@ func (s *inboundSecurity) tcpProxy(cluster string) *listenerv3.Filter {
 }
 
 // inboundHCM is the connection manager of an inbound HTTP chain: JWT
-// authentication, RBAC, then the router to the inbound cluster; the
-// client certificate's identity goes to the application in
-// x-forwarded-client-cert.
-func (s *inboundSecurity) inboundHCM(port uint16, cluster, stat string, proto model.Protocol) *hcmv3.HttpConnectionManager {
+// authentication, RBAC, fault and CORS (as Istio, for configuration
+// that may name them), then the router to the inbound cluster; the client
+// certificate's identity goes to the application in
+// x-forwarded-client-cert. Its one route is Istio's: named after the
+// service port, no timeout, requests the application reset before taking
+// them retried twice (not gRPC's, whose streams would not bear it).
+func (s *inboundSecurity) inboundHCM(ip inboundPort, cluster, stat string) *hcmv3.HttpConnectionManager {
 	var filters []*hcmv3.HttpFilter
 	if s.jwt != nil {
 		filters = append(filters, s.jwt)
 	}
 	filters = append(filters, rbacHTTPFilters(envoyHTTP, s.authz)...)
-	filters = append(filters, routerFilter())
-	vhost := fmt.Sprintf("inbound|http|%d", port)
-	if port == 0 {
-		vhost = "inbound|http|0"
+	filters = append(filters, faultFilter(), corsFilter(), routerFilter())
+	vhost := fmt.Sprintf("inbound|http|%d", ip.svcPort)
+	action := &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster}, Timeout: durationpb.New(0),
+		MaxStreamDuration: &routev3.RouteAction_MaxStreamDuration{MaxStreamDuration: durationpb.New(0), GrpcTimeoutHeaderMax: durationpb.New(0)}}
+	if ip.protocol != model.ProtocolGRPC {
+		action.RetryPolicy = &routev3.RetryPolicy{RetryOn: "reset-before-request", NumRetries: wrapperspb.UInt32(2)}
 	}
 	h := &hcmv3.HttpConnectionManager{
 		StatPrefix:               stat + statDelimiter,
@@ -162,17 +169,17 @@ func (s *inboundSecurity) inboundHCM(port uint16, cluster, stat string, proto mo
 			VirtualHosts: []*routev3.VirtualHost{{
 				Name: vhost, Domains: []string{"*"},
 				Routes: []*routev3.Route{{
-					Name:  "default",
-					Match: &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
-					Action: &routev3.Route_Route{Route: &routev3.RouteAction{
-						ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: cluster}, Timeout: durationpb.New(0)}},
+					Name:      "default",
+					Match:     &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/"}},
+					Action:    &routev3.Route_Route{Route: action},
+					Decorator: &routev3.Decorator{Operation: ip.host + ":" + strconv.Itoa(int(ip.svcPort)) + "/*"},
 				}},
 			}},
 			ValidateClusters: wrapperspb.Bool(false),
 		}},
 		HttpFilters: filters,
 	}
-	if proto.IsHTTP2() {
+	if ip.protocol.IsHTTP2() {
 		h.Http2ProtocolOptions = &corev3.Http2ProtocolOptions{}
 	}
 	return sidecarHCM(h, s.mesh, true)

@@ -44,8 +44,11 @@ func TestInboundListenerSharedByPolicies(t *testing.T) {
 
 	pc := model.BuildPushContext(sampleInputs(t), "1")
 	p, r1, r2 := listener(pc, "10.8.0.1", page), listener(pc, "10.8.0.2", v1), listener(pc, "10.8.0.3", v2)
-	if p != r1 || r1 != r2 {
-		t.Errorf("productpage, ratings v1 and v2 (port 9080, http, no policy): listeners %p, %p, %p, want one", p, r1, r2)
+	if r1 != r2 {
+		t.Errorf("ratings v1 and v2 (port 9080, http, no policy): listeners %p, %p, want one", r1, r2)
+	}
+	if p == r1 {
+		t.Error("productpage's listener is ratings': its inbound route names the service it serves, as Istio's")
 	}
 
 	pc = model.BuildPushContext(sampleInputs(t, allowRatings, strictRatingsV2), "2")
@@ -62,7 +65,8 @@ func TestInboundListenerSharedByPolicies(t *testing.T) {
 }
 
 // TestSidecarsAlikeShareLists: sidecars of one scope whose inbound ports
-// and listener are alike get the very same cluster and listener lists; a
+// are alike get the very same cluster list, and those whose listener is
+// alike too (replicas of one service) the very same listener list; a
 // sidecar with other inbound ports gets its own.
 func TestSidecarsAlikeShareLists(t *testing.T) {
 	pc := model.BuildPushContext(sampleInputs(t), "1")
@@ -80,12 +84,13 @@ func TestSidecarsAlikeShareLists(t *testing.T) {
 	}
 	page := lists("10.8.0.1", map[string]any{"app": "productpage"})
 	ratings := lists("10.8.0.2", map[string]any{"app": "ratings", "version": "v1"})
+	ratings2 := lists("10.8.0.4", map[string]any{"app": "ratings", "version": "v2"})
 	reviews := lists("10.8.0.3", map[string]any{"app": "reviews", "version": "v1"}) // grpc on 9080
-	for _, typ := range []string{gen.ClusterType, gen.ListenerType} {
-		name := gen.ShortName(typ)
-		if &page[typ][0] != &ratings[typ][0] {
-			t.Errorf("%s: productpage and ratings (http 9080 both) got two lists, want one", name)
-		}
+	if &page[gen.ClusterType][0] != &ratings[gen.ClusterType][0] {
+		t.Error("CDS: productpage and ratings (http 9080 both) got two lists, want one")
+	}
+	if &ratings2[gen.ListenerType][0] != &ratings[gen.ListenerType][0] {
+		t.Error("LDS: ratings v1 and v2 (one service) got two lists, want one")
 	}
 	if &reviews[gen.ListenerType][0] == &page[gen.ListenerType][0] {
 		t.Error("LDS: reviews (grpc 9080) got productpage's list")

@@ -162,4 +162,8 @@ func cidr(ip string) *corev3.CidrRange {
 type inboundPort struct {
 	port     uint16 // workload (target) port
 	protocol model.Protocol
+	// svcPort and host are the port and host name of the first service
+	// that names port, for the names Istio gives the inbound route.
+	svcPort uint16
+	host    string
 }

@@ -225,7 +225,7 @@ func inboundPorts(pc *model.PushContext, p *model.Proxy) []inboundPort {
 			}
 			if !seen[t] {
 				seen[t] = true
-				out = append(out, inboundPort{port: t, protocol: port.Protocol})
+				out = append(out, inboundPort{port: t, protocol: port.Protocol, svcPort: port.Port, host: svc.Hostname})
 			}
 		}
 	}
@@ -233,13 +233,24 @@ func inboundPorts(pc *model.PushContext, p *model.Proxy) []inboundPort {
 	return out
 }
 
-// portsKey names a set of inbound ports, to share what is built from it.
+// portsKey names a set of inbound ports with the services that name
+// them, to share the listener built from it.
 func portsKey(ports []inboundPort) string {
 	return fmt.Sprint(ports)
 }
 
+// clusterPortsKey names a set of inbound ports alone, to share the
+// clusters built from it (an inbound cluster names its port only).
+func clusterPortsKey(ports []inboundPort) string {
+	b := make([]byte, 0, 6*len(ports))
+	for _, p := range ports {
+		b = strconv.AppendUint(append(b, ' '), uint64(p.port), 10)
+	}
+	return string(b)
+}
+
 func inboundClusters(pc *model.PushContext, ports []inboundPort) []*Resource {
-	return inboundClustersMemo.Get(pc, portsKey(ports), func() []*Resource {
+	return inboundClustersMemo.Get(pc, clusterPortsKey(ports), func() []*Resource {
 		var cs []*clusterv3.Cluster
 		for _, ip := range ports {
 			cs = append(cs, inboundCluster(ip.port))
