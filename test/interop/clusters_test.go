@@ -9,11 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
 	"github.com/skiff-mesh/skiff/pkg/netns/netnstest"
@@ -31,16 +26,8 @@ func TestClustersAsIstio(t *testing.T) {
 	env, ctx := crdtest.Start(t)
 	ns := netnstest.UniqueName("cl-")
 	withReviews(t, ctx, env, "10.0.0.66", ns)
-	details := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "details", Namespace: ns},
-		Spec: corev1.ServiceSpec{ClusterIP: "10.0.0.67", Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
-	if _, err := env.Client.CoreV1().Services(ns).Create(ctx, details, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dr := &unstructured.Unstructured{Object: map[string]any{
+	withService(t, ctx, env, ns, "details", "10.0.0.67")
+	createIstio(t, ctx, env, "destinationrules", map[string]any{
 		"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
 		"metadata": map[string]any{"name": "details", "namespace": ns},
 		"spec": map[string]any{"host": "details",
@@ -55,11 +42,7 @@ func TestClustersAsIstio(t *testing.T) {
 			"subsets": []any{map[string]any{"name": "v1", "labels": map[string]any{"version": "v1"},
 				"trafficPolicy": map[string]any{"loadBalancer": map[string]any{"consistentHash": map[string]any{"httpHeaderName": "x-user"}}}}},
 		},
-	}}
-	gvr := schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "destinationrules"}
-	if _, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, dr, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	istio, skiff := bothControlPlanes(t, env, istiod)
 	for _, name := range []string{
 		"outbound|9080||reviews." + ns + ".svc.cluster.local",

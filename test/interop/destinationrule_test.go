@@ -42,22 +42,19 @@ func TestDestinationRulePickAsIstio(t *testing.T) {
 		ns    string
 		limit int64
 	}{{proxyNS, 11}, {svcNS, 22}, {"istio-system", 33}, {otherNS, 44}}
+	for _, r := range rules {
+		createIstio(t, ctx, env, "destinationrules", map[string]any{
+			"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
+			"metadata": map[string]any{"name": "reviews", "namespace": r.ns},
+			"spec": map[string]any{"host": host, "trafficPolicy": map[string]any{
+				"connectionPool": map[string]any{"tcp": map[string]any{"maxConnections": r.limit}}}},
+		})
+	}
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	drs := dyn.Resource(schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "destinationrules"})
-	for _, r := range rules {
-		dr := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule",
-			"metadata": map[string]any{"name": "reviews", "namespace": r.ns},
-			"spec": map[string]any{"host": host, "trafficPolicy": map[string]any{
-				"connectionPool": map[string]any{"tcp": map[string]any{"maxConnections": r.limit}}}},
-		}}
-		if _, err := drs.Namespace(r.ns).Create(ctx, dr, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	istioPlain, skiffPlain := bothControlPlanes(t, env, istiod)
 	cluster := "outbound|9080||" + host
@@ -167,9 +164,31 @@ func withReviews(t *testing.T, ctx context.Context, env *kubetest.Env, clusterIP
 			t.Fatal(err)
 		}
 	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "reviews", Namespace: svcNS},
+	withService(t, ctx, env, svcNS, "reviews", clusterIP)
+}
+
+// withService creates the service name in ns (HTTP on 9080) at clusterIP.
+func withService(t *testing.T, ctx context.Context, env *kubetest.Env, ns, name, clusterIP string) {
+	t.Helper()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: corev1.ServiceSpec{ClusterIP: clusterIP, Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
-	if _, err := env.Client.CoreV1().Services(svcNS).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createIstio creates obj, an object of networking.istio.io/v1 resource
+// (virtualservices, destinationrules) as unstructured content, in the
+// namespace its metadata names.
+func createIstio(t *testing.T, ctx context.Context, env *kubetest.Env, resource string, obj map[string]any) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	gvr := schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: resource}
+	if _, err := dyn.Resource(gvr).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,11 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"github.com/skiff-mesh/skiff/pkg/istiod/registry/kube/crdtest"
@@ -48,23 +43,10 @@ func TestRoutesAsIstio(t *testing.T) {
 			env, ctx := crdtest.Start(t)
 			ns := netnstest.UniqueName("rr-")
 			withReviews(t, ctx, env, "10.0.0.62", ns)
-			for name, ip := range map[string]string{"details": "10.0.0.63", "ratings": "10.0.0.64"} {
-				svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-					Spec: corev1.ServiceSpec{ClusterIP: ip, Ports: []corev1.ServicePort{{Name: "http", Port: 9080}}}}
-				if _, err := env.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			dyn, err := dynamic.NewForConfig(env.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
+			withService(t, ctx, env, ns, "details", "10.0.0.63")
+			withService(t, ctx, env, ns, "ratings", "10.0.0.64")
 			for _, o := range retryConfig(ns) {
-				gvr := schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: o.resource}
-				u := &unstructured.Unstructured{Object: o.obj}
-				if _, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
+				createIstio(t, ctx, env, o.resource, o.obj)
 			}
 			istio, skiff := bothControlPlanesMesh(t, env, istiod, meshWith(t, tc.mesh))
 			reviews, det, rat := "reviews."+ns+".svc.cluster.local:9080", "details."+ns+".svc.cluster.local:9080", "ratings."+ns+".svc.cluster.local:9080"
