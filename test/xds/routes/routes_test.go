@@ -188,17 +188,31 @@ func TestRetries(t *testing.T) {
 	}
 }
 
-// TestNoRetries is the control: without a retry policy the failure shows.
-func TestNoRetries(t *testing.T) {
-	m, a, _ := echoMesh(t, "no-retries", `  - route:
-    - destination: {host: echo, subset: v1}`)
-	a.SetReply(func(context.Context) error { return status.Error(codes.Unavailable, "fails") })
-	cl := dial(t, m, "no-retries")
-	if _, err := proxylesstest.Call(t.Context(), cl); status.Code(err) != codes.Unavailable {
-		t.Fatalf("call: %v, want UNAVAILABLE", err)
-	}
-	if got := a.Calls.Load(); got != 1 {
-		t.Errorf("backend got %d calls, want 1", got)
+// TestRetriesByDefault: a route that says nothing of retries takes
+// Istio's default, which retries UNAVAILABLE twice, so a backend that
+// always fails is called three times; a route with attempts 0 does not
+// retry, and the failure shows at once.
+func TestRetriesByDefault(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		retries string
+		calls   int64
+	}{
+		{"default", "", 3},
+		{"off", "    retries: {attempts: 0}\n", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := "retries-" + c.name
+			m, a, _ := echoMesh(t, ns, "  - route:\n    - destination: {host: echo, subset: v1}\n"+c.retries)
+			a.SetReply(func(context.Context) error { return status.Error(codes.Unavailable, "fails") })
+			cl := dial(t, m, ns)
+			if _, err := proxylesstest.Call(t.Context(), cl); status.Code(err) != codes.Unavailable {
+				t.Fatalf("call: %v, want UNAVAILABLE", err)
+			}
+			if got := a.Calls.Load(); got != c.calls {
+				t.Errorf("backend got %d calls, want %d", got, c.calls)
+			}
+		})
 	}
 }
 
