@@ -1,6 +1,7 @@
 package gen
 
 import (
+	accesslogv3 "github.com/envoyproxy/go-control-plane/envoy/config/accesslog/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	uuidv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/request_id/uuid/v3"
@@ -26,12 +27,12 @@ var uuidRequestID = &hcmv3.RequestIDExtension{TypedConfig: mustAny(&uuidv3.UuidR
 //   - paths normalised as the mesh's pathNormalization says (escaped
 //     slashes kept by default);
 //   - UUID request IDs;
-//   - the mesh's access log (accessLogs);
+//   - logs, the mesh's access log (accessLogs);
 //   - the mesh proxy config's proxyHeaders: the server header (inbound
 //     "istio-envoy"), request IDs, x-forwarded-port, Envoy's debug
 //     headers (the router's x-envoy-* headers).
-func sidecarHCM(h *hcmv3.HttpConnectionManager, mesh *meshconfig.MeshConfig, inbound bool) *hcmv3.HttpConnectionManager {
-	h.AccessLog = accessLogs(mesh)
+func sidecarHCM(h *hcmv3.HttpConnectionManager, mesh *meshconfig.MeshConfig, logs []*accesslogv3.AccessLog, inbound bool) *hcmv3.HttpConnectionManager {
+	h.AccessLog = logs
 	h.UseRemoteAddress = wrapperspb.Bool(false)
 	h.UpgradeConfigs = []*hcmv3.HttpConnectionManager_UpgradeConfig{{UpgradeType: "websocket"}}
 	h.StreamIdleTimeout = durationpb.New(0)

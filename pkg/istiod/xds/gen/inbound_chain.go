@@ -182,5 +182,5 @@ func (s *inboundSecurity) inboundHCM(ip inboundPort, cluster, stat string) *hcmv
 	if ip.protocol.IsHTTP2() {
 		h.Http2ProtocolOptions = &corev3.Http2ProtocolOptions{}
 	}
-	return sidecarHCM(h, s.mesh, true)
+	return sidecarHCM(h, s.mesh, s.logs, true)
 }

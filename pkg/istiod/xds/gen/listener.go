@@ -101,7 +101,7 @@ func outboundListeners(sc *model.Scope, labels map[string]string, mesh *meshconf
 						Name: name, Address: address("0.0.0.0", p.Port), BindToPort: wrapperspb.Bool(false),
 						TrafficDirection: corev3.TrafficDirection_OUTBOUND,
 						FilterChains: []*listenerv3.FilterChain{{Filters: []*listenerv3.Filter{
-							hcmFilter(sidecarHCM(rdsManager("outbound_"+name+statDelimiter, fmt.Sprint(p.Port), sidecarHTTPFilters()), mesh, false))}}},
+							hcmFilter(sidecarHCM(rdsManager("outbound_"+name+statDelimiter, fmt.Sprint(p.Port), sidecarHTTPFilters()), mesh, b.logs, false))}}},
 					})
 				}
 				continue // reached from virtualOutbound through use_original_dst

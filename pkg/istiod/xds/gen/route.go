@@ -248,16 +248,18 @@ func (b *routeBuilder) action(hr *apinet.HTTPRoute, vs *networking.VirtualServic
 		}
 		a.ClusterSpecifier = &routev3.RouteAction_WeightedClusters{WeightedClusters: wc}
 	}
+	hashed := false // one destination, hashed: retries stay on its host
 	for _, d := range dests {
 		if len(dests) > 1 && d.GetWeight() == 0 {
 			continue
 		}
 		host := b.scope.ResolveHost(d.GetDestination().GetHost(), vs.Namespace)
-		if hp := hashPolicy(destinationHash(b.rule(host), d.GetDestination()), b.grpc); hp != nil {
+		h := destinationHash(b.rule(host), d.GetDestination())
+		hashed = len(dests) == 1 && h != nil
+		if hp := hashPolicy(h, b.grpc); hp != nil {
 			a.HashPolicy = append(a.HashPolicy, hp)
 		}
 	}
-	hashed := len(dests) == 1 && destinationHash(b.rule(b.scope.ResolveHost(dests[0].GetDestination().GetHost(), vs.Namespace)), dests[0].GetDestination()) != nil
 	a.RetryPolicy = retryPolicy(hr.GetRetries(), b.pc.Mesh, hashed)
 	return a
 }
